@@ -1,0 +1,63 @@
+/*
+ * The JSON report, schema "ddlprof-report/1" (documented in
+ * ddlprof-report(1)): fields are added, never renamed, within the version.
+ */
+#include <jansson.h>
+
+#include "report.h"
+
+static json_t *ddl_json_net(const struct ddl_netsum *n)
+{
+	return json_pack("{s:I, s:I, s:I, s:f, s:f, s:i, s:i}", "calls", (json_int_t)n->calls,
+	                 "bytes_sent", (json_int_t)n->bytes_sent, "bytes_received",
+	                 (json_int_t)n->bytes_received, "time_in_calls_s", (double)n->in_calls_ns / 1e9,
+	                 "time_blocked_s", (double)n->blocked_ns / 1e9, "peers_local",
+	                 (int)n->peers_local, "peers_remote", (int)n->peers_remote);
+}
+
+int ddl_out_json(const struct ddl_report *r, FILE *f)
+{
+	json_t *root = json_object();
+	json_t *procs = json_array();
+	json_t *problems = json_array();
+	json_t *others = json_array();
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		json_t *threads = json_array();
+		for (size_t k = 0; k < p->nthreads; k++)
+			json_array_append_new(threads,
+			                      json_pack("{s:i, s:s, s:o}", "tid", (int)p->threads[k].tid,
+			                                "name", p->threads[k].name, "network",
+			                                ddl_json_net(&p->threads[k].net)));
+		json_t *jp = json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:b, s:f, s:o, s:o}", "host",
+		                       p->host, "pid", (int)p->pid, "rank", p->rank, "world_size",
+		                       p->world_size, "images", p->images, "truncated", p->truncated,
+		                       "corrupt", p->corrupt,
+		                       "wall_s", (double)(p->end_real_ns - p->start_real_ns) / 1e9,
+		                       "network", ddl_json_net(&p->net), "threads", threads);
+		json_object_set_new(jp, "command", p->command ? json_string(p->command) : json_null());
+		json_array_append_new(procs, jp);
+		for (size_t k = 0; k < p->ntr; k++)
+			for (int j = 0; j < p->tr[k]->nproblems; j++)
+				json_array_append_new(problems, json_string(p->tr[k]->problems[j]));
+	}
+	for (size_t k = 0; k < r->set->nruns; k++)
+		if (&r->set->runs[k] != r->run)
+			json_array_append_new(others, json_string(r->set->runs[k].id));
+	json_object_set_new(root, "schema", json_string("ddlprof-report/1"));
+	json_object_set_new(root, "run_id", json_string(r->run->id));
+	json_object_set_new(root, "other_runs", others);
+	json_object_set_new(root, "truncated", json_boolean(r->truncated));
+	json_object_set_new(root, "corrupt", json_boolean(r->corrupt));
+	json_object_set_new(root, "job",
+	                    json_pack("{s:i, s:i, s:i, s:f}", "ranks", r->nranks, "hosts", r->nhosts,
+	                              "processes", (int)r->nprocs, "wall_s",
+	                              r->nprocs ? (double)(r->end_real_ns - r->start_real_ns) / 1e9
+	                                        : 0.0));
+	json_object_set_new(root, "processes", procs);
+	json_object_set_new(root, "problems", problems);
+	int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+	fputc('\n', f);
+	json_decref(root);
+	return rc < 0 || ferror(f) ? -1 : 0;
+}

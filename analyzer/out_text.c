@@ -1,0 +1,87 @@
+/*
+ * The readable report: run, processes and threads with their network
+ * activity, then anything the reader could not read.
+ */
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "report.h"
+
+static const char *ddl_human_bytes(uint64_t b, char *buf, size_t n)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, n, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, n, "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+static void ddl_net_row(FILE *f, const char *label, const struct ddl_netsum *n)
+{
+	char s[32], r[32];
+	fprintf(f, "  %-28s %9" PRIu64 " %12s %12s %10.4f %10.4f %5u/%-5u\n", label, n->calls,
+	        ddl_human_bytes(n->bytes_sent, s, sizeof s),
+	        ddl_human_bytes(n->bytes_received, r, sizeof r), (double)n->in_calls_ns / 1e9,
+	        (double)n->blocked_ns / 1e9, n->peers_local, n->peers_remote);
+}
+
+int ddl_out_text(const struct ddl_report *r, FILE *f)
+{
+	char when[64] = "?";
+	time_t sec = (time_t)(r->start_real_ns / 1000000000);
+	struct tm tm;
+	if (r->nprocs && gmtime_r(&sec, &tm))
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	double wall = r->nprocs ? (double)(r->end_real_ns - r->start_real_ns) / 1e9 : 0;
+	fprintf(f, "ddlprof report: run %s\n", r->run->id);
+	fprintf(f, "  %zu process%s on %d host%s, %d rank%s; started %s; %.3f s\n", r->nprocs,
+	        r->nprocs == 1 ? "" : "es", r->nhosts, r->nhosts == 1 ? "" : "s", r->nranks,
+	        r->nranks == 1 ? "" : "s", when, wall);
+	for (size_t k = 0; k < r->set->nruns; k++)
+		if (&r->set->runs[k] != r->run)
+			fprintf(f, "  also in these traces: run %s (%zu file%s; --run %s)\n",
+			        r->set->runs[k].id, r->set->runs[k].ntraces,
+			        r->set->runs[k].ntraces == 1 ? "" : "s", r->set->runs[k].id);
+	if (r->truncated)
+		fprintf(f, "  TRUNCATED: some traces were cut short; figures cover what was written\n");
+
+	fprintf(f, "\nNetwork activity by process and thread\n");
+	fprintf(f, "  %-28s %9s %12s %12s %10s %10s %11s\n", "process / thread", "calls", "sent",
+	        "received", "in calls s", "blocked s", "peers l/r");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		char label[96];
+		if (p->rank >= 0)
+			snprintf(label, sizeof label, "%s:%u rank %d", p->host, p->pid, p->rank);
+		else
+			snprintf(label, sizeof label, "%s:%u", p->host, p->pid);
+		ddl_net_row(f, label, &p->net);
+		for (size_t k = 0; k < p->nthreads; k++) {
+			snprintf(label, sizeof label, "  thread %u %s", p->threads[k].tid, p->threads[k].name);
+			ddl_net_row(f, label, &p->threads[k].net);
+		}
+		if (p->command)
+			fprintf(f, "      command: %.160s%s%s\n", p->command,
+			        p->images > 1 ? " (after exec)" : "", p->truncated ? " [truncated]" : "");
+	}
+	int problems = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t k = 0; k < r->procs[i].ntr; k++)
+			problems += r->procs[i].tr[k]->nproblems;
+	if (problems) {
+		fprintf(f, "\nTrace problems\n");
+		for (size_t i = 0; i < r->nprocs; i++)
+			for (size_t k = 0; k < r->procs[i].ntr; k++)
+				for (int j = 0; j < r->procs[i].tr[k]->nproblems; j++)
+					fprintf(f, "  %s\n", r->procs[i].tr[k]->problems[j]);
+	}
+	return ferror(f) ? -1 : 0;
+}

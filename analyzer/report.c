@@ -1,0 +1,147 @@
+/*
+ * ddlprof-report: reads trace directories and files, picks one run (the
+ * newest, or --run ID), builds the report model and prints it in the chosen
+ * format. Formats dispatch from a static table.
+ *
+ * Exit status: 0 done; 1 bad input (a path that does not exist, a file that
+ * is not a readable trace, damaged chunks, no traces); 2 usage error.
+ * Truncated traces are reported, not an error: a killed job is a normal
+ * thing to profile.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+
+static const struct {
+	const char *name;
+	int (*out)(const struct ddl_report *, FILE *);
+} ddl_formats[] = {
+	{"text", ddl_out_text},
+	{"json", ddl_out_json},
+	{"dump", ddl_out_dump},
+};
+
+static void ddl_usage(FILE *f)
+{
+	fprintf(f, "usage: ddlprof-report [--json | --dump | --format text|json|dump] [--run ID]\n"
+	           "                      [-o FILE [--force]] DIR|FILE...\n"
+	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
+}
+
+/* Writes to FILE through a temporary name, so a failure leaves nothing half-written. */
+static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
+{
+	if (!force && access(path, F_OK) == 0) {
+		fprintf(stderr, "ddlprof-report: %s exists; pass --force to overwrite it\n", path);
+		return NULL;
+	}
+	snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f)
+		fprintf(stderr, "ddlprof-report: %s: %s\n", tmp, strerror(errno));
+	return f;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},   {"dump", no_argument, NULL, 'd'},
+		{"format", required_argument, NULL, 'F'}, {"run", required_argument, NULL, 'r'},
+		{"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}};
+	const char *format = "text", *run_id = NULL, *out = NULL;
+	int force = 0, c;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': format = "json"; break;
+		case 'd': format = "dump"; break;
+		case 'F': format = optarg; break;
+		case 'r': run_id = optarg; break;
+		case 'o': out = optarg; break;
+		case 'f': force = 1; break;
+		case 'h': ddl_usage(stdout); return 0;
+		case 'V': printf("ddlprof-report %s\n", DDLPROF_VERSION); return 0;
+		default: ddl_usage(stderr); return 2;
+		}
+	}
+	int fi = -1;
+	for (size_t i = 0; i < sizeof ddl_formats / sizeof ddl_formats[0]; i++)
+		if (!strcmp(ddl_formats[i].name, format))
+			fi = (int)i;
+	if (fi < 0) {
+		fprintf(stderr, "ddlprof-report: unknown format '%s' (text, json or dump)\n", format);
+		return 2;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "ddlprof-report: name a trace directory or file\n");
+		ddl_usage(stderr);
+		return 2;
+	}
+	struct ddl_traceset set;
+	char err[1024];
+	if (ddl_traceset_load(&set, argv + optind, argc - optind, err, sizeof err) < 0) {
+		fprintf(stderr, "ddlprof-report: %s\n", err);
+		ddl_traceset_free(&set);
+		return 1;
+	}
+	int status = 0;
+	for (size_t i = 0; i < set.nerrors; i++) {
+		fprintf(stderr, "ddlprof-report: %s\n", set.errors[i]);
+		status = 1;
+	}
+	const struct ddl_run *run = ddl_traceset_run(&set, run_id);
+	if (!run) {
+		if (run_id)
+			fprintf(stderr, "ddlprof-report: no run '%s' in these traces\n", run_id);
+		else
+			fprintf(stderr, "ddlprof-report: no readable traces in %s%s\n", argv[optind],
+			            argc - optind > 1 ? " and the other paths" : "");
+		ddl_traceset_free(&set);
+		return 1;
+	}
+	struct ddl_report rep;
+	if (ddl_report_build(&rep, &set, run) < 0) {
+		fprintf(stderr, "ddlprof-report: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < rep.nprocs; i++)
+		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
+			const struct ddl_trace *t = rep.procs[i].tr[k];
+			for (int j = 0; j < t->nproblems; j++)
+				fprintf(stderr, "ddlprof-report: %s%s\n", t->problems[j],
+				        t->corrupt ? "" : " (truncated trace: reporting what was written)");
+			if (t->corrupt)
+				status = 1;
+		}
+	char tmp[4200];
+	FILE *f = out ? ddl_open_out(out, force, tmp, sizeof tmp) : stdout;
+	if (!f) {
+		status = 1;
+	} else {
+		int rc = ddl_formats[fi].out(&rep, f);
+		if (out) {
+			rc |= fclose(f);
+			if (rc == 0 && rename(tmp, out) != 0)
+				rc = -1;
+			if (rc != 0) {
+				fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(errno));
+				unlink(tmp);
+			}
+		} else if (fflush(stdout) != 0) {
+			rc = -1;
+		}
+		if (rc != 0)
+			status = 1;
+	}
+	ddl_report_free(&rep);
+	ddl_traceset_free(&set);
+	return status;
+}

@@ -1,0 +1,59 @@
+/*
+ * ddlprof-report's model: the selected run's traces summarised per process
+ * and per thread, and the output formats that print it.
+ */
+#ifndef DDL_REPORT_H
+#define DDL_REPORT_H
+
+#include <stdio.h>
+
+#include "trace_set.h"
+
+struct ddl_netsum {
+	uint64_t calls;
+	uint64_t bytes_sent, bytes_received;
+	int64_t in_calls_ns;  /* inside send/recv/connect/accept family calls */
+	int64_t blocked_ns;   /* inside poll/select/epoll waits on sockets */
+	uint32_t peers_local, peers_remote;
+};
+
+struct ddl_threadsum {
+	uint32_t tid;
+	char name[32];
+	struct ddl_netsum net;
+};
+
+struct ddl_proc {
+	const char *host;
+	uint32_t pid;
+	int rank, world_size;
+	int images;           /* trace files: one per exec image */
+	int truncated, corrupt;
+	const char *command;
+	int64_t start_real_ns, end_real_ns;
+	struct ddl_netsum net;
+	struct ddl_threadsum *threads;
+	size_t nthreads;
+	struct ddl_trace **tr; /* this process's traces, in exec order */
+	size_t ntr;
+};
+
+struct ddl_report {
+	const struct ddl_traceset *set;
+	const struct ddl_run *run;
+	struct ddl_proc *procs;
+	size_t nprocs;
+	int nhosts, nranks;
+	int truncated, corrupt;
+	int64_t start_real_ns, end_real_ns;
+};
+
+int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run);
+void ddl_report_free(struct ddl_report *r);
+
+/* Output formats; each returns 0 or -1 on a write error. */
+int ddl_out_text(const struct ddl_report *r, FILE *f);
+int ddl_out_json(const struct ddl_report *r, FILE *f);
+int ddl_out_dump(const struct ddl_report *r, FILE *f);
+
+#endif

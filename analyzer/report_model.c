@@ -1,0 +1,213 @@
+/*
+ * Builds the report model from a trace set: the traces of one run become
+ * processes (host, pid; exec images of one pid merge), and every socket
+ * event is added to its process's and thread's network summary.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+static int ddl_cmp_proc(const void *a, const void *b)
+{
+	const struct ddl_proc *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	int c = strcmp(x->host, y->host);
+	if (c)
+		return c;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static struct ddl_proc *ddl_proc_get(struct ddl_report *r, const struct ddl_trace *t)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == t->hdr.pid && !strcmp(r->procs[i].host, t->hdr.host))
+			return &r->procs[i];
+	struct ddl_proc *q = realloc(r->procs, (r->nprocs + 1) * sizeof *q);
+	if (!q)
+		return NULL;
+	r->procs = q;
+	struct ddl_proc *p = &r->procs[r->nprocs++];
+	memset(p, 0, sizeof *p);
+	p->host = t->hdr.host;
+	p->pid = t->hdr.pid;
+	p->rank = t->hdr.rank;
+	p->world_size = t->hdr.world_size;
+	p->start_real_ns = INT64_MAX;
+	p->end_real_ns = INT64_MIN;
+	return p;
+}
+
+static struct ddl_threadsum *ddl_thread_get(struct ddl_proc *p, const struct ddl_trace *t,
+                                            unsigned idx)
+{
+	uint32_t tid = idx < t->nthreads ? t->threads[idx].tid : 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			return &p->threads[i];
+	struct ddl_threadsum *q = realloc(p->threads, (p->nthreads + 1) * sizeof *q);
+	if (!q)
+		return NULL;
+	p->threads = q;
+	struct ddl_threadsum *s = &p->threads[p->nthreads++];
+	memset(s, 0, sizeof *s);
+	s->tid = tid;
+	if (idx < t->nthreads && t->threads[idx].name)
+		snprintf(s->name, sizeof s->name, "%s", t->threads[idx].name);
+	return s;
+}
+
+static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const struct ddl_event *e)
+{
+	int cls = ddl_event_class(e->kind);
+	int64_t d = ddl_trace_dur_ns(t, e);
+	n->calls++;
+	if (cls == DDL_CLASS_TX && e->result > 0)
+		n->bytes_sent += (uint64_t)e->result;
+	else if (cls == DDL_CLASS_RX && e->result > 0)
+		n->bytes_received += (uint64_t)e->result;
+	if (cls == DDL_CLASS_WAIT) {
+		if (e->flags & DDL_EVF_SOCKWAIT)
+			n->blocked_ns += d;
+	} else {
+		n->in_calls_ns += d;
+	}
+}
+
+/* Distinct peers (by address text) seen by events of a process or thread. */
+struct ddl_peerset {
+	const char **text;
+	int *local;
+	size_t n;
+};
+
+static void ddl_peerset_add(struct ddl_peerset *s, const struct ddl_trace *t, uint32_t id)
+{
+	if (!id || id >= t->npeers || !t->peers[id].text)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->text[i], t->peers[id].text))
+			return;
+	const char **q = realloc(s->text, (s->n + 1) * sizeof *q);
+	int *l = realloc(s->local, (s->n + 1) * sizeof *l);
+	if (q)
+		s->text = q;
+	if (l)
+		s->local = l;
+	if (!q || !l)
+		return;
+	s->text[s->n] = t->peers[id].text;
+	s->local[s->n++] = t->peers[id].local;
+}
+
+static void ddl_peerset_count(struct ddl_peerset *s, struct ddl_netsum *n)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->local[i])
+			n->peers_local++;
+		else
+			n->peers_remote++;
+	}
+	free(s->text);
+	free(s->local);
+	memset(s, 0, sizeof *s);
+}
+
+static void ddl_proc_fill(struct ddl_proc *p)
+{
+	/* First pass: the threads, so per-thread peer sets can be sized. */
+	for (size_t k = 0; k < p->ntr; k++)
+		for (size_t i = 0; i < p->tr[k]->nev; i++)
+			ddl_thread_get(p, p->tr[k], p->tr[k]->ev[i].tid);
+	struct ddl_peerset all = {0};
+	struct ddl_peerset *per = calloc(p->nthreads + 1, sizeof *per);
+	if (!per)
+		return;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			struct ddl_threadsum *th = ddl_thread_get(p, t, e->tid);
+			ddl_net_add(&p->net, t, e);
+			ddl_net_add(&th->net, t, e);
+			ddl_peerset_add(&all, t, e->peer);
+			ddl_peerset_add(&per[th - p->threads], t, e->peer);
+		}
+	}
+	ddl_peerset_count(&all, &p->net);
+	for (size_t i = 0; i < p->nthreads; i++)
+		ddl_peerset_count(&per[i], &p->threads[i].net);
+	free(per);
+}
+
+int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run)
+{
+	memset(r, 0, sizeof *r);
+	r->set = s;
+	r->run = run;
+	r->start_real_ns = INT64_MAX;
+	r->end_real_ns = INT64_MIN;
+	for (size_t i = 0; i < s->n; i++) {
+		struct ddl_trace *t = &s->t[i];
+		if (strcmp(t->hdr.run_id, run->id))
+			continue;
+		struct ddl_proc *p = ddl_proc_get(r, t);
+		if (!p)
+			return -1;
+		struct ddl_trace **q = realloc(p->tr, (p->ntr + 1) * sizeof *q);
+		if (!q)
+			return -1;
+		p->tr = q;
+		/* exec images in order of their generation */
+		size_t at = p->ntr;
+		while (at > 0 && p->tr[at - 1]->hdr.exec_gen > t->hdr.exec_gen) {
+			p->tr[at] = p->tr[at - 1];
+			at--;
+		}
+		p->tr[at] = t;
+		p->ntr++;
+		p->images++;
+		p->truncated |= t->truncated;
+		p->corrupt |= t->corrupt;
+		if (t->hdr.rank >= 0)
+			p->rank = t->hdr.rank;
+		int64_t st = t->hdr.start_real_ns;
+		int64_t en = t->nclk ? ddl_trace_real_ns(t, t->clk[t->nclk - 1].ticks) : st;
+		if (st < p->start_real_ns)
+			p->start_real_ns = st;
+		if (en > p->end_real_ns)
+			p->end_real_ns = en;
+	}
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		p->command = ddl_trace_meta(p->tr[p->ntr - 1], "cmdline");
+		ddl_proc_fill(p);
+		r->truncated |= p->truncated;
+		r->corrupt |= p->corrupt;
+		if (p->start_real_ns < r->start_real_ns)
+			r->start_real_ns = p->start_real_ns;
+		if (p->end_real_ns > r->end_real_ns)
+			r->end_real_ns = p->end_real_ns;
+		int seen = 0;
+		for (size_t k = 0; k < i; k++)
+			seen |= !strcmp(r->procs[k].host, p->host);
+		r->nhosts += !seen;
+		int rseen = p->rank < 0;
+		for (size_t k = 0; k < i && !rseen; k++)
+			rseen = r->procs[k].rank == p->rank;
+		r->nranks += !rseen;
+	}
+	qsort(r->procs, r->nprocs, sizeof *r->procs, ddl_cmp_proc);
+	return 0;
+}
+
+void ddl_report_free(struct ddl_report *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		free(r->procs[i].threads);
+		free(r->procs[i].tr);
+	}
+	free(r->procs);
+	memset(r, 0, sizeof *r);
+}

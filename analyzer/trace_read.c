@@ -1,0 +1,414 @@
+/*
+ * Trace reader: maps a trace file, checks the header, then walks the chunks.
+ * Every chunk header and payload is checked (magic, CRC32C, bounds) before
+ * any of it is used. A chunk that fails is recorded as a problem with its
+ * byte offset and skipped; after a damaged chunk header the reader scans
+ * forward for the next valid one. A file that ends inside a chunk, or
+ * without an end chunk, is marked truncated and everything before is kept.
+ * Nothing in the file can make the reader read out of bounds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "ddlprof/crc32c.h"
+#include "trace_read.h"
+
+static const struct {
+	const char *name;
+	int cls;
+} ddl_kinds[] = {
+	{"none", 0},
+#define DDL_X_KIND(n, s, c) {s, c},
+	DDL_EVENT_KINDS(DDL_X_KIND)
+#undef DDL_X_KIND
+};
+
+const char *ddl_event_name(unsigned kind)
+{
+	return kind < DDL_EV_COUNT ? ddl_kinds[kind].name : "unknown";
+}
+
+int ddl_event_class(unsigned kind)
+{
+	return kind < DDL_EV_COUNT ? ddl_kinds[kind].cls : 0;
+}
+
+static void ddl_problem(struct ddl_trace *t, size_t off, const char *fmt, ...)
+{
+	if (t->nproblems >= DDL_READ_MAX_PROBLEMS)
+		return;
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	size_t n = strlen(t->path) + strlen(msg) + 48;
+	char *p = malloc(n);
+	if (!p)
+		return;
+	snprintf(p, n, "%s: offset %zu: %s", t->path, off, msg);
+	t->problems[t->nproblems++] = p;
+}
+
+static int ddl_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 1024;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static char *ddl_strndup(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = 0;
+	}
+	return p;
+}
+
+static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t n, size_t off)
+{
+	size_t i = 0;
+	while (i + sizeof(struct ddl_strrec) <= n) {
+		struct ddl_strrec r;
+		memcpy(&r, p + i, sizeof r);
+		i += sizeof r;
+		if (r.len > n - i) {
+			ddl_problem(t, off, "string record overruns its chunk");
+			return;
+		}
+		const char *text = (const char *)p + i;
+		i += r.len;
+		if (r.kind == DDL_STR_PEER) {
+			if (r.id > (1u << 24))
+				continue;
+			if (r.id >= t->npeers) {
+				size_t nn = (size_t)r.id + 1;
+				struct ddl_peer_info *q = realloc(t->peers, nn * sizeof *q);
+				if (!q)
+					return;
+				memset(q + t->npeers, 0, (nn - t->npeers) * sizeof *q);
+				t->peers = q;
+				t->npeers = nn;
+			}
+			struct ddl_peer_info *pi = &t->peers[r.id];
+			if (pi->text)
+				continue; /* re-emitted after fork: same peer */
+			pi->id = r.id;
+			pi->local = (r.value & DDL_PEERF_LOCAL) != 0;
+			pi->family = (int)(r.value >> 8);
+			pi->text = ddl_strndup(text, r.len);
+		} else if (r.kind == DDL_STR_THREAD) {
+			if (r.id > 0xffff)
+				continue;
+			if (r.id >= t->nthreads) {
+				size_t nn = (size_t)r.id + 1;
+				struct ddl_thread_info *q = realloc(t->threads, nn * sizeof *q);
+				if (!q)
+					return;
+				memset(q + t->nthreads, 0, (nn - t->nthreads) * sizeof *q);
+				t->threads = q;
+				t->nthreads = nn;
+			}
+			struct ddl_thread_info *ti = &t->threads[r.id];
+			free(ti->name);
+			ti->idx = r.id;
+			ti->tid = r.value;
+			ti->name = ddl_strndup(text, r.len);
+		} else if (r.kind == DDL_STR_META) {
+			char **q = realloc(t->meta, (t->nmeta + 1) * sizeof *q);
+			if (!q)
+				return;
+			t->meta = q;
+			t->meta[t->nmeta] = ddl_strndup(text, r.len);
+			if (t->meta[t->nmeta])
+				t->nmeta++;
+		}
+	}
+}
+
+static int ddl_chunk_header_ok(const unsigned char *p, struct ddl_chunk *c)
+{
+	memcpy(c, p, sizeof *c);
+	return c->magic == DDL_CHUNK_MAGIC &&
+	       c->hcrc == ddl_crc32c(c, offsetof(struct ddl_chunk, hcrc));
+}
+
+/* Handles one checked chunk payload. */
+static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
+                           const unsigned char *p, size_t n, size_t off)
+{
+	switch (c->type) {
+	case DDL_CHUNK_EVENTS:
+		if (n % sizeof(struct ddl_event)) {
+			ddl_problem(t, off, "event chunk of %zu bytes is not whole events", n);
+			return;
+		}
+		if (ddl_grow((void **)&t->ev, &t->cap_ev, t->nev + n / sizeof(struct ddl_event),
+		             sizeof(struct ddl_event)) < 0) {
+			ddl_problem(t, off, "out of memory");
+			return;
+		}
+		memcpy(t->ev + t->nev, p, n);
+		t->nev += n / sizeof(struct ddl_event);
+		t->ended = 0; /* events after an exec chunk: that exec failed */
+		t->exec_end = 0;
+		break;
+	case DDL_CHUNK_STRINGS:
+		ddl_read_strings(t, p, n, off);
+		break;
+	case DDL_CHUNK_CLOCK:
+		if (n % sizeof(struct ddl_clock_sample)) {
+			ddl_problem(t, off, "clock chunk of %zu bytes is not whole samples", n);
+			return;
+		}
+		if (ddl_grow((void **)&t->clk, &t->cap_clk, t->nclk + n / sizeof(struct ddl_clock_sample),
+		             sizeof(struct ddl_clock_sample)) < 0)
+			return;
+		memcpy(t->clk + t->nclk, p, n);
+		t->nclk += n / sizeof(struct ddl_clock_sample);
+		break;
+	case DDL_CHUNK_END:
+	case DDL_CHUNK_EXEC:
+		if (n < sizeof(struct ddl_end)) {
+			ddl_problem(t, off, "end chunk too short");
+			return;
+		}
+		memcpy(&t->end, p, sizeof t->end);
+		t->ended = 1;
+		t->exec_end = c->type == DDL_CHUNK_EXEC;
+		break;
+	default:
+		break; /* a newer writer's chunk: skip */
+	}
+}
+
+static int ddl_cmp_clk(const void *a, const void *b)
+{
+	const struct ddl_clock_sample *x = a, *y = b;
+	return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+}
+
+/* Fits ticks to nanoseconds from the first to the last sample. */
+static void ddl_clock_fit(struct ddl_trace *t)
+{
+	struct ddl_clock_sample s0 = {t->hdr.start_ticks, t->hdr.start_mono_ns, t->hdr.start_real_ns};
+	if (!ddl_grow((void **)&t->clk, &t->cap_clk, t->nclk + 1, sizeof s0))
+		t->clk[t->nclk++] = s0;
+	qsort(t->clk, t->nclk, sizeof *t->clk, ddl_cmp_clk);
+	const struct ddl_clock_sample *a = &t->clk[0], *b = &t->clk[t->nclk - 1];
+	t->base_ticks = a->ticks;
+	t->base_mono_ns = a->mono_ns;
+	t->base_real_ns = a->real_ns;
+	if (t->hdr.clock_source == DDL_CLOCK_MONOTONIC)
+		t->ns_per_tick = 1.0;
+	else if (b->ticks > a->ticks + 1000 && b->mono_ns > a->mono_ns)
+		t->ns_per_tick = (double)(b->mono_ns - a->mono_ns) / (double)(b->ticks - a->ticks);
+	else if (t->hdr.tick_hz)
+		t->ns_per_tick = 1e9 / (double)t->hdr.tick_hz;
+	else
+		t->ns_per_tick = 1.0;
+}
+
+int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks)
+{
+	return t->base_mono_ns + (int64_t)((double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
+}
+
+int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks)
+{
+	return t->base_real_ns + (int64_t)((double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
+}
+
+int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)
+{
+	double d = (double)e->dur;
+	if (e->flags & DDL_EVF_LONG)
+		d *= (double)(1u << DDL_DUR_LONG_SHIFT);
+	return (int64_t)(d * t->ns_per_tick);
+}
+
+const char *ddl_trace_meta(const struct ddl_trace *t, const char *key)
+{
+	size_t k = strlen(key);
+	for (size_t i = 0; i < t->nmeta; i++)
+		if (!strncmp(t->meta[i], key, k) && t->meta[i][k] == '=')
+			return t->meta[i] + k + 1;
+	return NULL;
+}
+
+static int ddl_fail(char *err, size_t errlen, const char *path, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	snprintf(err, errlen, "%s: %s", path, msg);
+	return -1;
+}
+
+static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t size, char *err,
+                            size_t errlen)
+{
+	struct ddl_file_header h;
+	const char *path = t->path;
+	if (size < 8 || memcmp(m, DDL_IDENT, 4) != 0)
+		return ddl_fail(err, errlen, path, "not a ddlprof trace (bad magic)");
+	uint32_t bo;
+	memcpy(&bo, m + 4, 4);
+	if (bo == __builtin_bswap32(DDL_BYTE_ORDER_MAGIC))
+		return ddl_fail(err, errlen, path,
+		                "written on a machine of the other byte order, which this reader does not convert");
+	if (bo != DDL_BYTE_ORDER_MAGIC)
+		return ddl_fail(err, errlen, path, "not a ddlprof trace (bad byte-order mark)");
+	if (size < offsetof(struct ddl_file_header, header_size) + 4)
+		return ddl_fail(err, errlen, path, "truncated inside the file header");
+	memcpy(&h, m, offsetof(struct ddl_file_header, header_size) + 4);
+	if (h.min_reader > DDL_FORMAT_VERSION)
+		return ddl_fail(err, errlen, path,
+		                "format version %u needs a reader of version %u or later; this one reads "
+		                "up to %u: upgrade ddlprof",
+		                h.version, h.min_reader, DDL_FORMAT_VERSION);
+	if (h.header_size < sizeof h || h.header_size > 65536)
+		return ddl_fail(err, errlen, path, "header size %u is not valid", h.header_size);
+	if (size < h.header_size)
+		return ddl_fail(err, errlen, path, "truncated inside the file header");
+	uint32_t hcrc;
+	memcpy(&hcrc, m + h.header_size - 4, 4);
+	if (hcrc != ddl_crc32c(m, h.header_size - 4))
+		return ddl_fail(err, errlen, path, "file header checksum mismatch (damaged header)");
+	memcpy(&t->hdr, m, sizeof t->hdr);
+	t->hdr.header_size = h.header_size;
+	t->hdr.host[DDL_HOST_MAX - 1] = 0;
+	t->hdr.run_id[DDL_RUNID_MAX - 1] = 0;
+	return 0;
+}
+
+int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	t->path = strdup(path);
+	if (!t->path)
+		return ddl_fail(err, errlen, path, "out of memory");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ddl_fail(err, errlen, path, "%s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return ddl_fail(err, errlen, path, "not a regular file");
+	}
+	size_t size = (size_t)st.st_size;
+	if (size == 0) {
+		close(fd);
+		return ddl_fail(err, errlen, path, "empty file, not a ddlprof trace");
+	}
+	const unsigned char *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return ddl_fail(err, errlen, path, "cannot map: %s", strerror(errno));
+	if (ddl_header_check(t, m, size, err, errlen) < 0) {
+		munmap((void *)m, size);
+		return -1;
+	}
+	unsigned char *zbuf = NULL;
+	size_t off = t->hdr.header_size;
+	while (off < size) {
+		struct ddl_chunk c;
+		if (size - off < sizeof c) {
+			ddl_problem(t, off, "file ends inside a chunk header");
+			t->truncated = 1;
+			break;
+		}
+		if (!ddl_chunk_header_ok(m + off, &c) || c.size > DDL_CHUNK_MAX ||
+		    c.raw_size > DDL_CHUNK_MAX) {
+			ddl_problem(t, off, "damaged chunk header");
+			t->corrupt = 1;
+			size_t next = off + 1;
+			while (next + sizeof c <= size && !ddl_chunk_header_ok(m + next, &c))
+				next++;
+			if (next + sizeof c > size)
+				break;
+			off = next;
+			continue;
+		}
+		size_t body = off + sizeof c;
+		if (c.size > size - body) {
+			ddl_problem(t, off, "file ends inside a chunk (%u of its bytes missing)",
+			            (unsigned)(c.size - (size - body)));
+			t->truncated = 1;
+			break;
+		}
+		if (ddl_crc32c(m + body, c.size) != c.crc) {
+			ddl_problem(t, off, "chunk payload checksum mismatch (chunk skipped)");
+			t->corrupt = 1;
+		} else if (c.flags & ~DDL_CHUNKF_ZSTD) {
+			ddl_problem(t, off, "chunk flags 0x%x unknown to this reader (chunk skipped)", c.flags);
+		} else if (c.flags & DDL_CHUNKF_ZSTD) {
+			unsigned char *nb = realloc(zbuf, c.raw_size ? c.raw_size : 1);
+			if (!nb)
+				break;
+			zbuf = nb;
+			size_t r = ZSTD_decompress(zbuf, c.raw_size, m + body, c.size);
+			if (ZSTD_isError(r) || r != c.raw_size) {
+				ddl_problem(t, off, "compressed chunk does not decompress to %u bytes", c.raw_size);
+				t->corrupt = 1;
+			} else {
+				ddl_read_chunk(t, &c, zbuf, r, off);
+			}
+		} else if (c.raw_size != c.size) {
+			ddl_problem(t, off, "uncompressed chunk with two sizes");
+			t->corrupt = 1;
+		} else {
+			ddl_read_chunk(t, &c, m + body, c.size, off);
+		}
+		off = body + c.size;
+	}
+	free(zbuf);
+	munmap((void *)m, size);
+	if (!t->ended && !t->truncated) {
+		ddl_problem(t, size, "no end record: the process did not exit cleanly (killed?)");
+		t->truncated = 1;
+	} else if (!t->ended) {
+		t->truncated = 1;
+	}
+	ddl_clock_fit(t);
+	return 0;
+}
+
+void ddl_trace_free(struct ddl_trace *t)
+{
+	for (size_t i = 0; i < t->npeers; i++)
+		free(t->peers[i].text);
+	for (size_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].name);
+	for (size_t i = 0; i < t->nmeta; i++)
+		free(t->meta[i]);
+	for (int i = 0; i < t->nproblems; i++)
+		free(t->problems[i]);
+	free(t->peers);
+	free(t->threads);
+	free(t->meta);
+	free(t->ev);
+	free(t->clk);
+	free(t->path);
+	memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,73 @@
+/*
+ * The trace reader used by every tool: loads one trace file into memory,
+ * checking every chunk, and says what it could not read and where.
+ */
+#ifndef DDL_TRACE_READ_H
+#define DDL_TRACE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ddlprof/trace.h"
+
+struct ddl_peer_info {
+	uint32_t id;
+	int family;
+	int local;
+	char *text;
+};
+
+struct ddl_thread_info {
+	uint32_t idx;
+	uint32_t tid;
+	char *name;
+};
+
+#define DDL_READ_MAX_PROBLEMS 8
+
+struct ddl_trace {
+	char *path;
+	struct ddl_file_header hdr;
+	struct ddl_event *ev;
+	size_t nev, cap_ev;
+	struct ddl_clock_sample *clk;
+	size_t nclk, cap_clk;
+	struct ddl_peer_info *peers; /* indexed by id; text NULL when unseen */
+	size_t npeers;
+	struct ddl_thread_info *threads; /* indexed by thread index */
+	size_t nthreads;
+	char **meta;               /* "key=value" */
+	size_t nmeta;
+	int ended;                 /* an end (or exec) chunk closes the file */
+	struct ddl_end end;
+	int exec_end;              /* the image ended by exec */
+	int truncated;             /* cut short: no end chunk, or a partial chunk */
+	int corrupt;               /* chunks failed their checks and were skipped */
+	int nproblems;
+	char *problems[DDL_READ_MAX_PROBLEMS]; /* "FILE: offset N: what" */
+	double ns_per_tick;        /* from the clock samples */
+	uint64_t base_ticks;       /* ticks of the first clock sample */
+	int64_t base_mono_ns, base_real_ns;
+};
+
+/*
+ * Reads PATH into T. Returns 0 when the file is a trace (possibly truncated
+ * or with corrupt chunks, which T records with their offsets), or -1 when it
+ * cannot be read at all, with the reason, naming the file, in ERR.
+ */
+int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen);
+void ddl_trace_free(struct ddl_trace *t);
+
+/* Ticks to nanoseconds on the process's CLOCK_MONOTONIC and CLOCK_REALTIME. */
+int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks);
+int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks);
+/* An event's duration in nanoseconds. */
+int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e);
+/* The value of a meta key, or NULL. */
+const char *ddl_trace_meta(const struct ddl_trace *t, const char *key);
+
+/* Names and classes of event kinds; "unknown" / 0 for kinds newer than us. */
+const char *ddl_event_name(unsigned kind);
+int ddl_event_class(unsigned kind);
+
+#endif

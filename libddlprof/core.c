@@ -1,0 +1,471 @@
+/*
+ * Life cycle of the preload library: the constructor reads the DDLPROF_*
+ * settings and the launcher's rank variables, starts the clock, the socket
+ * tables, the signal handlers and the writer; the destructor writes the
+ * rest and the end chunk. fork() children start a trace of their own, exec
+ * flushes first and the new image starts afresh, _exit flushes. Any internal
+ * failure switches profiling off with one line on stderr; the program runs
+ * on unchanged.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ddl.h"
+
+struct ddl_global ddl_g = {.rank = -1, .world_size = -1, .local_rank = -1};
+
+/* One line on stderr, straight to the descriptor (no stdio state touched). */
+void ddl_warn(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n = snprintf(buf, sizeof buf, "ddlprof[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n >= (int)sizeof buf - 1)
+		n = (int)sizeof buf - 2;
+	buf[n++] = '\n';
+	int saved = errno;
+	syscall(SYS_write, 2, buf, (size_t)n);
+	errno = saved;
+}
+
+void ddl_disable(const char *why, int err)
+{
+	if (!atomic_exchange(&ddl_g.enabled, 0) && ddl_g.initialised)
+		return; /* already off: one line only */
+	if (err)
+		ddl_warn("%s: %s; profiling is off, the program continues", why, strerror(err));
+	else
+		ddl_warn("%s; profiling is off, the program continues", why);
+}
+
+/* ---- settings ---- */
+
+static const char *ddl_env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+/* Parses an unsigned in [lo, hi]; returns 0 or -EINVAL. */
+static int ddl_parse_uint(const char *name, unsigned lo, unsigned hi, unsigned *out)
+{
+	const char *v = ddl_env(name);
+	if (!v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long x = strtoul(v, &end, 10);
+	if (errno || *end || end == v || x < lo || x > hi || v[0] == '-') {
+		ddl_warn("%s='%.40s' is not a whole number in %u..%u; profiling is off", name, v, lo, hi);
+		return -EINVAL;
+	}
+	*out = (unsigned)x;
+	return 0;
+}
+
+static int ddl_parse_bool(const char *name, int *out)
+{
+	const char *v = ddl_env(name);
+	if (!v)
+		return 0;
+	if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on") || !strcmp(v, "true"))
+		*out = 1;
+	else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off") || !strcmp(v, "false"))
+		*out = 0;
+	else {
+		ddl_warn("%s='%.40s' is not 0 or 1; profiling is off", name, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Run ids and host names become file names: keep them to a safe alphabet. */
+static void ddl_sanitize(char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.' && *s != ':')
+			*s = '_';
+}
+
+static int ddl_settings_load(struct ddl_settings *c)
+{
+	const char *v;
+	int rc = 0;
+	memset(c, 0, sizeof *c);
+	c->flush_ms = 100;
+	c->ring_events = 8192;
+	c->compress = 1;
+	c->trace_socket = 1;
+
+	v = ddl_env("DDLPROF_DIR");
+	if (v && strlen(v) >= sizeof c->dir - 64) {
+		ddl_warn("DDLPROF_DIR is longer than %zu bytes; profiling is off", sizeof c->dir - 64);
+		return -EINVAL;
+	}
+	if (v && v[0] == '/')
+		snprintf(c->dir, sizeof c->dir, "%s", v);
+	else {
+		char cwd[2048];
+		if (!getcwd(cwd, sizeof cwd))
+			snprintf(cwd, sizeof cwd, ".");
+		snprintf(c->dir, sizeof c->dir, "%s/%s", cwd, v ? v : "ddlprof-trace");
+	}
+	unsigned ring = c->ring_events;
+	rc |= ddl_parse_uint("DDLPROF_FLUSH_MS", 1, 60000, &c->flush_ms);
+	rc |= ddl_parse_uint("DDLPROF_BUFFER_EVENTS", 64, 1u << 24, &ring);
+	while (ring & (ring - 1))
+		ring += ring & -ring; /* round up to a power of two */
+	c->ring_events = ring;
+	rc |= ddl_parse_bool("DDLPROF_COMPRESS", &c->compress);
+	rc |= ddl_parse_bool("DDLPROF_QUIET", &c->quiet);
+
+	if ((v = ddl_env("DDLPROF_TRACE"))) {
+		char list[256];
+		snprintf(list, sizeof list, "%s", v);
+		c->trace_socket = 0;
+		for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (!strcmp(tok, "all") || !strcmp(tok, "socket"))
+				c->trace_socket = 1;
+			else if (strcmp(tok, "cuda") && strcmp(tok, "nccl") && strcmp(tok, "nvtx")) {
+				ddl_warn("DDLPROF_TRACE: unknown family '%.40s' (known: all, socket, cuda, "
+				         "nccl, nvtx); profiling is off", tok);
+				rc = -EINVAL;
+			}
+		}
+	}
+	if ((v = ddl_env("DDLPROF_CLOCK"))) {
+		if (!strcmp(v, "tsc"))
+			c->clock = DDL_CLOCK_TSC;
+		else if (!strcmp(v, "monotonic"))
+			c->clock = DDL_CLOCK_MONOTONIC;
+		else if (strcmp(v, "auto")) {
+			ddl_warn("DDLPROF_CLOCK='%.40s' is not auto, tsc or monotonic; profiling is off", v);
+			rc = -EINVAL;
+		}
+	}
+	return rc ? -EINVAL : 0;
+}
+
+static int32_t ddl_env_int(const char *a, const char *b, const char *c, const char *d)
+{
+	const char *names[] = {a, b, c, d};
+	for (int i = 0; i < 4; i++) {
+		const char *v = names[i] ? ddl_env(names[i]) : NULL;
+		if (!v)
+			continue;
+		char *end;
+		long x = strtol(v, &end, 10);
+		if (!*end && x >= 0 && x < INT32_MAX)
+			return (int32_t)x;
+	}
+	return -1;
+}
+
+/* The run id: the launcher's, or the scheduler's job id, or a local one. */
+static void ddl_run_id(char *out, size_t cap)
+{
+	const char *v;
+	if ((v = ddl_env("DDLPROF_RUN_ID")))
+		snprintf(out, cap, "%s", v);
+	else if ((v = ddl_env("SLURM_JOB_ID")))
+		snprintf(out, cap, "slurm-%s", v);
+	else if ((v = ddl_env("TORCHELASTIC_RUN_ID")))
+		snprintf(out, cap, "torch-%s", v);
+	else if ((v = ddl_env("OMPI_MCA_ess_base_jobid")))
+		snprintf(out, cap, "ompi-%s", v);
+	else if ((v = ddl_env("PMIX_NAMESPACE")))
+		snprintf(out, cap, "pmix-%s", v);
+	else
+		snprintf(out, cap, "local-%s-%d", ddl_g.host, (int)getpid());
+	ddl_sanitize(out);
+}
+
+static void ddl_meta(const char *key, const char *val)
+{
+	static uint32_t seq;
+	char buf[1100];
+	int n = snprintf(buf, sizeof buf, "%s=%s", key, val);
+	if (n < 0)
+		return;
+	ddl_strings_add(DDL_STR_META, seq++, 0, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* Command line, directory and the launch variables that explain a rank. */
+static void ddl_meta_record(void)
+{
+	static const char *const keep[] = {
+		"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+		"SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODEID",
+		"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "DDLPROF_PERTURB_NET", NULL};
+	char buf[1024];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+		syscall(SYS_close, fd);
+		if (n > 0) {
+			for (ssize_t i = 0; i < n - 1; i++)
+				if (!buf[i])
+					buf[i] = ' ';
+			buf[n] = 0;
+			ddl_meta("cmdline", buf);
+		}
+	}
+	if (getcwd(buf, sizeof buf))
+		ddl_meta("cwd", buf);
+	for (int i = 0; keep[i]; i++) {
+		const char *v = ddl_env(keep[i]);
+		if (v)
+			ddl_meta(keep[i], v);
+	}
+	ddl_meta("ddlprof_version", DDLPROF_VERSION);
+}
+
+static void ddl_atfork_prepare(void)
+{
+	ddl_writer_atfork_prepare();
+}
+
+static void ddl_atfork_parent(void)
+{
+	ddl_writer_atfork_parent();
+}
+
+/* The child keeps recording into a trace of its own, created on first data. */
+static void ddl_atfork_child(void)
+{
+	ddl_g.pid = getpid();
+	ddl_clock_sample(&ddl_g.start);
+	ddl_writer_after_fork_child(); /* first: it frees the string lock */
+	ddl_threads_after_fork_child();
+	if (!atomic_load(&ddl_g.enabled))
+		return;
+	int rc = ddl_writer_start();
+	if (rc < 0)
+		ddl_disable("cannot start the trace writer in a forked child", -rc);
+}
+
+__attribute__((constructor(101))) static void ddl_constructor(void)
+{
+	ddl_init();
+}
+
+void ddl_init(void)
+{
+	if (ddl_g.initialised)
+		return;
+	ddl_real_resolve();
+	ddl_g.pid = getpid();
+	const char *off = ddl_env("DDLPROF_DISABLE");
+	if (off && strcmp(off, "0")) {
+		ddl_g.initialised = 1;
+		return;
+	}
+	if (gethostname(ddl_g.host, sizeof ddl_g.host - 1) != 0)
+		snprintf(ddl_g.host, sizeof ddl_g.host, "unknown");
+	ddl_sanitize(ddl_g.host);
+	if (ddl_settings_load(&ddl_g.cfg) < 0) {
+		ddl_g.initialised = 1;
+		return;
+	}
+	ddl_run_id(ddl_g.cfg.run_id, sizeof ddl_g.cfg.run_id);
+	ddl_g.rank = ddl_env_int("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID");
+	ddl_g.world_size = ddl_env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS");
+	ddl_g.local_rank =
+		ddl_env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID");
+	ddl_clock_init(ddl_g.cfg.clock);
+	ddl_clock_sample(&ddl_g.start);
+	ddl_socket_init();
+	ddl_meta_record();
+	int rc = ddl_writer_start();
+	ddl_g.initialised = 1;
+	if (rc < 0) {
+		ddl_warn("cannot start writing %s: %s; profiling is off, the program continues",
+		         ddl_g.cfg.dir, strerror(-rc));
+		return;
+	}
+	ddl_signal_init();
+	pthread_atfork(ddl_atfork_prepare, ddl_atfork_parent, ddl_atfork_child);
+	atomic_store(&ddl_g.enabled, 1);
+}
+
+__attribute__((destructor(101))) static void ddl_destructor(void)
+{
+	if (!atomic_load(&ddl_g.enabled) || ddl_g.pid != getpid())
+		return;
+	ddl_writer_stop(DDL_END_EXIT, 0);
+	atomic_store(&ddl_g.enabled, 0);
+}
+
+/* ---- exec: flush, then the new image starts its own trace ---- */
+
+static int ddl_exec_prepare(void)
+{
+	if (!ddl_g.initialised || !atomic_load(&ddl_g.enabled) || ddl_g.pid != getpid())
+		return 0; /* off, or a vfork child sharing our memory */
+	ddl_writer_stop(DDL_END_EXEC, 0);
+	return 1;
+}
+
+/* exec failed: the image goes on, and so does its trace. */
+static void ddl_exec_failed(int prepared)
+{
+	if (!prepared)
+		return;
+	int err = errno;
+	int rc = ddl_writer_start();
+	if (rc < 0)
+		ddl_disable("cannot restart the trace writer after a failed exec", -rc);
+	errno = err;
+}
+
+DDL_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	if (ddl_unlikely(!ddl_real.execve))
+		ddl_real_resolve();
+	int p = ddl_exec_prepare();
+	int r = ddl_real.execve(path, argv, envp);
+	ddl_exec_failed(p);
+	return r;
+}
+
+DDL_EXPORT int execv(const char *path, char *const argv[])
+{
+	if (ddl_unlikely(!ddl_real.execv))
+		ddl_real_resolve();
+	int p = ddl_exec_prepare();
+	int r = ddl_real.execv(path, argv);
+	ddl_exec_failed(p);
+	return r;
+}
+
+DDL_EXPORT int execvp(const char *file, char *const argv[])
+{
+	if (ddl_unlikely(!ddl_real.execvp))
+		ddl_real_resolve();
+	int p = ddl_exec_prepare();
+	int r = ddl_real.execvp(file, argv);
+	ddl_exec_failed(p);
+	return r;
+}
+
+DDL_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	if (ddl_unlikely(!ddl_real.execvpe))
+		ddl_real_resolve();
+	int p = ddl_exec_prepare();
+	int r = ddl_real.execvpe(file, argv, envp);
+	ddl_exec_failed(p);
+	return r;
+}
+
+DDL_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                        int flags)
+{
+	if (ddl_unlikely(!ddl_real.execveat))
+		ddl_real_resolve();
+	int p = ddl_exec_prepare();
+	int r = ddl_real.execveat(dirfd, path, argv, envp, flags);
+	ddl_exec_failed(p);
+	return r;
+}
+
+DDL_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	if (ddl_unlikely(!ddl_real.fexecve))
+		ddl_real_resolve();
+	int p = ddl_exec_prepare();
+	int r = ddl_real.fexecve(fd, argv, envp);
+	ddl_exec_failed(p);
+	return r;
+}
+
+/*
+ * execl, execlp and execle take their arguments inline; glibc turns them
+ * into the vector forms internally, past our wrappers, so they are
+ * interposed here by collecting the arguments the same way.
+ */
+#define DDL_EXECL_MAX 4096
+
+static int ddl_execl_collect(const char *arg, va_list ap, char **argv)
+{
+	int n = 0;
+	argv[n++] = (char *)arg;
+	while (argv[n - 1]) {
+		if (n == DDL_EXECL_MAX) {
+			errno = E2BIG;
+			return -1;
+		}
+		argv[n++] = va_arg(ap, char *);
+	}
+	return n;
+}
+
+DDL_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char *argv[DDL_EXECL_MAX];
+	va_list ap;
+	va_start(ap, arg);
+	int n = ddl_execl_collect(arg, ap, argv);
+	va_end(ap);
+	return n < 0 ? -1 : execv(path, argv);
+}
+
+DDL_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char *argv[DDL_EXECL_MAX];
+	va_list ap;
+	va_start(ap, arg);
+	int n = ddl_execl_collect(arg, ap, argv);
+	va_end(ap);
+	return n < 0 ? -1 : execvp(file, argv);
+}
+
+DDL_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *argv[DDL_EXECL_MAX];
+	va_list ap;
+	va_start(ap, arg);
+	int n = ddl_execl_collect(arg, ap, argv);
+	char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
+	va_end(ap);
+	return n < 0 ? -1 : execve(path, argv, envp);
+}
+
+/* ---- _exit skips destructors: flush here ---- */
+
+static void ddl_uexit_flush(int status)
+{
+	if (ddl_g.initialised && atomic_load(&ddl_g.enabled) && ddl_g.pid == getpid()) {
+		ddl_writer_stop(DDL_END_UEXIT, status);
+		atomic_store(&ddl_g.enabled, 0);
+	}
+}
+
+DDL_EXPORT void _exit(int status)
+{
+	if (ddl_unlikely(!ddl_real._exit))
+		ddl_real_resolve();
+	ddl_uexit_flush(status);
+	ddl_real._exit(status);
+	__builtin_unreachable();
+}
+
+DDL_EXPORT void _Exit(int status)
+{
+	if (ddl_unlikely(!ddl_real._Exit))
+		ddl_real_resolve();
+	ddl_uexit_flush(status);
+	ddl_real._Exit(status);
+	__builtin_unreachable();
+}

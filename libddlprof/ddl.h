@@ -1,0 +1,251 @@
+/*
+ * Internal interface of libddlprof, the preload library. Everything here is
+ * hidden from the profiled program; only the wrappers (DDL_EXPORT) and the
+ * marker/test API are visible.
+ *
+ * Data flow: a wrapper calls ddl_thread_enter(), times the real call with
+ * ddl_clock_now(), appends one struct ddl_event to its thread's ring with
+ * ddl_ring_put(), and the writer thread (writer.c) drains every ring into
+ * chunks of the trace file.
+ */
+#ifndef DDL_INTERNAL_H
+#define DDL_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "ddlprof/trace.h"
+
+#define DDL_EXPORT __attribute__((visibility("default")))
+#define DDL_HIDDEN __attribute__((visibility("hidden")))
+#define ddl_likely(x) __builtin_expect(!!(x), 1)
+#define ddl_unlikely(x) __builtin_expect(!!(x), 0)
+
+/*
+ * Every function we interpose, with its type. X(name, ret, params).
+ * The real versions live in one table, resolved once with dlsym(RTLD_NEXT);
+ * tests may point an entry at a fake through ddl_real_set().
+ */
+#define DDL_HOOKS(X) \
+	X(send, ssize_t, (int, const void *, size_t, int)) \
+	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
+	X(sendmsg, ssize_t, (int, const struct msghdr *, int)) \
+	X(sendmmsg, int, (int, struct mmsghdr *, unsigned int, int)) \
+	X(recv, ssize_t, (int, void *, size_t, int)) \
+	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(recvmsg, ssize_t, (int, struct msghdr *, int)) \
+	X(recvmmsg, int, (int, struct mmsghdr *, unsigned int, int, struct timespec *)) \
+	X(read, ssize_t, (int, void *, size_t)) \
+	X(write, ssize_t, (int, const void *, size_t)) \
+	X(readv, ssize_t, (int, const struct iovec *, int)) \
+	X(writev, ssize_t, (int, const struct iovec *, int)) \
+	X(connect, int, (int, const struct sockaddr *, socklen_t)) \
+	X(accept, int, (int, struct sockaddr *, socklen_t *)) \
+	X(accept4, int, (int, struct sockaddr *, socklen_t *, int)) \
+	X(poll, int, (struct pollfd *, nfds_t, int)) \
+	X(ppoll, int, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *)) \
+	X(select, int, (int, fd_set *, fd_set *, fd_set *, struct timeval *)) \
+	X(pselect, int, (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)) \
+	X(epoll_wait, int, (int, struct epoll_event *, int, int)) \
+	X(epoll_pwait, int, (int, struct epoll_event *, int, int, const sigset_t *)) \
+	X(epoll_ctl, int, (int, int, int, struct epoll_event *)) \
+	X(socket, int, (int, int, int)) \
+	X(socketpair, int, (int, int, int, int *)) \
+	X(close, int, (int)) \
+	X(dup2, int, (int, int)) \
+	X(dup3, int, (int, int, int)) \
+	X(execve, int, (const char *, char *const[], char *const[])) \
+	X(execv, int, (const char *, char *const[])) \
+	X(execvp, int, (const char *, char *const[])) \
+	X(execvpe, int, (const char *, char *const[], char *const[])) \
+	X(execveat, int, (int, const char *, char *const[], char *const[], int)) \
+	X(fexecve, int, (int, char *const[], char *const[])) \
+	X(_exit, void, (int)) \
+	X(_Exit, void, (int)) \
+	X(sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
+	X(signal, sighandler_t, (int, sighandler_t)) \
+	X(close_range, int, (unsigned int, unsigned int, int))
+
+struct ddl_real {
+#define DDL_X_FIELD(n, r, p) r(*n) p;
+	DDL_HOOKS(DDL_X_FIELD)
+#undef DDL_X_FIELD
+};
+extern struct ddl_real ddl_real DDL_HIDDEN;
+void ddl_real_resolve(void) DDL_HIDDEN;
+
+/* Settings from DDLPROF_* variables, parsed once in the constructor. */
+struct ddl_settings {
+	char dir[4096];
+	char run_id[DDL_RUNID_MAX];
+	unsigned flush_ms;       /* DDLPROF_FLUSH_MS: writer period */
+	unsigned ring_events;    /* DDLPROF_BUFFER_EVENTS: per-thread ring, power of 2 */
+	int compress;            /* DDLPROF_COMPRESS: 1 = zstd when available */
+	int quiet;               /* DDLPROF_QUIET */
+	int trace_socket;        /* "socket" in DDLPROF_TRACE */
+	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
+};
+
+/* Global state. enabled is read on every call: 1 = recording. */
+struct ddl_global {
+	_Atomic int enabled;
+	int initialised;
+	struct ddl_settings cfg;
+	char host[DDL_HOST_MAX];
+	int32_t rank, world_size, local_rank;
+	uint32_t exec_gen;
+	pid_t pid;               /* the process this state belongs to */
+	struct ddl_clock_sample start; /* taken at start (or fork): the header's */
+};
+extern struct ddl_global ddl_g DDL_HIDDEN;
+
+/* ---- clock.c ---- */
+extern int ddl_clock_tsc DDL_HIDDEN;
+void ddl_clock_init(int want) DDL_HIDDEN;
+void ddl_clock_sample(struct ddl_clock_sample *s) DDL_HIDDEN;
+uint64_t ddl_clock_hz(void) DDL_HIDDEN;
+
+static inline uint64_t ddl_clock_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (ddl_likely(ddl_clock_tsc)) {
+		uint32_t lo, hi;
+		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- thread.c: per-thread single-producer rings ---- */
+struct ddl_thread {
+	/* owner's cache line */
+	uint64_t head;          /* next slot to write; published with release */
+	uint64_t cached_tail;
+	uint64_t mask;          /* ring_events - 1 */
+	struct ddl_event *ev;
+	uint16_t idx;           /* thread index in the trace */
+	int busy;               /* recursion/signal guard */
+	int kicked;
+	uint64_t dropped;
+	/* writer's cache line */
+	_Alignas(64) _Atomic uint64_t tail; /* next slot to read; written by the writer */
+	_Atomic int dead;       /* owner exited; writer frees after draining */
+	pid_t tid;
+	int name_emitted;
+	struct ddl_thread *next;
+	size_t map_bytes;
+};
+
+extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
+extern __thread int ddl_self_state DDL_HIDDEN; /* 0 new, 1 ready, 2 internal */
+struct ddl_thread *ddl_thread_slow(void) DDL_HIDDEN;
+void ddl_thread_kick(struct ddl_thread *t) DDL_HIDDEN;
+void ddl_thread_mark_internal(void) DDL_HIDDEN;
+void ddl_threads_after_fork_child(void) DDL_HIDDEN;
+/* Writer side: iterate registered rings; caller holds no lock. */
+struct ddl_thread *ddl_threads_first(void) DDL_HIDDEN;
+void ddl_threads_reap(void) DDL_HIDDEN;
+
+/*
+ * Returns the calling thread's ring, marked busy, or NULL when this call
+ * must pass through unrecorded: profiling off, the library's own thread, or
+ * a wrapper already running on this thread (a signal handler, our own
+ * cold path).
+ */
+static inline struct ddl_thread *ddl_thread_enter(void)
+{
+	struct ddl_thread *t = ddl_self;
+	if (ddl_unlikely(!t))
+		t = ddl_thread_slow();
+	if (ddl_unlikely(!t || t->busy ||
+	                 !atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed)))
+		return NULL;
+	t->busy = 1;
+	return t;
+}
+
+static inline void ddl_thread_leave(struct ddl_thread *t)
+{
+	t->busy = 0;
+}
+
+/* Append one event; drops it (counted) when the ring is full. */
+static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned flags,
+                                uint64_t t0, uint64_t t1, int64_t result, int fd,
+                                uint32_t peer)
+{
+	uint64_t h = t->head;
+	if (ddl_unlikely(h - t->cached_tail > t->mask)) {
+		t->cached_tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+		if (h - t->cached_tail > t->mask) {
+			t->dropped++;
+			ddl_thread_kick(t);
+			return;
+		}
+	}
+	uint64_t d = t1 - t0;
+	if (ddl_unlikely(d >> 32)) {
+		d >>= DDL_DUR_LONG_SHIFT;
+		flags |= DDL_EVF_LONG;
+		if (d >> 32)
+			d = UINT32_MAX;
+	}
+	struct ddl_event *e = &t->ev[h & t->mask];
+	e->start = t0;
+	e->dur = (uint32_t)d;
+	e->kind = (uint8_t)kind;
+	e->flags = (uint8_t)flags;
+	e->tid = t->idx;
+	e->result = result;
+	e->fd = fd;
+	e->peer = peer;
+	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 1, memory_order_release);
+	if (ddl_unlikely(((h + 1) & (t->mask >> 1)) == 0))
+		ddl_thread_kick(t);
+}
+
+/* ---- writer.c ---- */
+int ddl_writer_start(void) DDL_HIDDEN;
+/* Drain every ring and write; end_reason 0 = no end chunk. Not signal-safe. */
+void ddl_writer_stop(uint32_t end_reason, int32_t value) DDL_HIDDEN;
+/* Async-signal-safe best-effort flush, uncompressed, then an end chunk. */
+void ddl_writer_flush_signal(uint32_t end_reason, int32_t value) DDL_HIDDEN;
+void ddl_writer_wake(void) DDL_HIDDEN;
+void ddl_writer_after_fork_child(void) DDL_HIDDEN;
+void ddl_writer_atfork_prepare(void) DDL_HIDDEN;
+void ddl_writer_atfork_parent(void) DDL_HIDDEN;
+void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len) DDL_HIDDEN;
+
+/* ---- socket.c ---- */
+void ddl_socket_init(void) DDL_HIDDEN;
+
+/* ---- core.c ---- */
+/* Turn profiling off for good in this process, with one line on stderr. */
+void ddl_disable(const char *why, int err) DDL_HIDDEN;
+void ddl_warn(const char *fmt, ...) DDL_HIDDEN __attribute__((format(printf, 1, 2)));
+/* Ensure the library is initialised (constructor may not have run yet). */
+void ddl_init(void) DDL_HIDDEN;
+/* Restart recording in a new process image after fork (child side). */
+void ddl_after_fork_child(void) DDL_HIDDEN;
+
+/* ---- signal.c ---- */
+void ddl_signal_init(void) DDL_HIDDEN;
+void ddl_signal_after_fork_child(void) DDL_HIDDEN;
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * Fatal signals. Where a signal that would kill the process has its default
+ * action, our handler writes what is buffered, restores the default and
+ * re-raises, so the process dies exactly as it would have, with the trace
+ * flushed. Where the program installs its own handler for a synchronous
+ * fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), a trampoline
+ * flushes and then calls it with the program's own flags and mask. For the
+ * other signals the program's handler goes to the kernel untouched.
+ *
+ * sigaction() and signal() are interposed so that the program always sees
+ * its own dispositions, never ours.
+ */
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ddl.h"
+
+#define DDL_NSIG 65
+
+static const int ddl_fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS,
+                                SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGPIPE,
+                                SIGUSR1, SIGUSR2, SIGALRM};
+
+static struct {
+	int managed;              /* we watch this signal's disposition */
+	struct sigaction user;    /* what the program believes is installed */
+} ddl_sig[DDL_NSIG];
+
+static int ddl_sig_sync(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+}
+
+static void ddl_sig_handler(int sig, siginfo_t *info, void *uctx)
+{
+	int saved = errno;
+	struct sigaction *u = &ddl_sig[sig].user;
+	if (u->sa_handler == SIG_DFL) {
+		if (ddl_g.pid == getpid()) {
+			ddl_writer_flush_signal(DDL_END_SIGNAL, sig);
+			atomic_store(&ddl_g.enabled, 0);
+		}
+		struct sigaction d;
+		memset(&d, 0, sizeof d);
+		d.sa_handler = SIG_DFL;
+		ddl_real.sigaction(sig, &d, NULL);
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, sig);
+		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+		errno = saved;
+		return; /* a synchronous fault re-executes and kills with the default action */
+	}
+	/* The program's own handler for a synchronous fatal signal. */
+	if (ddl_g.pid == getpid())
+		ddl_writer_flush_signal(0, sig);
+	if (u->sa_flags & SA_RESETHAND) {
+		memset(u, 0, sizeof *u);
+		u->sa_handler = SIG_DFL;
+	}
+	errno = saved;
+	if (u->sa_flags & SA_SIGINFO)
+		u->sa_sigaction(sig, info, uctx);
+	else if (u->sa_handler != SIG_IGN && u->sa_handler != SIG_DFL)
+		u->sa_handler(sig);
+}
+
+/* What goes to the kernel for the program's disposition ACT of SIG. */
+static int ddl_sig_install(int sig, const struct sigaction *act)
+{
+	struct sigaction k = *act;
+	if (act->sa_handler == SIG_DFL) {
+		memset(&k, 0, sizeof k);
+		sigemptyset(&k.sa_mask);
+		k.sa_sigaction = ddl_sig_handler;
+		k.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	} else if (act->sa_handler != SIG_IGN && ddl_sig_sync(sig)) {
+		k.sa_sigaction = ddl_sig_handler;
+		k.sa_flags = act->sa_flags | SA_SIGINFO;
+	}
+	return ddl_real.sigaction(sig, &k, NULL);
+}
+
+void ddl_signal_init(void)
+{
+	for (size_t i = 0; i < sizeof ddl_fatal / sizeof ddl_fatal[0]; i++) {
+		int sig = ddl_fatal[i];
+		struct sigaction cur;
+		if (ddl_real.sigaction(sig, NULL, &cur) != 0)
+			continue;
+		/* Only where the default action stands: SIG_IGN and handlers set
+		 * before us (inherited or by earlier constructors) are left alone. */
+		if (cur.sa_handler != SIG_DFL || (cur.sa_flags & SA_SIGINFO))
+			continue;
+		ddl_sig[sig].user = cur;
+		if (ddl_sig_install(sig, &cur) == 0)
+			ddl_sig[sig].managed = 1;
+	}
+}
+
+DDL_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (ddl_unlikely(!ddl_real.sigaction))
+		ddl_real_resolve();
+	if (sig <= 0 || sig >= DDL_NSIG || !ddl_sig[sig].managed)
+		return ddl_real.sigaction(sig, act, old);
+	struct sigaction prev = ddl_sig[sig].user;
+	if (act) {
+		int rc = ddl_sig_install(sig, act);
+		if (rc != 0)
+			return rc;
+		ddl_sig[sig].user = *act;
+	}
+	if (old)
+		*old = prev;
+	return 0;
+}
+
+DDL_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	if (ddl_unlikely(!ddl_real.signal))
+		ddl_real_resolve();
+	if (sig <= 0 || sig >= DDL_NSIG || !ddl_sig[sig].managed)
+		return ddl_real.signal(sig, h);
+	/* glibc's signal() has BSD semantics: restart, and block SIG meanwhile. */
+	struct sigaction a, o;
+	memset(&a, 0, sizeof a);
+	a.sa_handler = h;
+	sigemptyset(&a.sa_mask);
+	sigaddset(&a.sa_mask, sig);
+	a.sa_flags = SA_RESTART;
+	if (sigaction(sig, &a, &o) != 0)
+		return SIG_ERR;
+	return o.sa_handler;
+}

@@ -1,0 +1,807 @@
+/*
+ * Socket interception: the send and receive families, read/write/readv/
+ * writev on sockets, connect/accept, and the poll/select/epoll waits.
+ * Each wrapper records one event: bytes (or -errno), duration, descriptor
+ * and peer. A descriptor table, filled by socket/accept/connect and on first
+ * sight with one fstat, tells sockets from other descriptors without a
+ * syscall on the hot path, and maps each connected socket to its peer.
+ * Peers are interned once into the trace's string table with whether they
+ * are on this host.
+ */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ddl.h"
+
+/*
+ * Descriptor table entry: low two bits are the state, bits 2..30 the peer
+ * index, bit 31 marks an epoll instance that watches a socket.
+ */
+#define DDL_FD_MAX      (1u << 20)
+#define DDL_FD_UNKNOWN  0u
+#define DDL_FD_NOTSOCK  1u
+#define DDL_FD_SOCK     2u /* socket, peer not looked up yet */
+#define DDL_FD_PEERED   3u /* socket, peer index final (may be 0) */
+#define DDL_FD_EPSOCK   (1u << 31)
+#define DDL_FD_STATE(v) ((v) & 3u)
+#define DDL_FD_PEER(v)  (((v) & ~DDL_FD_EPSOCK) >> 2)
+
+static _Atomic uint32_t *ddl_fdtab;
+static _Atomic unsigned ddl_fd_hi; /* one past the highest descriptor set */
+
+/* ---- host addresses, to class peers as local or remote ---- */
+
+#define DDL_ADDR_MAX 64
+static struct {
+	int n;
+	int family[DDL_ADDR_MAX];
+	unsigned char addr[DDL_ADDR_MAX][16];
+	time_t loaded;
+} ddl_host;
+
+static void ddl_host_load(void)
+{
+	struct ifaddrs *ifa = NULL;
+	ddl_host.loaded = time(NULL);
+	if (getifaddrs(&ifa) != 0)
+		return;
+	int n = 0;
+	for (struct ifaddrs *i = ifa; i && n < DDL_ADDR_MAX; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			ddl_host.family[n] = AF_INET;
+			memcpy(ddl_host.addr[n++], &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			ddl_host.family[n] = AF_INET6;
+			memcpy(ddl_host.addr[n++], &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		}
+	}
+	ddl_host.n = n;
+	freeifaddrs(ifa);
+}
+
+static int ddl_host_has(int family, const void *a)
+{
+	size_t len = family == AF_INET ? 4 : 16;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < ddl_host.n; i++)
+			if (ddl_host.family[i] == family && memcmp(ddl_host.addr[i], a, len) == 0)
+				return 1;
+		/* Addresses can be added after start (a namespace set up late). */
+		if (pass == 0 && time(NULL) != ddl_host.loaded)
+			ddl_host_load();
+		else
+			break;
+	}
+	return 0;
+}
+
+/* ---- peers ---- */
+
+#define DDL_PEER_SLOTS 8192
+static struct {
+	_Atomic uint64_t key[DDL_PEER_SLOTS];
+	_Atomic uint32_t idx[DDL_PEER_SLOTS];
+	_Atomic uint32_t next;
+} ddl_peers;
+
+static uint64_t ddl_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Describes a socket address as text and whether it is on this host. */
+static int ddl_peer_text(const struct sockaddr *sa, char *out, size_t cap, int *local)
+{
+	char ip[INET6_ADDRSTRLEN];
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)sa;
+		inet_ntop(AF_INET, &s->sin_addr, ip, sizeof ip);
+		*local = (ntohl(s->sin_addr.s_addr) >> 24) == 127 || ddl_host_has(AF_INET, &s->sin_addr);
+		return snprintf(out, cap, "%s:%u", ip, ntohs(s->sin_port));
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)sa;
+		inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof ip);
+		if (IN6_IS_ADDR_V4MAPPED(&s->sin6_addr))
+			*local = s->sin6_addr.s6_addr[12] == 127 ||
+			         ddl_host_has(AF_INET, &s->sin6_addr.s6_addr[12]);
+		else
+			*local = IN6_IS_ADDR_LOOPBACK(&s->sin6_addr) || ddl_host_has(AF_INET6, &s->sin6_addr);
+		return snprintf(out, cap, "[%s]:%u", ip, ntohs(s->sin6_port));
+	}
+	*local = 1;
+	if (sa->sa_family == AF_UNIX) {
+		const struct sockaddr_un *s = (const void *)sa;
+		if (s->sun_path[0])
+			return snprintf(out, cap, "unix:%.100s", s->sun_path);
+		if (s->sun_path[1])
+			return snprintf(out, cap, "unix:@%.100s", s->sun_path + 1);
+		return snprintf(out, cap, "unix");
+	}
+	return snprintf(out, cap, "family-%d", sa->sa_family);
+}
+
+/*
+ * Interns a peer address; returns its index (>= 1) or 0 when the address is
+ * unusable or the table is full. Lock-free: first inserter writes the string.
+ */
+static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
+{
+	if (!sa || len < sizeof(sa_family_t))
+		return 0;
+	uint64_t h = ddl_fnv(0xcbf29ce484222325ull, &sa->sa_family, sizeof sa->sa_family);
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *s = (const void *)sa;
+		h = ddl_fnv(ddl_fnv(h, &s->sin_port, 2), &s->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *s = (const void *)sa;
+		h = ddl_fnv(ddl_fnv(h, &s->sin6_port, 2), &s->sin6_addr, 16);
+	} else if (sa->sa_family == AF_UNIX) {
+		size_t n = len > offsetof(struct sockaddr_un, sun_path)
+		               ? len - offsetof(struct sockaddr_un, sun_path) : 0;
+		h = ddl_fnv(h, ((const struct sockaddr_un *)sa)->sun_path, n);
+	} else if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
+		return 0;
+	}
+	h |= 1;
+	for (unsigned i = 0; i < DDL_PEER_SLOTS; i++) {
+		unsigned s = (unsigned)(h + i) & (DDL_PEER_SLOTS - 1);
+		uint64_t k = atomic_load_explicit(&ddl_peers.key[s], memory_order_acquire);
+		if (k == h)
+			return atomic_load_explicit(&ddl_peers.idx[s], memory_order_acquire);
+		if (k != 0)
+			continue;
+		uint64_t expect = 0;
+		if (!atomic_compare_exchange_strong(&ddl_peers.key[s], &expect, h)) {
+			if (expect == h)
+				return atomic_load_explicit(&ddl_peers.idx[s], memory_order_acquire);
+			continue;
+		}
+		uint32_t idx = atomic_fetch_add(&ddl_peers.next, 1) + 1;
+		char text[160];
+		int local = 0;
+		struct sockaddr_storage ss;
+		memset(&ss, 0, sizeof ss);
+		memcpy(&ss, sa, len < sizeof ss ? len : sizeof ss);
+		int n = ddl_peer_text((struct sockaddr *)&ss, text, sizeof text, &local);
+		if (n < 0)
+			n = 0;
+		if ((size_t)n >= sizeof text)
+			n = sizeof text - 1;
+		ddl_strings_add(DDL_STR_PEER, idx, (local ? DDL_PEERF_LOCAL : 0) | (uint32_t)sa->sa_family << 8,
+		                text, (size_t)n);
+		atomic_store_explicit(&ddl_peers.idx[s], idx, memory_order_release);
+		return idx;
+	}
+	return 0;
+}
+
+/* ---- descriptor table ---- */
+
+static void ddl_fd_set(int fd, uint32_t v)
+{
+	if (!ddl_fdtab || fd < 0 || (unsigned)fd >= DDL_FD_MAX)
+		return;
+	atomic_store_explicit(&ddl_fdtab[fd], v, memory_order_relaxed);
+	unsigned hi = atomic_load_explicit(&ddl_fd_hi, memory_order_relaxed);
+	while ((unsigned)fd >= hi &&
+	       !atomic_compare_exchange_weak(&ddl_fd_hi, &hi, (unsigned)fd + 1))
+		;
+}
+
+static uint32_t ddl_fd_peered(int fd, uint32_t peer)
+{
+	uint32_t v = (peer << 2) | DDL_FD_PEERED;
+	ddl_fd_set(fd, v);
+	return v;
+}
+
+/* First sight of a descriptor, or of a socket's peer. Keeps errno. */
+static uint32_t ddl_fd_probe(int fd, uint32_t v)
+{
+	int saved = errno;
+	if (DDL_FD_STATE(v) == DDL_FD_UNKNOWN) {
+		struct stat st;
+		if (fstat(fd, &st) != 0) {
+			errno = saved;
+			return DDL_FD_UNKNOWN; /* bad descriptor: ask again next time */
+		}
+		if (!S_ISSOCK(st.st_mode)) {
+			ddl_fd_set(fd, DDL_FD_NOTSOCK | (v & DDL_FD_EPSOCK));
+			errno = saved;
+			return DDL_FD_NOTSOCK;
+		}
+	}
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	uint32_t peer = 0;
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+		peer = ddl_peer_intern((struct sockaddr *)&ss, len);
+	errno = saved;
+	return ddl_fd_peered(fd, peer);
+}
+
+static inline uint32_t ddl_fd_get(int fd)
+{
+	if (ddl_unlikely(!ddl_fdtab || (unsigned)fd >= DDL_FD_MAX))
+		return DDL_FD_NOTSOCK;
+	uint32_t v = atomic_load_explicit(&ddl_fdtab[fd], memory_order_relaxed);
+	if (ddl_unlikely(DDL_FD_STATE(v) < DDL_FD_PEERED && DDL_FD_STATE(v) != DDL_FD_NOTSOCK))
+		v = ddl_fd_probe(fd, v);
+	return v;
+}
+
+/* Peer index of a socket descriptor (0 when unknown or not a socket). */
+static inline uint32_t ddl_fd_peer(int fd)
+{
+	uint32_t v = ddl_fd_get(fd);
+	return DDL_FD_STATE(v) == DDL_FD_PEERED ? DDL_FD_PEER(v) : 0;
+}
+
+static inline int ddl_fd_is_sock(int fd)
+{
+	return DDL_FD_STATE(ddl_fd_get(fd)) == DDL_FD_PEERED;
+}
+
+/* The descriptor was closed or replaced: forget what we knew. */
+static void ddl_fd_forget(int fd)
+{
+	if (ddl_fdtab && fd >= 0 && (unsigned)fd < DDL_FD_MAX)
+		atomic_store_explicit(&ddl_fdtab[fd], DDL_FD_UNKNOWN, memory_order_relaxed);
+}
+
+void ddl_socket_init(void)
+{
+	void *m = mmap(NULL, DDL_FD_MAX * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m != MAP_FAILED)
+		ddl_fdtab = m;
+	ddl_host_load();
+}
+
+static uint32_t ddl_msg_peer(int fd, const struct msghdr *m)
+{
+	if (m && m->msg_name && m->msg_namelen)
+		return ddl_peer_intern(m->msg_name, m->msg_namelen);
+	return ddl_fd_peer(fd);
+}
+
+static int64_t ddl_mmsg_bytes(const struct mmsghdr *v, int r)
+{
+	int64_t b = 0;
+	for (int i = 0; i < r; i++)
+		b += v[i].msg_len;
+	return b;
+}
+
+/* ---- send family ---- */
+
+DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	if (ddl_unlikely(!ddl_real.send))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.send(fd, buf, len, flags);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.send(fd, buf, len, flags);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_SEND, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+                          const struct sockaddr *to, socklen_t tolen)
+{
+	if (ddl_unlikely(!ddl_real.sendto))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.sendto(fd, buf, len, flags, to, tolen);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.sendto(fd, buf, len, flags, to, tolen);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = to ? ddl_peer_intern(to, tolen) : ddl_fd_peer(fd);
+	ddl_ring_put(t, DDL_EV_SENDTO, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (ddl_unlikely(!ddl_real.sendmsg))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.sendmsg(fd, msg, flags);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.sendmsg(fd, msg, flags);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -err : r, fd, ddl_msg_peer(fd, msg));
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
+{
+	if (ddl_unlikely(!ddl_real.sendmmsg))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.sendmmsg(fd, vec, n, flags);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.sendmmsg(fd, vec, n, flags);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr) : ddl_fd_peer(fd);
+	ddl_ring_put(t, DDL_EV_SENDMMSG, 0, t0, t1, r < 0 ? -err : ddl_mmsg_bytes(vec, r), fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+/* ---- receive family ---- */
+
+DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	if (ddl_unlikely(!ddl_real.recv))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.recv(fd, buf, len, flags);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.recv(fd, buf, len, flags);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_RECV, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+                            socklen_t *fromlen)
+{
+	if (ddl_unlikely(!ddl_real.recvfrom))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = r >= 0 && from && fromlen && *fromlen ? ddl_peer_intern(from, *fromlen)
+	                                                      : ddl_fd_peer(fd);
+	ddl_ring_put(t, DDL_EV_RECVFROM, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	if (ddl_unlikely(!ddl_real.recvmsg))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.recvmsg(fd, msg, flags);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.recvmsg(fd, msg, flags);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg) : ddl_fd_peer(fd);
+	ddl_ring_put(t, DDL_EV_RECVMSG, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
+                        struct timespec *timeout)
+{
+	if (ddl_unlikely(!ddl_real.recvmmsg))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.recvmmsg(fd, vec, n, flags, timeout);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.recvmmsg(fd, vec, n, flags, timeout);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr) : ddl_fd_peer(fd);
+	ddl_ring_put(t, DDL_EV_RECVMMSG, 0, t0, t1, r < 0 ? -err : ddl_mmsg_bytes(vec, r), fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+/* ---- read/write family, recorded only on sockets ---- */
+
+DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	if (ddl_unlikely(!ddl_real.read))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.read(fd, buf, len);
+	if (!ddl_fd_is_sock(fd)) {
+		ddl_thread_leave(t);
+		return ddl_real.read(fd, buf, len);
+	}
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.read(fd, buf, len);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	if (ddl_unlikely(!ddl_real.write))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.write(fd, buf, len);
+	if (!ddl_fd_is_sock(fd)) {
+		ddl_thread_leave(t);
+		return ddl_real.write(fd, buf, len);
+	}
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.write(fd, buf, len);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_WRITE, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	if (ddl_unlikely(!ddl_real.readv))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.readv(fd, iov, n);
+	if (!ddl_fd_is_sock(fd)) {
+		ddl_thread_leave(t);
+		return ddl_real.readv(fd, iov, n);
+	}
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.readv(fd, iov, n);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	if (ddl_unlikely(!ddl_real.writev))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.writev(fd, iov, n);
+	if (!ddl_fd_is_sock(fd)) {
+		ddl_thread_leave(t);
+		return ddl_real.writev(fd, iov, n);
+	}
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.writev(fd, iov, n);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+/* ---- connections ---- */
+
+DDL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	if (ddl_unlikely(!ddl_real.connect))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.connect(fd, addr, len);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.connect(fd, addr, len);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = ddl_peer_intern(addr, len);
+	if (r == 0 || err == EINPROGRESS)
+		ddl_fd_peered(fd, peer);
+	ddl_ring_put(t, DDL_EV_CONNECT, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+static uint32_t ddl_accepted(int nfd, const struct sockaddr *addr, const socklen_t *len)
+{
+	if (nfd < 0)
+		return 0;
+	if (addr && len && *len)
+		return DDL_FD_PEER(ddl_fd_peered(nfd, ddl_peer_intern(addr, *len)));
+	ddl_fd_forget(nfd);
+	return ddl_fd_peer(nfd);
+}
+
+DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	if (ddl_unlikely(!ddl_real.accept))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.accept(fd, addr, len);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.accept(fd, addr, len);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = ddl_accepted(r, addr, len);
+	ddl_ring_put(t, DDL_EV_ACCEPT, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	if (ddl_unlikely(!ddl_real.accept4))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.accept4(fd, addr, len, flags);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.accept4(fd, addr, len, flags);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	uint32_t peer = ddl_accepted(r, addr, len);
+	ddl_ring_put(t, DDL_EV_ACCEPT4, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+/* ---- waits: time blocked, flagged when a socket is among the waited ---- */
+
+static unsigned ddl_pollfds_flag(const struct pollfd *p, nfds_t n)
+{
+	for (nfds_t i = 0; i < n; i++)
+		if (p[i].fd >= 0 && ddl_fd_is_sock(p[i].fd))
+			return DDL_EVF_SOCKWAIT;
+	return 0;
+}
+
+static unsigned ddl_fdset_flag(int nfds, const fd_set *r, const fd_set *w)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w))) && ddl_fd_is_sock(fd))
+			return DDL_EVF_SOCKWAIT;
+	return 0;
+}
+
+static unsigned ddl_epoll_flag(int epfd)
+{
+	if (!ddl_fdtab || (unsigned)epfd >= DDL_FD_MAX)
+		return 0;
+	return atomic_load_explicit(&ddl_fdtab[epfd], memory_order_relaxed) & DDL_FD_EPSOCK
+	           ? DDL_EVF_SOCKWAIT : 0;
+}
+
+DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	if (ddl_unlikely(!ddl_real.poll))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.poll(fds, n, timeout);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.poll(fds, n, timeout);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_POLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -err : r, (int)n, 0);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
+                     const sigset_t *mask)
+{
+	if (ddl_unlikely(!ddl_real.ppoll))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.ppoll(fds, n, tmo, mask);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.ppoll(fds, n, tmo, mask);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_PPOLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -err : r, (int)n, 0);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tmo)
+{
+	if (ddl_unlikely(!ddl_real.select))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.select(nfds, rd, wr, ex, tmo);
+	unsigned f = ddl_fdset_flag(nfds, rd, wr); /* before: the call rewrites the sets */
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.select(nfds, rd, wr, ex, tmo);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_SELECT, f, t0, t1, r < 0 ? -err : r, nfds, 0);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
+                       const sigset_t *mask)
+{
+	if (ddl_unlikely(!ddl_real.pselect))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
+	unsigned f = ddl_fdset_flag(nfds, rd, wr);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_PSELECT, f, t0, t1, r < 0 ? -err : r, nfds, 0);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	if (ddl_unlikely(!ddl_real.epoll_wait))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.epoll_wait(epfd, ev, max, timeout);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.epoll_wait(epfd, ev, max, timeout);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_EPOLL_WAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -err : r, epfd, 0);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+                           const sigset_t *mask)
+{
+	if (ddl_unlikely(!ddl_real.epoll_pwait))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
+	uint64_t t1 = ddl_clock_now();
+	int err = errno;
+	ddl_ring_put(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -err : r, epfd, 0);
+	ddl_thread_leave(t);
+	errno = err;
+	return r;
+}
+
+/* ---- descriptor bookkeeping: not recorded, only kept in step ---- */
+
+DDL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	if (ddl_unlikely(!ddl_real.epoll_ctl))
+		ddl_real_resolve();
+	int r = ddl_real.epoll_ctl(epfd, op, fd, ev);
+	if (r == 0 && op == EPOLL_CTL_ADD && ddl_fdtab && (unsigned)epfd < DDL_FD_MAX &&
+	    atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed)) {
+		int err = errno;
+		if (ddl_fd_is_sock(fd))
+			atomic_fetch_or(&ddl_fdtab[epfd], DDL_FD_EPSOCK | DDL_FD_NOTSOCK);
+		errno = err;
+	}
+	return r;
+}
+
+DDL_EXPORT int socket(int domain, int type, int proto)
+{
+	if (ddl_unlikely(!ddl_real.socket))
+		ddl_real_resolve();
+	int r = ddl_real.socket(domain, type, proto);
+	if (r >= 0)
+		ddl_fd_set(r, DDL_FD_SOCK);
+	return r;
+}
+
+DDL_EXPORT int socketpair(int domain, int type, int proto, int sv[2])
+{
+	if (ddl_unlikely(!ddl_real.socketpair))
+		ddl_real_resolve();
+	int r = ddl_real.socketpair(domain, type, proto, sv);
+	if (r == 0) {
+		ddl_fd_set(sv[0], DDL_FD_SOCK);
+		ddl_fd_set(sv[1], DDL_FD_SOCK);
+	}
+	return r;
+}
+
+DDL_EXPORT int close(int fd)
+{
+	if (ddl_unlikely(!ddl_real.close))
+		ddl_real_resolve();
+	ddl_fd_forget(fd);
+	return ddl_real.close(fd);
+}
+
+DDL_EXPORT int dup2(int oldfd, int newfd)
+{
+	if (ddl_unlikely(!ddl_real.dup2))
+		ddl_real_resolve();
+	int r = ddl_real.dup2(oldfd, newfd);
+	if (r >= 0 && oldfd != newfd)
+		ddl_fd_forget(newfd);
+	return r;
+}
+
+DDL_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	if (ddl_unlikely(!ddl_real.dup3))
+		ddl_real_resolve();
+	int r = ddl_real.dup3(oldfd, newfd, flags);
+	if (r >= 0)
+		ddl_fd_forget(newfd);
+	return r;
+}
+
+DDL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	if (ddl_unlikely(!ddl_real.close_range))
+		ddl_real_resolve();
+	if (!ddl_real.close_range) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = ddl_real.close_range(first, last, flags);
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+		unsigned hi = atomic_load(&ddl_fd_hi);
+		for (unsigned fd = first; fd <= last && fd < hi; fd++)
+			ddl_fd_forget((int)fd);
+	}
+	return r;
+}

@@ -1,0 +1,160 @@
+/*
+ * Per-thread event rings. Each thread that makes a wrapped call gets one
+ * single-producer/single-consumer ring on first use: the thread appends
+ * (ddl_ring_put in ddl.h), the writer thread drains. Rings are never freed
+ * while the process lives: when a thread ends, its ring is marked dead, the
+ * writer drains it and marks it free, and the next new thread reuses it, so
+ * thousands of short-lived threads cost a bounded amount of memory.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ddl.h"
+
+__thread struct ddl_thread *ddl_self __attribute__((tls_model("initial-exec")));
+__thread int ddl_self_state __attribute__((tls_model("initial-exec")));
+
+enum { DDL_TS_NEW = 0, DDL_TS_READY, DDL_TS_INTERNAL, DDL_TS_BUSY, DDL_TS_GONE };
+enum { DDL_RING_LIVE = 0, DDL_RING_DEAD = 1, DDL_RING_FREE = 2 };
+
+static pthread_mutex_t ddl_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ddl_thread *_Atomic ddl_reg_head;
+static unsigned ddl_next_idx = 1;
+static pthread_key_t ddl_key;
+static pthread_once_t ddl_key_once = PTHREAD_ONCE_INIT;
+
+static void ddl_thread_exit(void *p)
+{
+	struct ddl_thread *t = p;
+	ddl_self = NULL;
+	ddl_self_state = DDL_TS_GONE;
+	atomic_store_explicit(&t->dead, DDL_RING_DEAD, memory_order_release);
+}
+
+static void ddl_key_make(void)
+{
+	if (pthread_key_create(&ddl_key, ddl_thread_exit) != 0)
+		ddl_key = (pthread_key_t)-1;
+}
+
+static void ddl_thread_name(struct ddl_thread *t)
+{
+	char name[17] = "";
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	ddl_strings_add(DDL_STR_THREAD, t->idx, (uint32_t)t->tid, name, strlen(name));
+}
+
+/* Claim a drained ring of an ended thread, or map a new one. NULL on failure. */
+static struct ddl_thread *ddl_thread_claim(void)
+{
+	for (struct ddl_thread *t = atomic_load(&ddl_reg_head); t; t = t->next) {
+		int expect = DDL_RING_FREE;
+		if (atomic_compare_exchange_strong(&t->dead, &expect, DDL_RING_LIVE))
+			return t;
+	}
+	size_t n = ddl_g.cfg.ring_events;
+	size_t bytes = sizeof(struct ddl_thread) + n * sizeof(struct ddl_event);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	struct ddl_thread *t = m;
+	memset(t, 0, sizeof *t);
+	t->ev = (struct ddl_event *)(t + 1);
+	t->mask = n - 1;
+	t->map_bytes = bytes;
+	t->next = atomic_load(&ddl_reg_head);
+	atomic_store_explicit(&ddl_reg_head, t, memory_order_release);
+	return t;
+}
+
+struct ddl_thread *ddl_thread_slow(void)
+{
+	if (ddl_self_state != DDL_TS_NEW || !ddl_g.initialised ||
+	    !atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed))
+		return NULL;
+	int saved = errno;
+	ddl_self_state = DDL_TS_BUSY; /* wrappers called from here pass through */
+	pthread_once(&ddl_key_once, ddl_key_make);
+	pthread_mutex_lock(&ddl_reg_lock);
+	struct ddl_thread *t = ddl_thread_claim();
+	if (t) {
+		uint64_t h = t->head;
+		t->cached_tail = h;
+		atomic_store(&t->tail, h);
+		t->idx = (uint16_t)(ddl_next_idx < 0xffff ? ddl_next_idx++ : 0xffff);
+		t->busy = 0;
+		t->kicked = 0;
+		t->tid = (pid_t)syscall(SYS_gettid);
+	}
+	pthread_mutex_unlock(&ddl_reg_lock);
+	if (!t) {
+		ddl_disable("cannot map a thread buffer", errno);
+		ddl_self_state = DDL_TS_NEW;
+		errno = saved;
+		return NULL;
+	}
+	ddl_thread_name(t);
+	if (ddl_key != (pthread_key_t)-1)
+		pthread_setspecific(ddl_key, t);
+	ddl_self = t;
+	ddl_self_state = DDL_TS_READY;
+	errno = saved;
+	return t;
+}
+
+/* The library's own threads never record. */
+void ddl_thread_mark_internal(void)
+{
+	ddl_self_state = DDL_TS_INTERNAL;
+}
+
+/* Ask the writer to drain soon; at most one wake-up per half ring. */
+void ddl_thread_kick(struct ddl_thread *t)
+{
+	if (!t->kicked) {
+		t->kicked = 1;
+		ddl_writer_wake();
+	}
+}
+
+struct ddl_thread *ddl_threads_first(void)
+{
+	return atomic_load_explicit(&ddl_reg_head, memory_order_acquire);
+}
+
+/*
+ * In the child after fork only the calling thread lives on. Events buffered
+ * before the fork belong to the parent, which writes them; drop them here,
+ * free every other ring, and give the surviving thread a fresh name record.
+ */
+void ddl_threads_after_fork_child(void)
+{
+	pthread_mutex_init(&ddl_reg_lock, NULL);
+	for (struct ddl_thread *t = atomic_load(&ddl_reg_head); t; t = t->next) {
+		atomic_store(&t->tail, t->head);
+		t->cached_tail = t->head;
+		t->kicked = 0;
+		if (t != ddl_self)
+			atomic_store(&t->dead, DDL_RING_FREE);
+	}
+	if (ddl_self) {
+		ddl_self->tid = (pid_t)syscall(SYS_gettid);
+		ddl_self->dropped = 0;
+		ddl_thread_name(ddl_self);
+	}
+}
+
+/* Writer side: after a ring is drained, an ended thread's ring becomes free. */
+void ddl_threads_reap(void)
+{
+	for (struct ddl_thread *t = atomic_load(&ddl_reg_head); t; t = t->next) {
+		if (atomic_load(&t->dead) == DDL_RING_DEAD &&
+		    atomic_load(&t->tail) == atomic_load_explicit((_Atomic uint64_t *)&t->head,
+		                                                  memory_order_acquire))
+			atomic_store(&t->dead, DDL_RING_FREE);
+	}
+}

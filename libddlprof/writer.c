@@ -1,0 +1,469 @@
+/*
+ * The writer: the one thread per process that turns thread rings into trace
+ * file chunks. It wakes every DDLPROF_FLUSH_MS, or when a ring passes half
+ * full, drains every ring, and appends a clock sample, any new strings and
+ * the events as chunks (zstd-compressed when libzstd can be loaded).
+ *
+ * The trace file is opened for each flush and closed again, so a program
+ * that closes every descriptor, or dup2()s over one, can never make us write
+ * into its own files. One lock (a plain atomic flag, so a fatal-signal
+ * handler can try it) serialises all writes to the file.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ddl.h"
+#include "ddlprof/crc32c.h"
+
+#define DDL_STAGE_EVENTS 32768 /* events per chunk: 1 MiB raw */
+
+/* ---- strings: append-only, re-emitted whole into each new file ---- */
+
+static struct {
+	_Atomic int lock;
+	char *buf;
+	size_t len, cap;
+	size_t done; /* bytes already in the current file */
+} ddl_str;
+
+static int ddl_spin_try(_Atomic int *l, int tries)
+{
+	for (int i = 0; i < tries || tries < 0; i++) {
+		int expect = 0;
+		if (atomic_compare_exchange_weak(l, &expect, 1))
+			return 1;
+		if (i > 64) {
+			struct timespec ts = {0, 100000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return 0;
+}
+
+static void ddl_spin_unlock(_Atomic int *l)
+{
+	atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* Records a string for the trace. Never allocates with malloc (signal paths). */
+void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len)
+{
+	if (len > 1024)
+		len = 1024;
+	size_t need = sizeof(struct ddl_strrec) + len;
+	ddl_spin_try(&ddl_str.lock, -1);
+	if (ddl_str.len + need > ddl_str.cap) {
+		size_t ncap = ddl_str.cap ? ddl_str.cap * 2 : 65536;
+		while (ncap < ddl_str.len + need)
+			ncap *= 2;
+		void *n = ddl_str.buf ? mremap(ddl_str.buf, ddl_str.cap, ncap, MREMAP_MAYMOVE)
+		                      : mmap(NULL, ncap, PROT_READ | PROT_WRITE,
+		                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (n == MAP_FAILED) {
+			ddl_spin_unlock(&ddl_str.lock);
+			return;
+		}
+		ddl_str.buf = n;
+		ddl_str.cap = ncap;
+	}
+	struct ddl_strrec r = {id, kind, (uint16_t)len, value};
+	memcpy(ddl_str.buf + ddl_str.len, &r, sizeof r);
+	memcpy(ddl_str.buf + ddl_str.len + sizeof r, text, len);
+	ddl_str.len += need;
+	ddl_spin_unlock(&ddl_str.lock);
+}
+
+/* ---- the file ---- */
+
+static struct {
+	_Atomic int lock;       /* held while writing the file */
+	char path[4352];
+	int created;
+	int broken;             /* a write failed: stop for good */
+	dev_t dev;
+	ino_t ino;
+	uint64_t events;
+	pid_t owner;            /* the pid this state belongs to */
+	pthread_t thread;
+	int running;
+	_Atomic int stop;
+	_Atomic int wake;       /* futex word */
+	struct ddl_event stage[DDL_STAGE_EVENTS];
+	/* zstd, found at run time */
+	void *zctx;
+	size_t (*z_bound)(size_t);
+	size_t (*z_compress)(void *, void *, size_t, const void *, size_t, int);
+	unsigned (*z_iserror)(size_t);
+	void *zbuf;
+	size_t zcap;
+} ddl_w;
+
+static void ddl_zstd_open(void)
+{
+	if (!ddl_g.cfg.compress || ddl_w.zctx)
+		return;
+	void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return;
+	void *(*mk)(void) = (void *(*)(void))dlsym(h, "ZSTD_createCCtx");
+	ddl_w.z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
+	ddl_w.z_compress = (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(
+		h, "ZSTD_compressCCtx");
+	ddl_w.z_iserror = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
+	if (!mk || !ddl_w.z_bound || !ddl_w.z_compress || !ddl_w.z_iserror)
+		return;
+	size_t cap = ddl_w.z_bound(sizeof ddl_w.stage);
+	void *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return;
+	ddl_w.zbuf = buf;
+	ddl_w.zcap = cap;
+	ddl_w.zctx = mk();
+}
+
+/* Writes all of buf; returns 0 or a negative errno. Async-signal-safe. */
+static int ddl_write_all(int fd, const struct iovec *iov0, int n)
+{
+	struct iovec iov[4];
+	memcpy(iov, iov0, (size_t)n * sizeof *iov);
+	struct iovec *v = iov;
+	while (n > 0) {
+		long r = syscall(SYS_writev, fd, v, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		size_t left = (size_t)r;
+		while (n > 0 && left >= v->iov_len) {
+			left -= v->iov_len;
+			v++;
+			n--;
+		}
+		if (n > 0) {
+			v->iov_base = (char *)v->iov_base + left;
+			v->iov_len -= left;
+		}
+	}
+	return 0;
+}
+
+static int ddl_chunk_write(int fd, uint16_t type, const void *p, size_t n, int may_compress)
+{
+	struct ddl_chunk c = {DDL_CHUNK_MAGIC, type, 0, (uint32_t)n, (uint32_t)n, 0, 0};
+	const void *out = p;
+	if (may_compress && ddl_w.zctx && n >= 256) {
+		size_t z = ddl_w.z_compress(ddl_w.zctx, ddl_w.zbuf, ddl_w.zcap, p, n, 1);
+		if (!ddl_w.z_iserror(z) && z < n) {
+			out = ddl_w.zbuf;
+			c.size = (uint32_t)z;
+			c.flags = DDL_CHUNKF_ZSTD;
+		}
+	}
+	c.crc = ddl_crc32c(out, c.size);
+	c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+	struct iovec iov[2] = {{&c, sizeof c}, {(void *)out, c.size}};
+	return ddl_write_all(fd, iov, 2);
+}
+
+static void ddl_header_fill(struct ddl_file_header *h)
+{
+	const struct ddl_clock_sample *s = &ddl_g.start;
+	memset(h, 0, sizeof *h);
+	memcpy(h->ident, DDL_IDENT, 4);
+	h->byte_order = DDL_BYTE_ORDER_MAGIC;
+	h->version = DDL_FORMAT_VERSION;
+	h->min_reader = DDL_FORMAT_MIN_READER;
+	h->header_size = sizeof *h;
+	h->features = (ddl_w.zctx ? DDL_FEAT_ZSTD : 0) |
+	              (ddl_g.cfg.trace_socket ? DDL_FEAT_SOCKET : 0);
+	h->pid = (uint32_t)getpid();
+	h->ppid = (uint32_t)getppid();
+	h->rank = ddl_g.rank;
+	h->world_size = ddl_g.world_size;
+	h->local_rank = ddl_g.local_rank;
+	h->clock_source = ddl_clock_tsc ? DDL_CLOCK_TSC : DDL_CLOCK_MONOTONIC;
+	h->tick_hz = ddl_clock_hz();
+	h->start_ticks = s->ticks;
+	h->start_mono_ns = s->mono_ns;
+	h->start_real_ns = s->real_ns;
+	h->exec_gen = ddl_g.exec_gen;
+	memcpy(h->host, ddl_g.host, sizeof h->host);
+	memcpy(h->run_id, ddl_g.cfg.run_id, sizeof h->run_id);
+	h->hcrc = ddl_crc32c(h, sizeof *h - 4);
+}
+
+/* Creates HOST.PID.ddlt (or HOST.PID.N.ddlt after exec), never overwriting. */
+static int ddl_file_create(void)
+{
+	struct ddl_file_header h;
+	int fd = -1;
+	mkdir(ddl_g.cfg.dir, 0700);
+	for (unsigned gen = 0; gen < 1000 && fd < 0; gen++) {
+		if (gen == 0)
+			snprintf(ddl_w.path, sizeof ddl_w.path, "%s/%s.%d.ddlt", ddl_g.cfg.dir,
+			         ddl_g.host, (int)getpid());
+		else
+			snprintf(ddl_w.path, sizeof ddl_w.path, "%s/%s.%d.%u.ddlt", ddl_g.cfg.dir,
+			         ddl_g.host, (int)getpid(), gen);
+		ddl_g.exec_gen = gen;
+		fd = open(ddl_w.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return -errno;
+	ddl_header_fill(&h);
+	struct iovec iov = {&h, sizeof h};
+	struct stat st;
+	int rc = ddl_write_all(fd, &iov, 1);
+	if (rc == 0 && fstat(fd, &st) == 0) {
+		ddl_w.dev = st.st_dev;
+		ddl_w.ino = st.st_ino;
+	}
+	syscall(SYS_close, fd);
+	if (rc < 0)
+		return rc;
+	ddl_w.created = 1;
+	ddl_str.done = 0;
+	return 0;
+}
+
+/* Opens our file for append and checks it is still the file we made. */
+static int ddl_file_open(void)
+{
+	int fd = open(ddl_w.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_dev != ddl_w.dev || st.st_ino != ddl_w.ino) {
+		syscall(SYS_close, fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static int ddl_rings_pending(void)
+{
+	for (struct ddl_thread *t = ddl_threads_first(); t; t = t->next)
+		if (atomic_load(&t->tail) !=
+		    atomic_load_explicit((_Atomic uint64_t *)&t->head, memory_order_acquire))
+			return 1;
+	return 0;
+}
+
+/*
+ * One flush, with the file lock held. compress = 0 on signal paths (zstd
+ * allocates). end = 0 for none, else the chunk type and reason. Returns 0 or
+ * a negative errno.
+ */
+static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, int32_t value,
+                            int strings_locked)
+{
+	if (ddl_w.broken)
+		return -EIO;
+	if (!ddl_w.created) {
+		/* A process that recorded nothing leaves no file: shell scripts
+		 * and helpers around the job would only add noise. */
+		if (!ddl_rings_pending())
+			return 0;
+		int rc = ddl_file_create();
+		if (rc < 0)
+			return rc;
+	}
+	int fd = ddl_file_open();
+	if (fd < 0)
+		return fd;
+	int rc = 0;
+	struct ddl_clock_sample s;
+	ddl_clock_sample(&s);
+	rc = ddl_chunk_write(fd, DDL_CHUNK_CLOCK, &s, sizeof s, 0);
+	if (rc == 0 && strings_locked && ddl_str.len > ddl_str.done) {
+		rc = ddl_chunk_write(fd, DDL_CHUNK_STRINGS, ddl_str.buf + ddl_str.done,
+		                     ddl_str.len - ddl_str.done, compress);
+		if (rc == 0)
+			ddl_str.done = ddl_str.len;
+	}
+	size_t n = 0;
+	uint64_t dropped = 0;
+	for (struct ddl_thread *t = ddl_threads_first(); t && rc == 0; t = t->next) {
+		uint64_t tail = atomic_load(&t->tail);
+		uint64_t head = atomic_load_explicit((_Atomic uint64_t *)&t->head, memory_order_acquire);
+		while (tail != head && rc == 0) {
+			size_t take = (size_t)(head - tail);
+			size_t off = (size_t)(tail & t->mask);
+			if (take > DDL_STAGE_EVENTS - n)
+				take = DDL_STAGE_EVENTS - n;
+			if (take > t->mask + 1 - off)
+				take = t->mask + 1 - off; /* up to the ring's wrap */
+			memcpy(&ddl_w.stage[n], &t->ev[off], take * sizeof(struct ddl_event));
+			n += take;
+			tail += take;
+			atomic_store_explicit(&t->tail, tail, memory_order_release);
+			if (n == DDL_STAGE_EVENTS) {
+				rc = ddl_chunk_write(fd, DDL_CHUNK_EVENTS, ddl_w.stage,
+				                     n * sizeof(struct ddl_event), compress);
+				ddl_w.events += n;
+				n = 0;
+			}
+		}
+		t->kicked = 0;
+		dropped += t->dropped;
+	}
+	if (rc == 0 && n) {
+		rc = ddl_chunk_write(fd, DDL_CHUNK_EVENTS, ddl_w.stage, n * sizeof(struct ddl_event),
+		                     compress);
+		ddl_w.events += n;
+	}
+	if (rc == 0 && end_type) {
+		struct ddl_end e = {ddl_w.events, dropped, reason, value};
+		rc = ddl_chunk_write(fd, end_type, &e, sizeof e, 0);
+	}
+	syscall(SYS_close, fd);
+	ddl_threads_reap();
+	return rc;
+}
+
+static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t value)
+{
+	ddl_spin_try(&ddl_w.lock, -1);
+	ddl_spin_try(&ddl_str.lock, -1);
+	int rc = ddl_flush_locked(compress, end_type, reason, value, 1);
+	ddl_spin_unlock(&ddl_str.lock);
+	if (rc < 0 && !ddl_w.broken) {
+		ddl_w.broken = 1;
+		ddl_spin_unlock(&ddl_w.lock);
+		ddl_disable(ddl_w.created ? "cannot write the trace file" : "cannot create the trace file",
+		            -rc);
+		return rc;
+	}
+	ddl_spin_unlock(&ddl_w.lock);
+	return rc;
+}
+
+void ddl_writer_wake(void)
+{
+	atomic_store(&ddl_w.wake, 1);
+	syscall(SYS_futex, &ddl_w.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void *ddl_writer_main(void *arg)
+{
+	(void)arg;
+	ddl_thread_mark_internal();
+	unsigned ms = ddl_g.cfg.flush_ms;
+	struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (!atomic_load(&ddl_w.stop)) {
+		if (!atomic_exchange(&ddl_w.wake, 0))
+			syscall(SYS_futex, &ddl_w.wake, FUTEX_WAIT_PRIVATE, 0, &period, NULL, 0);
+		atomic_store(&ddl_w.wake, 0);
+		if (atomic_load(&ddl_w.stop))
+			break;
+		if (ddl_flush(1, 0, 0, 0) < 0)
+			break;
+	}
+	return NULL;
+}
+
+/* Starts the writer thread with every signal blocked, so signals meant for
+ * the program are never delivered to it. Returns 0 or a negative errno. */
+int ddl_writer_start(void)
+{
+	sigset_t all, old;
+	pthread_attr_t a;
+	ddl_w.owner = getpid();
+	ddl_zstd_open();
+	atomic_store(&ddl_w.stop, 0);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 256 * 1024);
+	int rc = pthread_create(&ddl_w.thread, &a, ddl_writer_main, NULL);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -rc;
+	pthread_setname_np(ddl_w.thread, "ddlprof-writer");
+	ddl_w.running = 1;
+	return 0;
+}
+
+/*
+ * Stops the writer thread and writes everything buffered, then an end (or
+ * exec) chunk when end_reason is set. Only in the process that owns the
+ * writer: a vfork child shares our memory and must not touch it.
+ */
+void ddl_writer_stop(uint32_t end_reason, int32_t value)
+{
+	if (ddl_w.owner != getpid())
+		return;
+	if (ddl_w.running && !pthread_equal(pthread_self(), ddl_w.thread)) {
+		atomic_store(&ddl_w.stop, 1);
+		ddl_writer_wake();
+		pthread_join(ddl_w.thread, NULL);
+		ddl_w.running = 0;
+	}
+	uint16_t type = end_reason == DDL_END_EXEC ? DDL_CHUNK_EXEC : end_reason ? DDL_CHUNK_END : 0;
+	ddl_flush(1, type, end_reason, value);
+}
+
+/*
+ * From a fatal-signal handler: take the file lock if we can within about
+ * 50 ms (never when the writer itself took the signal while holding it),
+ * write what is buffered without compression, and an end chunk.
+ */
+void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
+{
+	if (ddl_w.owner != getpid() || ddl_w.broken)
+		return;
+	if (ddl_w.running && pthread_equal(pthread_self(), ddl_w.thread))
+		return;
+	if (!ddl_spin_try(&ddl_w.lock, 600))
+		return;
+	int have_strings = ddl_spin_try(&ddl_str.lock, 64);
+	ddl_flush_locked(0, DDL_CHUNK_END, end_reason, value, have_strings);
+	if (have_strings)
+		ddl_spin_unlock(&ddl_str.lock);
+	ddl_spin_unlock(&ddl_w.lock);
+}
+
+/* Child after fork: no writer thread, no file yet; everything restarts. */
+void ddl_writer_after_fork_child(void)
+{
+	atomic_store(&ddl_w.lock, 0);
+	atomic_store(&ddl_str.lock, 0);
+	ddl_str.done = 0;
+	ddl_w.created = 0;
+	ddl_w.running = 0;
+	ddl_w.events = 0;
+	ddl_w.owner = getpid();
+	atomic_store(&ddl_w.wake, 0);
+}
+
+/*
+ * fork() must not copy the string table half-grown: hold its lock across,
+ * unless fork was called from a signal handler that interrupted its holder.
+ */
+static int ddl_fork_held;
+
+void ddl_writer_atfork_prepare(void)
+{
+	ddl_fork_held = ddl_spin_try(&ddl_str.lock, 600);
+}
+
+void ddl_writer_atfork_parent(void)
+{
+	if (ddl_fork_held)
+		ddl_spin_unlock(&ddl_str.lock);
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the Debian packages the build and the tests need, when missing.
+# As root it installs them; otherwise it names them and fails.
+#   libjansson-dev  JSON output of the tools and the tests
+#   libzstd-dev     decompressing trace chunks (the library dlopens libzstd)
+#   libunwind-dev   call-site stacks (optional back end, found at run time)
+#   libpapi-dev     hardware counters (optional back end, found at run time)
+#   iproute2        network namespaces for the multi-host tests
+#   pkg-config      locating the libraries above
+set -eu
+PKGS="libjansson-dev libzstd-dev libunwind-dev libpapi-dev iproute2 pkg-config"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "ddlprof: missing Debian packages:$missing" >&2
+	echo "ddlprof: install them with: sudo apt-get install$missing" >&2
+	exit 1
+fi
+echo "ddlprof: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,248 @@
+/*
+ * End-to-end tests: the programs of tests/progs run with and without
+ * ddlprof; output and exit status must match and the report's byte counts
+ * must equal what each process moved. Then the failure cases: kills, fatal
+ * signals, full disks, unwritable directories, bad settings.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "trace_read.h"
+#include "trace_set.h"
+
+int test_e2e_tcp_mix(void) { return tprog_exact("tcp_mix", NULL, 0); }
+int test_e2e_udp(void) { return tprog_exact("udp", NULL, 0); }
+int test_e2e_socketpair(void) { return tprog_exact("socketpair", NULL, 0); }
+int test_e2e_nonblock(void) { return tprog_exact("nonblock", NULL, 0); }
+int test_e2e_eintr(void) { return tprog_exact("eintr", NULL, 0); }
+int test_e2e_forkexec(void) { return tprog_exact("forkexec", NULL, 0); }
+int test_e2e_threads(void) { return tprog_exact("threads", NULL, 0); }
+int test_e2e_exitcode(void) { return tprog_exact("exitcode", NULL, 7); }
+int test_e2e_closes_every_fd(void) { return tprog_exact("closeall", NULL, 0); }
+
+/* Loads the one trace set in DIR. */
+static int ddl_load(const char *dir, struct ddl_traceset *s)
+{
+	char err[512];
+	char *p[] = {(char *)dir};
+	return ddl_traceset_load(s, p, 1, err, sizeof err);
+}
+
+int test_e2e_sigkill_truncated(void)
+{
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	int po[2];
+	CHECK(pipe(po) == 0, "pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(po[1], 1);
+		close(po[0]);
+		execl(tbuild("bin/ddlprof"), "ddlprof", "-q", "-o", tdir, "--",
+		      tbuild("tests/progs/killme"), (char *)NULL);
+		_exit(127);
+	}
+	close(po[1]);
+	char buf[16] = "";
+	CHECK(read(po[0], buf, 6) == 6 && !strncmp(buf, "ready\n", 6), "killme did not start: %s", buf);
+	usleep(350000); /* several flush periods */
+	kill(pid, SIGKILL);
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "not killed");
+	int rs;
+	json_t *rep = treport(tdir, &rs);
+	CHECK(rep, "no report after SIGKILL");
+	CHECK(rs == 0, "report exit status %d on a truncated trace", rs);
+	CHECK(json_is_true(json_object_get(rep, "truncated")), "report does not say truncated");
+	json_t *p = tproc(rep, pid);
+	CHECK(p, "killed pid missing");
+	json_int_t sent = json_integer_value(json_object_get(json_object_get(p, "network"), "bytes_sent"));
+	CHECK(sent >= 1000 * 4096, "only %lld bytes flushed before the kill", (long long)sent);
+	json_decref(rep);
+	trm(dir);
+	return DDL_PASS;
+}
+
+/* Default-action deaths flush and end the trace; the status is unchanged. */
+int test_e2e_fatal_signal_flush(void)
+{
+	static const char *how[] = {"segv", "abort", "term"};
+	static const int sig[] = {SIGSEGV, SIGABRT, SIGTERM};
+	for (int i = 0; i < 3; i++) {
+		char *dir = tmpdir(), tdir[PATH_MAX];
+		snprintf(tdir, sizeof tdir, "%s/t", dir);
+		char *plain[] = {(char *)tbuild("tests/progs/crash"), (char *)how[i], NULL};
+		char *prof[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--",
+		                (char *)tbuild("tests/progs/crash"), (char *)how[i], NULL};
+		struct ddl_run_result a, b;
+		CHECK(trun(plain, NULL, 30, &a) == 0 && trun(prof, NULL, 30, &b) == 0, "crash runs");
+		CHECK(WIFSIGNALED(a.status) && WTERMSIG(a.status) == sig[i], "%s: plain status %#x",
+		      how[i], a.status);
+		CHECK(WIFSIGNALED(b.status) && WTERMSIG(b.status) == sig[i],
+		      "%s: status %#x under ddlprof, %#x without", how[i], b.status, a.status);
+		CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "%s: stdout differs", how[i]);
+		struct ddl_traceset s;
+		CHECK(ddl_load(tdir, &s) == 0 && s.n == 1, "%s: expected one trace, got %zu", how[i], s.n);
+		CHECK(!s.t[0].truncated && s.t[0].end.reason == DDL_END_SIGNAL &&
+		      s.t[0].end.value == sig[i], "%s: end record reason %u value %d truncated %d", how[i],
+		      s.t[0].end.reason, s.t[0].end.value, s.t[0].truncated);
+		int64_t bytes = 0;
+		for (size_t k = 0; k < s.t[0].nev; k++)
+			if (ddl_event_class(s.t[0].ev[k].kind) == DDL_CLASS_TX && s.t[0].ev[k].result > 0)
+				bytes += s.t[0].ev[k].result;
+		CHECK(bytes == 5000, "%s: %lld bytes sent in the trace", how[i], (long long)bytes);
+		ddl_traceset_free(&s);
+		trun_free(&a);
+		trun_free(&b);
+		trm(dir);
+		free(dir);
+	}
+	return DDL_PASS;
+}
+
+/* Runs tcp_mix under ddlprof with DDLPROF_DIR set to DIR directly. */
+static int ddl_run_into(const char *dir, struct ddl_run_result *plain, struct ddl_run_result *prof)
+{
+	char lib[PATH_MAX + 16], d[PATH_MAX + 16];
+	snprintf(lib, sizeof lib, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
+	snprintf(d, sizeof d, "DDLPROF_DIR=%s", dir);
+	char *env[] = {lib, d, NULL};
+	char *argv[] = {(char *)tbuild("tests/progs/tcp_mix"), NULL};
+	if (trun(argv, NULL, 60, plain) < 0 || trun(argv, env, 60, prof) < 0)
+		return -1;
+	return 0;
+}
+
+static int ddl_count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+int test_e2e_disk_full(void)
+{
+	if (geteuid() != 0)
+		return DDL_SKIP;
+	char *dir = tmpdir();
+	if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
+		fprintf(stderr, "    cannot mount a tmpfs: skipped\n");
+		trm(dir);
+		return DDL_SKIP;
+	}
+	/* leave room for a header and a little more, not for the events */
+	char fill[PATH_MAX];
+	snprintf(fill, sizeof fill, "%s/filler", dir);
+	int fd = open(fill, O_CREAT | O_WRONLY, 0600);
+	static char zero[1024];
+	while (write(fd, zero, sizeof zero) == sizeof zero)
+		;
+	close(fd);
+	truncate(fill, 0);
+	fd = open(fill, O_WRONLY);
+	for (int i = 0; i < 60; i++)
+		if (write(fd, zero, sizeof zero) != sizeof zero)
+			break;
+	close(fd);
+	struct ddl_run_result a, b;
+	char sub[PATH_MAX];
+	snprintf(sub, sizeof sub, "%s/t", dir);
+	int rc = ddl_run_into(sub, &a, &b);
+	umount(dir);
+	trm(dir);
+	CHECK(rc == 0, "tcp_mix did not finish");
+	CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
+	      "output or status changed on a full disk");
+	CHECK(ddl_count_lines(b.err, "ddlprof[") >= 1 && ddl_count_lines(b.err, "profiling is off") >= 1,
+	      "no warning on a full disk: %s", b.err);
+	CHECK(!strstr(a.err, "ddlprof"), "warning without the library?");
+	return DDL_PASS;
+}
+
+int test_e2e_unwritable_dir(void)
+{
+	struct ddl_run_result a, b;
+	CHECK(ddl_run_into("/proc/ddlprof-cannot-be-here", &a, &b) == 0, "tcp_mix did not finish");
+	CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
+	      "output or status changed with an unwritable directory");
+	/* one line per process that tried to write (parent and child) */
+	int lines = ddl_count_lines(b.err, "ddlprof[");
+	CHECK(lines >= 1 && lines <= 2, "expected one warning per process, got %d: %s", lines, b.err);
+	CHECK(strstr(b.err, "profiling is off"), "warning does not say profiling is off: %s", b.err);
+	return DDL_PASS;
+}
+
+int test_e2e_bad_settings(void)
+{
+	static const char *bad[] = {"DDLPROF_FLUSH_MS=abc", "DDLPROF_FLUSH_MS=0",
+	                            "DDLPROF_BUFFER_EVENTS=-5", "DDLPROF_TRACE=sockets",
+	                            "DDLPROF_COMPRESS=maybe", "DDLPROF_CLOCK=sundial"};
+	char *dir = tmpdir();
+	char lib[PATH_MAX + 16], d[PATH_MAX + 16];
+	snprintf(lib, sizeof lib, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
+	snprintf(d, sizeof d, "DDLPROF_DIR=%s/t", dir);
+	char *argv[] = {(char *)tbuild("tests/progs/socketpair"), NULL};
+	struct ddl_run_result a;
+	CHECK(trun(argv, NULL, 30, &a) == 0, "socketpair");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *env[] = {lib, d, (char *)bad[i], NULL};
+		struct ddl_run_result b;
+		CHECK(trun(argv, env, 30, &b) == 0, "socketpair under %s", bad[i]);
+		CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
+		      "%s changed the program's output", bad[i]);
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)(strchr(bad[i], '=') - bad[i]), bad[i]);
+		CHECK(strstr(b.err, name) && strstr(b.err, "profiling is off"),
+		      "%s: no message naming the setting: %s", bad[i], b.err);
+		CHECK(access(d + strlen("DDLPROF_DIR="), F_OK) != 0, "%s: traced anyway", bad[i]);
+		trun_free(&b);
+	}
+	trun_free(&a);
+	trm(dir);
+	return DDL_PASS;
+}
+
+/* A real interpreter: Python's socket module through every layer. */
+int test_e2e_python_sockets(void)
+{
+	if (access("/usr/bin/python3", X_OK) != 0)
+		return DDL_SKIP;
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	const char *code =
+		"import socket, os\n"
+		"a, b = socket.socketpair()\n"
+		"a.sendall(b'x' * 123456)\n"
+		"n = 0\n"
+		"while n < 123456: n += len(b.recv(65536))\n"
+		"b.sendall(b'y' * 777); got = b''\n"
+		"while len(got) < 777: got += a.recv(1000)\n"
+		"print('python moved', n, len(got))\n";
+	char *prof[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", "/usr/bin/python3",
+	                "-c", (char *)code, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(prof, NULL, 60, &r) == 0, "python did not finish");
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	      !strcmp(r.out, "python moved 123456 777\n"), "python: %s %s", r.out, r.err);
+	json_t *rep = treport(tdir, NULL);
+	CHECK(rep && json_array_size(json_object_get(rep, "processes")) == 1, "one python process");
+	json_t *net = json_object_get(json_array_get(json_object_get(rep, "processes"), 0), "network");
+	CHECK(json_integer_value(json_object_get(net, "bytes_sent")) == 123456 + 777 &&
+	      json_integer_value(json_object_get(net, "bytes_received")) == 123456 + 777,
+	      "python byte counts wrong");
+	json_decref(rep);
+	trun_free(&r);
+	trm(dir);
+	return DDL_PASS;
+}

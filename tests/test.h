@@ -1,0 +1,84 @@
+/*
+ * The tiny test runner's interface. Every test is a function returning
+ * DDL_PASS, DDL_FAIL or DDL_SKIP, listed once in DDL_TESTS so the runner
+ * and the declarations stay in step. Helpers run programs, collect their
+ * output and read reports.
+ */
+#ifndef DDL_TEST_H
+#define DDL_TEST_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
+
+#define DDL_TESTS(X) \
+	X(reader_roundtrip) \
+	X(reader_truncation_every_offset) \
+	X(reader_corruption_every_chunk) \
+	X(reader_bad_headers) \
+	X(reader_clock) \
+	X(e2e_tcp_mix) \
+	X(e2e_udp) \
+	X(e2e_socketpair) \
+	X(e2e_nonblock) \
+	X(e2e_eintr) \
+	X(e2e_forkexec) \
+	X(e2e_threads) \
+	X(e2e_exitcode) \
+	X(e2e_sigkill_truncated) \
+	X(e2e_fatal_signal_flush) \
+	X(e2e_disk_full) \
+	X(e2e_unwritable_dir) \
+	X(e2e_bad_settings) \
+	X(e2e_closes_every_fd) \
+	X(e2e_python_sockets) \
+	X(launcher_errors) \
+	X(launcher_dir_safety) \
+	X(launcher_runs) \
+	X(report_errors)
+
+#define DDL_X_DECL(n) int test_##n(void);
+DDL_TESTS(DDL_X_DECL)
+#undef DDL_X_DECL
+
+#define CHECK(cond, ...) \
+	do { \
+		if (!(cond)) { \
+			fprintf(stderr, "    %s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__); \
+			fputc('\n', stderr); \
+			return DDL_FAIL; \
+		} \
+	} while (0)
+
+struct ddl_run_result {
+	int status;     /* waitpid status */
+	char *out;      /* stdout */
+	char *err;      /* stderr */
+	size_t nout, nerr;
+};
+
+/* Paths inside the build tree, from where the runner lives. */
+const char *tbuild(const char *rel);
+/* A fresh empty directory under /tmp; removed by trm(). */
+char *tmpdir(void);
+void trm(const char *path);
+/*
+ * Runs ARGV with extra "K=V" environment entries (NULL-terminated, may be
+ * NULL), a time limit, and captures stdout and stderr. Returns 0, or -1 if
+ * it could not be started or timed out (killed).
+ */
+int trun(char *const argv[], char *const env[], int timeout_s, struct ddl_run_result *r);
+void trun_free(struct ddl_run_result *r);
+/* ddlprof-report --json DIR; NULL on failure (with a message). */
+json_t *treport(const char *dir, int *status);
+/* Finds the process with this pid in a report. */
+json_t *tproc(json_t *report, long pid);
+/* Runs a tests/progs program with and without ddlprof, compares stdout and
+ * status, and compares the DDLT_EXPECT byte counts with the report. */
+int tprog_exact(const char *prog, char *const args[], int expect_status);
+
+#endif
