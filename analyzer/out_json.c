@@ -36,6 +36,8 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		                       "wall_s", (double)(p->end_real_ns - p->start_real_ns) / 1e9,
 		                       "network", ddl_json_net(&p->net), "threads", threads);
 		json_object_set_new(jp, "command", p->command ? json_string(p->command) : json_null());
+		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
+		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
 		json_array_append_new(procs, jp);
 		for (size_t k = 0; k < p->ntr; k++)
 			for (int j = 0; j < p->tr[k]->nproblems; j++)

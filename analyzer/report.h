@@ -28,6 +28,7 @@ struct ddl_proc {
 	uint32_t pid;
 	int rank, world_size;
 	int images;           /* trace files: one per exec image */
+	uint64_t events, dropped; /* recorded, and lost to full buffers */
 	int truncated, corrupt;
 	const char *command;
 	int64_t start_real_ns, end_real_ns;

@@ -168,6 +168,8 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 		p->tr[at] = t;
 		p->ntr++;
 		p->images++;
+		p->events += t->nev;
+		p->dropped += t->end.dropped;
 		p->truncated |= t->truncated;
 		p->corrupt |= t->corrupt;
 		if (t->hdr.rank >= 0)

@@ -209,9 +209,13 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
 	struct ddl_event *e = &t->ev[h & t->mask];
 	e->start = t0;
 	e->dur = (uint32_t)d;
-	e->kind = (uint8_t)kind;
-	e->flags = (uint8_t)flags;
-	e->tid = t->idx;
+	/* kind, flags and tid in one store */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint32_t kft = kind | flags << 8 | (uint32_t)t->idx << 16;
+#else
+	uint32_t kft = kind << 24 | flags << 16 | t->idx;
+#endif
+	__builtin_memcpy(&e->kind, &kft, 4);
 	e->result = result;
 	e->fd = fd;
 	e->peer = peer;

@@ -2,7 +2,9 @@
  * Socket interception: the send and receive families, read/write/readv/
  * writev on sockets, connect/accept, and the poll/select/epoll waits.
  * Each wrapper records one event: bytes (or -errno), duration, descriptor
- * and peer. A descriptor table, filled by socket/accept/connect and on first
+ * and peer. Nothing on the recording path changes errno (the rare slow
+ * paths save and restore it), so the wrappers read errno only when the real
+ * call failed and never write it. A descriptor table, filled by socket/accept/connect and on first
  * sight with one fstat, tells sockets from other descriptors without a
  * syscall on the hot path, and maps each connected socket to its peer.
  * Peers are interned once into the trace's string table with whether they
@@ -33,7 +35,8 @@
 #define DDL_FD_STATE(v) ((v) & 3u)
 #define DDL_FD_PEER(v)  (((v) & ~DDL_FD_EPSOCK) >> 2)
 
-static _Atomic uint32_t *ddl_fdtab;
+/* In .bss: pages are only backed once a descriptor that high is used. */
+static _Atomic uint32_t ddl_fdtab[DDL_FD_MAX];
 static _Atomic unsigned ddl_fd_hi; /* one past the highest descriptor set */
 
 /* ---- host addresses, to class peers as local or remote ---- */
@@ -169,6 +172,7 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 				return atomic_load_explicit(&ddl_peers.idx[s], memory_order_acquire);
 			continue;
 		}
+		int saved = errno;
 		uint32_t idx = atomic_fetch_add(&ddl_peers.next, 1) + 1;
 		char text[160];
 		int local = 0;
@@ -183,6 +187,7 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 		ddl_strings_add(DDL_STR_PEER, idx, (local ? DDL_PEERF_LOCAL : 0) | (uint32_t)sa->sa_family << 8,
 		                text, (size_t)n);
 		atomic_store_explicit(&ddl_peers.idx[s], idx, memory_order_release);
+		errno = saved;
 		return idx;
 	}
 	return 0;
@@ -192,7 +197,7 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 
 static void ddl_fd_set(int fd, uint32_t v)
 {
-	if (!ddl_fdtab || fd < 0 || (unsigned)fd >= DDL_FD_MAX)
+	if (fd < 0 || (unsigned)fd >= DDL_FD_MAX)
 		return;
 	atomic_store_explicit(&ddl_fdtab[fd], v, memory_order_relaxed);
 	unsigned hi = atomic_load_explicit(&ddl_fd_hi, memory_order_relaxed);
@@ -233,14 +238,22 @@ static uint32_t ddl_fd_probe(int fd, uint32_t v)
 	return ddl_fd_peered(fd, peer);
 }
 
+static uint32_t ddl_fd_get_slow(int fd, uint32_t v)
+{
+	if (DDL_FD_STATE(v) == DDL_FD_NOTSOCK)
+		return v;
+	return ddl_fd_probe(fd, v);
+}
+
+/* The descriptor's entry, looked up on first sight. */
 static inline uint32_t ddl_fd_get(int fd)
 {
-	if (ddl_unlikely(!ddl_fdtab || (unsigned)fd >= DDL_FD_MAX))
+	if (ddl_unlikely((unsigned)fd >= DDL_FD_MAX))
 		return DDL_FD_NOTSOCK;
 	uint32_t v = atomic_load_explicit(&ddl_fdtab[fd], memory_order_relaxed);
-	if (ddl_unlikely(DDL_FD_STATE(v) < DDL_FD_PEERED && DDL_FD_STATE(v) != DDL_FD_NOTSOCK))
-		v = ddl_fd_probe(fd, v);
-	return v;
+	if (ddl_likely(DDL_FD_STATE(v) == DDL_FD_PEERED))
+		return v;
+	return ddl_fd_get_slow(fd, v);
 }
 
 /* Peer index of a socket descriptor (0 when unknown or not a socket). */
@@ -258,16 +271,12 @@ static inline int ddl_fd_is_sock(int fd)
 /* The descriptor was closed or replaced: forget what we knew. */
 static void ddl_fd_forget(int fd)
 {
-	if (ddl_fdtab && fd >= 0 && (unsigned)fd < DDL_FD_MAX)
+	if (fd >= 0 && (unsigned)fd < DDL_FD_MAX)
 		atomic_store_explicit(&ddl_fdtab[fd], DDL_FD_UNKNOWN, memory_order_relaxed);
 }
 
 void ddl_socket_init(void)
 {
-	void *m = mmap(NULL, DDL_FD_MAX * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (m != MAP_FAILED)
-		ddl_fdtab = m;
 	ddl_host_load();
 }
 
@@ -298,10 +307,8 @@ DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.send(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_SEND, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put(t, DDL_EV_SEND, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -316,11 +323,9 @@ DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendto(fd, buf, len, flags, to, tolen);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = to ? ddl_peer_intern(to, tolen) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_SENDTO, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_SENDTO, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -334,10 +339,8 @@ DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendmsg(fd, msg, flags);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -err : r, fd, ddl_msg_peer(fd, msg));
+	ddl_ring_put(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_msg_peer(fd, msg));
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -351,11 +354,9 @@ DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.sendmmsg(fd, vec, n, flags);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_SENDMMSG, 0, t0, t1, r < 0 ? -err : ddl_mmsg_bytes(vec, r), fd, peer);
+	ddl_ring_put(t, DDL_EV_SENDMMSG, 0, t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -371,10 +372,8 @@ DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recv(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_RECV, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put(t, DDL_EV_RECV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -389,12 +388,10 @@ DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = r >= 0 && from && fromlen && *fromlen ? ddl_peer_intern(from, *fromlen)
 	                                                      : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVFROM, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_RECVFROM, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -408,11 +405,9 @@ DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recvmsg(fd, msg, flags);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVMSG, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_RECVMSG, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -427,11 +422,9 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.recvmmsg(fd, vec, n, flags, timeout);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVMMSG, 0, t0, t1, r < 0 ? -err : ddl_mmsg_bytes(vec, r), fd, peer);
+	ddl_ring_put(t, DDL_EV_RECVMMSG, 0, t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -451,10 +444,8 @@ DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.read(fd, buf, len);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -472,10 +463,8 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.write(fd, buf, len);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_WRITE, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put(t, DDL_EV_WRITE, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -493,10 +482,8 @@ DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.readv(fd, iov, n);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -514,10 +501,8 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.writev(fd, iov, n);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -err : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -533,13 +518,11 @@ DDL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.connect(fd, addr, len);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = ddl_peer_intern(addr, len);
-	if (r == 0 || err == EINPROGRESS)
+	if (r == 0 || errno == EINPROGRESS)
 		ddl_fd_peered(fd, peer);
-	ddl_ring_put(t, DDL_EV_CONNECT, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_CONNECT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -563,11 +546,9 @@ DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.accept(fd, addr, len);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = ddl_accepted(r, addr, len);
-	ddl_ring_put(t, DDL_EV_ACCEPT, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_ACCEPT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -581,11 +562,9 @@ DDL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.accept4(fd, addr, len, flags);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
 	uint32_t peer = ddl_accepted(r, addr, len);
-	ddl_ring_put(t, DDL_EV_ACCEPT4, 0, t0, t1, r < 0 ? -err : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_ACCEPT4, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -609,7 +588,7 @@ static unsigned ddl_fdset_flag(int nfds, const fd_set *r, const fd_set *w)
 
 static unsigned ddl_epoll_flag(int epfd)
 {
-	if (!ddl_fdtab || (unsigned)epfd >= DDL_FD_MAX)
+	if ((unsigned)epfd >= DDL_FD_MAX)
 		return 0;
 	return atomic_load_explicit(&ddl_fdtab[epfd], memory_order_relaxed) & DDL_FD_EPSOCK
 	           ? DDL_EVF_SOCKWAIT : 0;
@@ -625,10 +604,8 @@ DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.poll(fds, n, timeout);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_POLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -err : r, (int)n, 0);
+	ddl_ring_put(t, DDL_EV_POLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -643,10 +620,8 @@ DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.ppoll(fds, n, tmo, mask);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_PPOLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -err : r, (int)n, 0);
+	ddl_ring_put(t, DDL_EV_PPOLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -661,10 +636,8 @@ DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.select(nfds, rd, wr, ex, tmo);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_SELECT, f, t0, t1, r < 0 ? -err : r, nfds, 0);
+	ddl_ring_put(t, DDL_EV_SELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -680,10 +653,8 @@ DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struc
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_PSELECT, f, t0, t1, r < 0 ? -err : r, nfds, 0);
+	ddl_ring_put(t, DDL_EV_PSELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -697,10 +668,8 @@ DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.epoll_wait(epfd, ev, max, timeout);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_EPOLL_WAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -err : r, epfd, 0);
+	ddl_ring_put(t, DDL_EV_EPOLL_WAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -715,10 +684,8 @@ DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
 	uint64_t t1 = ddl_clock_now();
-	int err = errno;
-	ddl_ring_put(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -err : r, epfd, 0);
+	ddl_ring_put(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
 	ddl_thread_leave(t);
-	errno = err;
 	return r;
 }
 
@@ -729,13 +696,9 @@ DDL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (ddl_unlikely(!ddl_real.epoll_ctl))
 		ddl_real_resolve();
 	int r = ddl_real.epoll_ctl(epfd, op, fd, ev);
-	if (r == 0 && op == EPOLL_CTL_ADD && ddl_fdtab && (unsigned)epfd < DDL_FD_MAX &&
-	    atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed)) {
-		int err = errno;
-		if (ddl_fd_is_sock(fd))
-			atomic_fetch_or(&ddl_fdtab[epfd], DDL_FD_EPSOCK | DDL_FD_NOTSOCK);
-		errno = err;
-	}
+	if (r == 0 && op == EPOLL_CTL_ADD && (unsigned)epfd < DDL_FD_MAX &&
+	    atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed) && ddl_fd_is_sock(fd))
+		atomic_fetch_or(&ddl_fdtab[epfd], DDL_FD_EPSOCK | DDL_FD_NOTSOCK);
 	return r;
 }
 

@@ -60,6 +60,7 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 	if (len > 1024)
 		len = 1024;
 	size_t need = sizeof(struct ddl_strrec) + len;
+	int saved = errno;
 	ddl_spin_try(&ddl_str.lock, -1);
 	if (ddl_str.len + need > ddl_str.cap) {
 		size_t ncap = ddl_str.cap ? ddl_str.cap * 2 : 65536;
@@ -70,6 +71,7 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 		                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (n == MAP_FAILED) {
 			ddl_spin_unlock(&ddl_str.lock);
+			errno = saved;
 			return;
 		}
 		ddl_str.buf = n;
@@ -80,6 +82,7 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 	memcpy(ddl_str.buf + ddl_str.len + sizeof r, text, len);
 	ddl_str.len += need;
 	ddl_spin_unlock(&ddl_str.lock);
+	errno = saved;
 }
 
 /* ---- the file ---- */
@@ -352,10 +355,13 @@ static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t v
 	return rc;
 }
 
+/* Called from wrappers: keeps errno. */
 void ddl_writer_wake(void)
 {
+	int saved = errno;
 	atomic_store(&ddl_w.wake, 1);
 	syscall(SYS_futex, &ddl_w.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = saved;
 }
 
 static void *ddl_writer_main(void *arg)

@@ -1,0 +1,188 @@
+/*
+ * Overhead of an intercepted call, figures not pass/fail. Run by
+ * scripts/bench.sh, with libddlprof preloaded or not.
+ *
+ *   overhead fake N R    the wrapper's own cost: send() with the real send
+ *                        pointed at a no-op (ddl_real_set), against calling
+ *                        the same no-op directly, interleaved, R rounds of N
+ *                        calls; prints the median ns per call of each
+ *   overhead send N R    send() of 64 bytes on a socketpair (drained by
+ *                        recv every 64 calls); median ns per send
+ *   overhead floor N R   the floor: two rdtsc and one 32-byte store per call
+ *                        of the same no-op, against the no-op alone
+ *   overhead count N     N wrapped and N direct calls, for callgrind
+ *   overhead events N    N wrapped calls with varied results, to size the
+ *                        trace (bytes per event) and time the reader
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+
+static volatile ssize_t fake_result = 64;
+
+__attribute__((noinline)) static ssize_t fake_send(int fd, const void *b, size_t n, int f)
+{
+	(void)fd;
+	(void)b;
+	(void)f;
+	return fake_result > 0 ? (ssize_t)n : fake_result;
+}
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+__attribute__((noinline)) static void loop_wrapped(int fd, const char *buf, long n)
+{
+	for (long i = 0; i < n; i++)
+		send(fd, buf, 64, 0);
+}
+
+__attribute__((noinline)) static void loop_direct(send_fn volatile f, int fd, const char *buf, long n)
+{
+	for (long i = 0; i < n; i++)
+		f(fd, buf, 64, 0);
+}
+
+struct rec {
+	uint64_t a, b, c, d;
+};
+static struct rec ring[4096];
+
+__attribute__((noinline)) static void loop_floor(send_fn volatile f, int fd, const char *buf, long n)
+{
+	for (long i = 0; i < n; i++) {
+		uint32_t lo, hi, lo2, hi2;
+		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+		ssize_t r = f(fd, buf, 64, 0);
+		__asm__ __volatile__("rdtsc" : "=a"(lo2), "=d"(hi2));
+		struct rec *e = &ring[i & 4095];
+		e->a = ((uint64_t)hi << 32) | lo;
+		e->b = (((uint64_t)hi2 << 32) | lo2) - e->a;
+		e->c = (uint64_t)r;
+		e->d = (uint64_t)fd;
+		__asm__ __volatile__("" ::: "memory");
+	}
+}
+
+static void pause_for_writer(void)
+{
+	struct timespec ts = {0, 150000000}; /* the writer drains every 100 ms */
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: overhead fake|send|count|events N [R]\n");
+		return 2;
+	}
+	long n = atol(argv[2]);
+	int rounds = argc > 3 ? atoi(argv[3]) : 7;
+	if (n < 1 || rounds < 1 || rounds > 101)
+		return 2;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		return 1;
+	static char buf[65536];
+	void *(*set)(const char *, void *) =
+		(void *(*)(const char *, void *))dlsym(RTLD_DEFAULT, "ddl_real_set");
+	const char *mode = argv[1];
+
+	if (!strcmp(mode, "fake") || !strcmp(mode, "count") || !strcmp(mode, "events")) {
+		if (!set) {
+			fprintf(stderr, "overhead: %s needs libddlprof preloaded\n", mode);
+			return 1;
+		}
+		set("send", (void *)fake_send);
+	}
+	if (!strcmp(mode, "fake")) {
+		double w[101], d[101];
+		send(sv[0], buf, 64, 0); /* first call: thread buffer, descriptor probe */
+		for (int r = 0; r < rounds; r++) {
+			double a = now_ns();
+			loop_wrapped(sv[0], buf, n);
+			double b = now_ns();
+			loop_direct(fake_send, sv[0], buf, n);
+			double c = now_ns();
+			w[r] = (b - a) / (double)n;
+			d[r] = (c - b) / (double)n;
+			pause_for_writer();
+		}
+		double mw = median(w, rounds), md = median(d, rounds);
+		printf("wrapped_ns %.2f direct_ns %.2f added_ns %.2f\n", mw, md, mw - md);
+		return 0;
+	}
+	if (!strcmp(mode, "floor")) {
+		double w[101], d[101];
+		for (int r = 0; r < rounds; r++) {
+			double a = now_ns();
+			loop_floor(fake_send, sv[0], buf, n);
+			double b = now_ns();
+			loop_direct(fake_send, sv[0], buf, n);
+			double c = now_ns();
+			w[r] = (b - a) / (double)n;
+			d[r] = (c - b) / (double)n;
+		}
+		double mw = median(w, rounds), md = median(d, rounds);
+		printf("floor_ns %.2f direct_ns %.2f added_ns %.2f\n", mw, md, mw - md);
+		return 0;
+	}
+	if (!strcmp(mode, "count")) {
+		send(sv[0], buf, 64, 0);
+		loop_wrapped(sv[0], buf, n);
+		loop_direct(fake_send, sv[0], buf, n);
+		return 0;
+	}
+	if (!strcmp(mode, "events")) {
+		/* results and descriptors vary as in a real trace */
+		for (long i = 0; i < n; i++) {
+			fake_result = (i % 97 == 0) ? -11 : 1 + (i * 7919) % 65536;
+			send(sv[i & 1], buf, (size_t)(1 + (i * 7919) % 65536), 0);
+			if ((i & 0x1ffff) == 0x1ffff)
+				pause_for_writer();
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "send")) {
+		double v[101];
+		for (int r = 0; r < rounds; r++) {
+			double a = now_ns();
+			for (long i = 0; i < n; i++) {
+				send(sv[0], buf, 64, 0);
+				if ((i & 63) == 63 && recv(sv[1], buf, sizeof buf, MSG_DONTWAIT) < 0)
+					return 1;
+			}
+			v[r] = (now_ns() - a) / (double)n;
+			while (recv(sv[1], buf, sizeof buf, MSG_DONTWAIT) > 0)
+				;
+			pause_for_writer();
+		}
+		printf("send_ns %.1f\n", median(v, rounds));
+		return 0;
+	}
+	fprintf(stderr, "overhead: unknown mode %s\n", mode);
+	return 2;
+}

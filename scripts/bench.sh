@@ -1,0 +1,44 @@
+#!/bin/sh
+# make bench: figures, not pass/fail. Medians of several runs, and ratios
+# against a baseline measured in the same run.
+set -eu
+cd "$(dirname "$0")/.."
+B=build
+LIB=$B/lib/libddlprof.so
+OV=$B/bench/overhead
+T=$(mktemp -d /tmp/ddlbench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+RUNS=${RUNS:-5}
+med() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+pre() { d=$1; shift; env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/$d" DDLPROF_BUFFER_EVENTS=262144 "$@"; }
+
+echo "== ddlprof bench ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo "-- cost of an intercepted call (send with the real call replaced by a no-op; medians of $RUNS processes x 9 rounds x 200000 calls)"
+for i in $(seq "$RUNS"); do pre "ov$i" $OV fake 200000 9; done >"$T/fake"
+for i in $(seq "$RUNS"); do $OV floor 200000 9; done >"$T/floor"
+add=$(awk '{print $6}' "$T/fake" | med)
+floor=$(awk '{print $6}' "$T/floor" | med)
+echo "   added per call:     $add ns   (each process: $(awk '{printf "%s ", $6}' "$T/fake"))"
+echo "   floor (2 rdtsc + 32-byte store): $floor ns; ratio to floor: $(echo "$add $floor" | awk '{printf "%.2f", $1/$2}')"
+if command -v valgrind >/dev/null 2>&1; then
+	pre cg valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" $OV count 100000 >/dev/null 2>&1 || true
+	if [ -s "$T/cg.out" ]; then
+		callgrind_annotate --inclusive=yes "$T/cg.out" 2>/dev/null | tr -d ',' |
+			awk '/loop_wrapped/ {w=$1} /loop_direct/ {d=$1} END {if (w && d) printf "   instructions added per call: %.1f (callgrind: %d wrapped, %d direct, 100000 calls each)\n", (w-d)/100000, w, d}'
+	fi
+fi
+echo "-- send() of 64 bytes on a socketpair, with and without the library (medians of $RUNS processes)"
+for i in $(seq "$RUNS"); do $OV send 200000 5; done | awk '{print $2}' >"$T/plain"
+for i in $(seq "$RUNS"); do pre "s$i" $OV send 200000 5; done | awk '{print $2}' >"$T/with"
+p=$(med <"$T/plain"); w=$(med <"$T/with")
+echo "   without: $p ns   with: $w ns   ratio: $(echo "$w $p" | awk '{printf "%.3f", $1/$2}')"
+dropped=$($B/bin/ddlprof-report --json "$T"/s1 | awk -F: '/events_dropped/ {gsub(/[ ,]/,"",$2); print $2; exit}')
+echo "   events dropped in that run: ${dropped:-?}"
+echo "-- trace size and reader speed (2000000 events with varied sizes; medians of 5 reads)"
+for c in 1 0; do
+	env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/ev$c" DDLPROF_COMPRESS=$c $OV events 2000000
+	echo "   compress=$c: $($B/bench/readspeed 5 "$T"/ev$c/*.ddlt)"
+done
+if [ -d $B/demo-trace ]; then
+	echo "   the demo job's traces (real socket traffic): $($B/bench/readspeed 5 $B/demo-trace/*.ddlt)"
+fi
