@@ -93,7 +93,7 @@ install: all
 	install -D -m 0755 $(B)/bin/ddlprof-report $(DESTDIR)$(PREFIX)/bin/ddlprof-report
 	install -D -m 0755 $(B)/lib/libddlprof.so $(DESTDIR)$(PREFIX)/lib/libddlprof.so
 	install -D -m 0644 include/ddlprof/trace.h $(DESTDIR)$(PREFIX)/include/ddlprof/trace.h
-	for m in man/*.1 man/*.5; do \
+	for m in $(wildcard man/*.[1-9]); do \
 		install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/}; done
 
 clean:

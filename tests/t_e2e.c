@@ -246,3 +246,113 @@ int test_e2e_python_sockets(void)
 	trm(dir);
 	return DDL_PASS;
 }
+
+int test_e2e_fork_no_duplicates(void) { return tprog_exact("forkdup", NULL, 0); }
+
+/* Rank and world size come from whichever launcher's variables are set. */
+int test_e2e_rank_env(void)
+{
+	static const char *sets[][3] = {
+		{"RANK=3", "WORLD_SIZE=8", "3 8"},
+		{"OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=6", "5 6"},
+		{"PMI_RANK=1", "PMI_SIZE=2", "1 2"},
+		{"SLURM_PROCID=7", "SLURM_NTASKS=9", "7 9"},
+	};
+	for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+		char *dir = tmpdir(), tdir[PATH_MAX];
+		snprintf(tdir, sizeof tdir, "%s/t", dir);
+		char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--",
+		                (char *)tbuild("tests/progs/crash"), "term", NULL};
+		char *env[] = {(char *)sets[i][0], (char *)sets[i][1], NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, env, 30, &r) == 0, "run");
+		json_t *rep = treport(tdir, NULL);
+		json_t *p = rep ? json_array_get(json_object_get(rep, "processes"), 0) : NULL;
+		char got[32];
+		snprintf(got, sizeof got, "%lld %lld", (long long)json_integer_value(json_object_get(p, "rank")),
+		         (long long)json_integer_value(json_object_get(p, "world_size")));
+		CHECK(p && !strcmp(got, sets[i][2]), "%s %s: rank/world %s", sets[i][0], sets[i][1], got);
+		json_decref(rep);
+		trun_free(&r);
+		trm(dir);
+		free(dir);
+	}
+	return DDL_PASS;
+}
+
+/*
+ * Two hosts on one machine: network namespaces joined by a veth pair, each
+ * process in its own UTS namespace with its own hostname. The report must
+ * see two hosts and class each side's peer as remote.
+ */
+static int ddl_sh(const char *cmd)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+	struct ddl_run_result r;
+	int rc = trun(argv, NULL, 30, &r);
+	int st = rc == 0 && WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+	if (st != 0)
+		fprintf(stderr, "    '%s' failed: %s\n", cmd, r.err);
+	trun_free(&r);
+	return st;
+}
+
+int test_e2e_two_hosts(void)
+{
+	if (geteuid() != 0 || (access("/usr/sbin/ip", X_OK) != 0 && access("/sbin/ip", X_OK) != 0 &&
+	                       access("/usr/bin/ip", X_OK) != 0))
+		return DDL_SKIP;
+	char a[32], b[32], cmd[4096];
+	snprintf(a, sizeof a, "ddlA%d", (int)getpid() % 100000);
+	snprintf(b, sizeof b, "ddlB%d", (int)getpid() % 100000);
+	snprintf(cmd, sizeof cmd,
+	         "ip netns add %s && ip netns add %s && "
+	         "ip link add %sv type veth peer name %sv && "
+	         "ip link set %sv netns %s && ip link set %sv netns %s && "
+	         "ip -n %s addr add 10.77.0.1/24 dev %sv && ip -n %s addr add 10.77.0.2/24 dev %sv && "
+	         "ip -n %s link set %sv up && ip -n %s link set %sv up && "
+	         "ip -n %s link set lo up && ip -n %s link set lo up",
+	         a, b, a, b, a, a, b, b, a, a, b, b, a, a, b, b, a, b);
+	if (ddl_sh(cmd) != 0) {
+		snprintf(cmd, sizeof cmd, "ip netns del %s; ip netns del %s; true", a, b);
+		ddl_sh(cmd);
+		fprintf(stderr, "    cannot make network namespaces: skipped\n");
+		return DDL_SKIP;
+	}
+	char *dir = tmpdir();
+	const char *L = tbuild("bin/ddlprof"), *P = tbuild("tests/progs/tcpnet");
+	snprintf(cmd, sizeof cmd,
+	         "ip netns exec %s unshare --uts sh -c 'hostname hostb; exec %s -q -o %s/t --run-id net -- %s server 5555 3000000' > %s/b.out & "
+	         "ip netns exec %s unshare --uts sh -c 'hostname hosta; exec %s -q -o %s/t --run-id net -- %s client 10.77.0.2 5555 3000000' > %s/a.out; "
+	         "wait",
+	         b, L, dir, P, dir, a, L, dir, P, dir);
+	int rc = ddl_sh(cmd);
+	snprintf(cmd, sizeof cmd, "ip netns del %s; ip netns del %s; true", a, b);
+	ddl_sh(cmd);
+	CHECK(rc == 0, "the two hosts did not run");
+	char t[PATH_MAX];
+	snprintf(t, sizeof t, "%s/t", dir);
+	json_t *rep = treport(t, NULL);
+	CHECK(rep, "no report");
+	CHECK(json_integer_value(json_object_get(json_object_get(rep, "job"), "hosts")) == 2,
+	      "hosts != 2");
+	size_t i;
+	json_t *p;
+	int seen = 0;
+	json_array_foreach(json_object_get(rep, "processes"), i, p) {
+		json_t *net = json_object_get(p, "network");
+		const char *h = json_string_value(json_object_get(p, "host"));
+		CHECK(h && (!strcmp(h, "hosta") || !strcmp(h, "hostb")), "host %s", h ? h : "?");
+		CHECK(json_integer_value(json_object_get(net, "peers_remote")) == 1 &&
+		      json_integer_value(json_object_get(net, "peers_local")) == 0,
+		      "%s: peers should be 1 remote, 0 local", h);
+		CHECK(json_integer_value(json_object_get(net, "bytes_sent")) == 3000000 &&
+		      json_integer_value(json_object_get(net, "bytes_received")) == 3000000,
+		      "%s: bytes", h);
+		seen++;
+	}
+	CHECK(seen == 2, "%d processes", seen);
+	json_decref(rep);
+	trm(dir);
+	return DDL_PASS;
+}

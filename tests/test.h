@@ -35,6 +35,9 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_bad_settings) \
 	X(e2e_closes_every_fd) \
 	X(e2e_python_sockets) \
+	X(e2e_fork_no_duplicates) \
+	X(e2e_rank_env) \
+	X(e2e_two_hosts) \
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
 	X(launcher_runs) \
