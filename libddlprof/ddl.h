@@ -139,9 +139,10 @@ struct ddl_thread {
 	uint64_t cached_tail;
 	uint64_t mask;          /* ring_events - 1 */
 	struct ddl_event *ev;
+	uint64_t half;          /* ring_events / 2: past this, wake the writer */
+	uint64_t kick_tail;     /* tail + 1 when the writer was last woken */
 	uint16_t idx;           /* thread index in the trace */
 	int busy;               /* recursion/signal guard */
-	int kicked;
 	uint64_t dropped;
 	/* writer's cache line */
 	_Alignas(64) _Atomic uint64_t tail; /* next slot to read; written by the writer */
@@ -155,7 +156,7 @@ struct ddl_thread {
 extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
 extern __thread int ddl_self_state DDL_HIDDEN; /* 0 new, 1 ready, 2 internal */
 struct ddl_thread *ddl_thread_slow(void) DDL_HIDDEN;
-void ddl_thread_kick(struct ddl_thread *t) DDL_HIDDEN;
+int ddl_ring_room(struct ddl_thread *t, uint64_t h) DDL_HIDDEN;
 void ddl_thread_mark_internal(void) DDL_HIDDEN;
 void ddl_threads_after_fork_child(void) DDL_HIDDEN;
 /* Writer side: iterate registered rings; caller holds no lock. */
@@ -185,20 +186,18 @@ static inline void ddl_thread_leave(struct ddl_thread *t)
 	t->busy = 0;
 }
 
-/* Append one event; drops it (counted) when the ring is full. */
+/*
+ * Append one event; drops it (counted) when the ring is full. One compare on
+ * the fast path: the slow path (ddl_ring_room) runs once the ring looks half
+ * full, rereads the writer's position, wakes it, and says if there is room.
+ */
 static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned flags,
                                 uint64_t t0, uint64_t t1, int64_t result, int fd,
                                 uint32_t peer)
 {
 	uint64_t h = t->head;
-	if (ddl_unlikely(h - t->cached_tail > t->mask)) {
-		t->cached_tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-		if (h - t->cached_tail > t->mask) {
-			t->dropped++;
-			ddl_thread_kick(t);
-			return;
-		}
-	}
+	if (ddl_unlikely(h - t->cached_tail >= t->half) && !ddl_ring_room(t, h))
+		return;
 	uint64_t d = t1 - t0;
 	if (ddl_unlikely(d >> 32)) {
 		d >>= DDL_DUR_LONG_SHIFT;
@@ -220,8 +219,6 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
 	e->fd = fd;
 	e->peer = peer;
 	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 1, memory_order_release);
-	if (ddl_unlikely(((h + 1) & (t->mask >> 1)) == 0))
-		ddl_thread_kick(t);
 }
 
 /* ---- writer.c ---- */

@@ -65,6 +65,7 @@ static struct ddl_thread *ddl_thread_claim(void)
 	memset(t, 0, sizeof *t);
 	t->ev = (struct ddl_event *)(t + 1);
 	t->mask = n - 1;
+	t->half = n / 2;
 	t->map_bytes = bytes;
 	t->next = atomic_load(&ddl_reg_head);
 	atomic_store_explicit(&ddl_reg_head, t, memory_order_release);
@@ -87,7 +88,7 @@ struct ddl_thread *ddl_thread_slow(void)
 		atomic_store(&t->tail, h);
 		t->idx = (uint16_t)(ddl_next_idx < 0xffff ? ddl_next_idx++ : 0xffff);
 		t->busy = 0;
-		t->kicked = 0;
+		t->kick_tail = 0;
 		t->tid = (pid_t)syscall(SYS_gettid);
 	}
 	pthread_mutex_unlock(&ddl_reg_lock);
@@ -112,13 +113,25 @@ void ddl_thread_mark_internal(void)
 	ddl_self_state = DDL_TS_INTERNAL;
 }
 
-/* Ask the writer to drain soon; at most one wake-up per half ring. */
-void ddl_thread_kick(struct ddl_thread *t)
+/*
+ * The ring looked half full: reread how far the writer got. Wakes it once
+ * per position it reaches (not on every call while it is busy). Returns 1
+ * when there is room for one more event, 0 when full (the event is counted
+ * as dropped).
+ */
+int ddl_ring_room(struct ddl_thread *t, uint64_t h)
 {
-	if (!t->kicked) {
-		t->kicked = 1;
+	t->cached_tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+	uint64_t used = h - t->cached_tail;
+	if (used >= t->half && t->kick_tail != t->cached_tail + 1) {
+		t->kick_tail = t->cached_tail + 1;
 		ddl_writer_wake();
 	}
+	if (used > t->mask) {
+		t->dropped++;
+		return 0;
+	}
+	return 1;
 }
 
 struct ddl_thread *ddl_threads_first(void)
@@ -137,7 +150,7 @@ void ddl_threads_after_fork_child(void)
 	for (struct ddl_thread *t = atomic_load(&ddl_reg_head); t; t = t->next) {
 		atomic_store(&t->tail, t->head);
 		t->cached_tail = t->head;
-		t->kicked = 0;
+		t->kick_tail = 0;
 		if (t != ddl_self)
 			atomic_store(&t->dead, DDL_RING_FREE);
 	}

@@ -321,7 +321,6 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 				n = 0;
 			}
 		}
-		t->kicked = 0;
 		dropped += t->dropped;
 	}
 	if (rc == 0 && n) {
