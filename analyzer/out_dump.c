@@ -20,7 +20,8 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f)
 				                       ? t->peers[e->peer].text : "-";
 				double ts = (double)(ddl_trace_real_ns(t, e->start) - r->start_real_ns) / 1e9;
 				fprintf(f, "%s %u %u %.9f %s%s %d %" PRId64 " %.3f %s\n", p->host, p->pid, tid, ts,
-				        ddl_event_name(e->kind), e->flags & DDL_EVF_SOCKWAIT ? "[sock]" : "",
+				        ddl_event_name(e->kind),
+				        e->flags & DDL_EVF_SOCKWAIT ? "[sock]" : e->flags & DDL_EVF_PEEK ? "[peek]" : "",
 				        e->fd, e->result, (double)ddl_trace_dur_ns(t, e) / 1e3, peer);
 			}
 		}

@@ -65,7 +65,7 @@ static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const s
 	n->calls++;
 	if (cls == DDL_CLASS_TX && e->result > 0)
 		n->bytes_sent += (uint64_t)e->result;
-	else if (cls == DDL_CLASS_RX && e->result > 0)
+	else if (cls == DDL_CLASS_RX && e->result > 0 && !(e->flags & DDL_EVF_PEEK))
 		n->bytes_received += (uint64_t)e->result;
 	if (cls == DDL_CLASS_WAIT) {
 		if (e->flags & DDL_EVF_SOCKWAIT)

@@ -49,6 +49,11 @@
 	X(recvmsg, ssize_t, (int, struct msghdr *, int)) \
 	X(recvmmsg, int, (int, struct mmsghdr *, unsigned int, int, struct timespec *)) \
 	X(read, ssize_t, (int, void *, size_t)) \
+	X(__read_chk, ssize_t, (int, void *, size_t, size_t)) \
+	X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int)) \
+	X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t)) \
+	X(__ppoll_chk, int, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t)) \
 	X(write, ssize_t, (int, const void *, size_t)) \
 	X(readv, ssize_t, (int, const struct iovec *, int)) \
 	X(writev, ssize_t, (int, const struct iovec *, int)) \

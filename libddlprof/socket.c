@@ -295,6 +295,11 @@ static int64_t ddl_mmsg_bytes(const struct mmsghdr *v, int r)
 	return b;
 }
 
+static inline unsigned ddl_peek(int flags)
+{
+	return flags & MSG_PEEK ? DDL_EVF_PEEK : 0;
+}
+
 /* ---- send family ---- */
 
 DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -372,7 +377,7 @@ DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recv(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_RECV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	ddl_thread_leave(t);
 	return r;
 }
@@ -390,7 +395,7 @@ DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 && from && fromlen && *fromlen ? ddl_peer_intern(from, *fromlen)
 	                                                      : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVFROM, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
 	return r;
 }
@@ -406,7 +411,7 @@ DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	ssize_t r = ddl_real.recvmsg(fd, msg, flags);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVMSG, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put(t, DDL_EV_RECVMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
 	return r;
 }
@@ -423,7 +428,7 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	int r = ddl_real.recvmmsg(fd, vec, n, flags, timeout);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVMMSG, 0, t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
+	ddl_ring_put(t, DDL_EV_RECVMMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
 	ddl_thread_leave(t);
 	return r;
 }
@@ -502,6 +507,62 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	ssize_t r = ddl_real.writev(fd, iov, n);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	return r;
+}
+
+/*
+ * _FORTIFY_SOURCE builds call these instead of read, recv, recvfrom, poll
+ * and ppoll when the buffer size is known; the real ones check the size.
+ */
+DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (ddl_unlikely(!ddl_real.__read_chk))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.__read_chk(fd, buf, len, buflen);
+	if (!ddl_fd_is_sock(fd)) {
+		ddl_thread_leave(t);
+		return ddl_real.__read_chk(fd, buf, len, buflen);
+	}
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.__read_chk(fd, buf, len, buflen);
+	uint64_t t1 = ddl_clock_now();
+	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	return r;
+}
+
+DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (ddl_unlikely(!ddl_real.__recv_chk))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.__recv_chk(fd, buf, len, buflen, flags);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.__recv_chk(fd, buf, len, buflen, flags);
+	uint64_t t1 = ddl_clock_now();
+	ddl_ring_put(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_thread_leave(t);
+	return r;
+}
+
+DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+                                  struct sockaddr *from, socklen_t *fromlen)
+{
+	if (ddl_unlikely(!ddl_real.__recvfrom_chk))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
+	uint64_t t0 = ddl_clock_now();
+	ssize_t r = ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
+	uint64_t t1 = ddl_clock_now();
+	uint32_t peer = r >= 0 && from && fromlen && *fromlen ? ddl_peer_intern(from, *fromlen)
+	                                                      : ddl_fd_peer(fd);
+	ddl_ring_put(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
 	ddl_thread_leave(t);
 	return r;
 }
@@ -685,6 +746,37 @@ DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 	int r = ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
+	ddl_thread_leave(t);
+	return r;
+}
+
+DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	if (ddl_unlikely(!ddl_real.__poll_chk))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.__poll_chk(fds, n, timeout, fdslen);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.__poll_chk(fds, n, timeout, fdslen);
+	uint64_t t1 = ddl_clock_now();
+	ddl_ring_put(t, DDL_EV_POLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
+	ddl_thread_leave(t);
+	return r;
+}
+
+DDL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
+                           const sigset_t *mask, size_t fdslen)
+{
+	if (ddl_unlikely(!ddl_real.__ppoll_chk))
+		ddl_real_resolve();
+	struct ddl_thread *t = ddl_thread_enter();
+	if (!t)
+		return ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
+	uint64_t t0 = ddl_clock_now();
+	int r = ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
+	uint64_t t1 = ddl_clock_now();
+	ddl_ring_put(t, DDL_EV_PPOLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	ddl_thread_leave(t);
 	return r;
 }

@@ -248,6 +248,7 @@ int test_e2e_python_sockets(void)
 }
 
 int test_e2e_fork_no_duplicates(void) { return tprog_exact("forkdup", NULL, 0); }
+int test_e2e_fortified_and_peek(void) { return tprog_exact("fortify", NULL, 0); }
 
 /* Rank and world size come from whichever launcher's variables are set. */
 int test_e2e_rank_env(void)

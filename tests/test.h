@@ -36,6 +36,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_closes_every_fd) \
 	X(e2e_python_sockets) \
 	X(e2e_fork_no_duplicates) \
+	X(e2e_fortified_and_peek) \
 	X(e2e_rank_env) \
 	X(e2e_two_hosts) \
 	X(launcher_errors) \

@@ -127,6 +127,7 @@ enum ddl_event_kind {
 /* Event flags. */
 #define DDL_EVF_LONG     0x01u /* dur is in units of 2^16 ticks */
 #define DDL_EVF_SOCKWAIT 0x02u /* a wait that included a socket */
+#define DDL_EVF_PEEK     0x04u /* MSG_PEEK: data looked at, not consumed */
 #define DDL_DUR_LONG_SHIFT 16
 
 /*
