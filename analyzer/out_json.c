@@ -3,8 +3,29 @@
  * ddlprof-report(1)): fields are added, never renamed, within the version.
  */
 #include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "report.h"
+
+/* A JSON string of any bytes: invalid UTF-8 (a cut command line) becomes '?'. */
+static json_t *ddl_jstr(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *c = strdup(s);
+	if (!c)
+		return json_null();
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j ? j : json_null();
+}
 
 static json_t *ddl_json_net(const struct ddl_netsum *n)
 {
@@ -26,28 +47,30 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_t *threads = json_array();
 		for (size_t k = 0; k < p->nthreads; k++)
 			json_array_append_new(threads,
-			                      json_pack("{s:i, s:s, s:o}", "tid", (int)p->threads[k].tid,
-			                                "name", p->threads[k].name, "network",
+			                      json_pack("{s:i, s:o, s:o}", "tid", (int)p->threads[k].tid,
+			                                "name", ddl_jstr(p->threads[k].name), "network",
 			                                ddl_json_net(&p->threads[k].net)));
-		json_t *jp = json_pack("{s:s, s:i, s:i, s:i, s:i, s:b, s:b, s:f, s:o, s:o}", "host",
-		                       p->host, "pid", (int)p->pid, "rank", p->rank, "world_size",
+		json_t *jp = json_pack("{s:o, s:i, s:i, s:i, s:i, s:b, s:b, s:f, s:o, s:o}", "host",
+		                       ddl_jstr(p->host), "pid", (int)p->pid, "rank", p->rank, "world_size",
 		                       p->world_size, "images", p->images, "truncated", p->truncated,
 		                       "corrupt", p->corrupt,
 		                       "wall_s", (double)(p->end_real_ns - p->start_real_ns) / 1e9,
 		                       "network", ddl_json_net(&p->net), "threads", threads);
-		json_object_set_new(jp, "command", p->command ? json_string(p->command) : json_null());
+		json_object_set_new(jp, "command", ddl_jstr(p->command));
 		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
 		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
 		json_array_append_new(procs, jp);
 		for (size_t k = 0; k < p->ntr; k++)
 			for (int j = 0; j < p->tr[k]->nproblems; j++)
-				json_array_append_new(problems, json_string(p->tr[k]->problems[j]));
+				json_array_append_new(problems, ddl_jstr(p->tr[k]->problems[j]));
 	}
+	for (size_t i = 0; i < r->set->nerrors; i++)
+		json_array_append_new(problems, ddl_jstr(r->set->errors[i]));
 	for (size_t k = 0; k < r->set->nruns; k++)
 		if (&r->set->runs[k] != r->run)
-			json_array_append_new(others, json_string(r->set->runs[k].id));
+			json_array_append_new(others, ddl_jstr(r->set->runs[k].id));
 	json_object_set_new(root, "schema", json_string("ddlprof-report/1"));
-	json_object_set_new(root, "run_id", json_string(r->run->id));
+	json_object_set_new(root, "run_id", ddl_jstr(r->run->id));
 	json_object_set_new(root, "other_runs", others);
 	json_object_set_new(root, "truncated", json_boolean(r->truncated));
 	json_object_set_new(root, "corrupt", json_boolean(r->corrupt));

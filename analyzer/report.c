@@ -42,7 +42,8 @@ static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
 		return NULL;
 	}
 	snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* 0600 like the traces: a report holds command lines and addresses */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f)
 		fprintf(stderr, "ddlprof-report: %s: %s\n", tmp, strerror(errno));

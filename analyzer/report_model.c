@@ -11,8 +11,8 @@
 static int ddl_cmp_proc(const void *a, const void *b)
 {
 	const struct ddl_proc *x = a, *y = b;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
+	if (x->rank != y->rank) /* ranked processes first, in rank order */
+		return (unsigned)x->rank < (unsigned)y->rank ? -1 : 1;
 	int c = strcmp(x->host, y->host);
 	if (c)
 		return c;
@@ -174,6 +174,8 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 		p->corrupt |= t->corrupt;
 		if (t->hdr.rank >= 0)
 			p->rank = t->hdr.rank;
+		if (t->hdr.world_size >= 0)
+			p->world_size = t->hdr.world_size;
 		int64_t st = t->hdr.start_real_ns;
 		int64_t en = t->nclk ? ddl_trace_real_ns(t, t->clk[t->nclk - 1].ticks) : st;
 		if (st < p->start_real_ns)

@@ -92,6 +92,7 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 		i += sizeof r;
 		if (r.len > n - i) {
 			ddl_problem(t, off, "string record overruns its chunk");
+			t->corrupt = 1;
 			return;
 		}
 		const char *text = (const char *)p + i;
@@ -159,6 +160,7 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 	case DDL_CHUNK_EVENTS:
 		if (n % sizeof(struct ddl_event)) {
 			ddl_problem(t, off, "event chunk of %zu bytes is not whole events", n);
+			t->corrupt = 1;
 			return;
 		}
 		if (ddl_grow((void **)&t->ev, &t->cap_ev, t->nev + n / sizeof(struct ddl_event),
@@ -177,6 +179,7 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 	case DDL_CHUNK_CLOCK:
 		if (n % sizeof(struct ddl_clock_sample)) {
 			ddl_problem(t, off, "clock chunk of %zu bytes is not whole samples", n);
+			t->corrupt = 1;
 			return;
 		}
 		if (ddl_grow((void **)&t->clk, &t->cap_clk, t->nclk + n / sizeof(struct ddl_clock_sample),
@@ -189,6 +192,7 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 	case DDL_CHUNK_EXEC:
 		if (n < sizeof(struct ddl_end)) {
 			ddl_problem(t, off, "end chunk too short");
+			t->corrupt = 1;
 			return;
 		}
 		memcpy(&t->end, p, sizeof t->end);
@@ -282,19 +286,21 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 	if (size < offsetof(struct ddl_file_header, header_size) + 4)
 		return ddl_fail(err, errlen, path, "truncated inside the file header");
 	memcpy(&h, m, offsetof(struct ddl_file_header, header_size) + 4);
+	if (h.header_size < sizeof h || h.header_size > 65536)
+		return ddl_fail(err, errlen, path, "header size %u is not valid (damaged header)",
+		                h.header_size);
+	if (size < h.header_size)
+		return ddl_fail(err, errlen, path, "truncated inside the file header");
+	/* The checksum first: a damaged header must not pass for a newer one. */
+	uint32_t hcrc;
+	memcpy(&hcrc, m + h.header_size - 4, 4);
+	if (hcrc != ddl_crc32c(m, h.header_size - 4))
+		return ddl_fail(err, errlen, path, "file header checksum mismatch (damaged header)");
 	if (h.min_reader > DDL_FORMAT_VERSION)
 		return ddl_fail(err, errlen, path,
 		                "format version %u needs a reader of version %u or later; this one reads "
 		                "up to %u: upgrade ddlprof",
 		                h.version, h.min_reader, DDL_FORMAT_VERSION);
-	if (h.header_size < sizeof h || h.header_size > 65536)
-		return ddl_fail(err, errlen, path, "header size %u is not valid", h.header_size);
-	if (size < h.header_size)
-		return ddl_fail(err, errlen, path, "truncated inside the file header");
-	uint32_t hcrc;
-	memcpy(&hcrc, m + h.header_size - 4, 4);
-	if (hcrc != ddl_crc32c(m, h.header_size - 4))
-		return ddl_fail(err, errlen, path, "file header checksum mismatch (damaged header)");
 	memcpy(&t->hdr, m, sizeof t->hdr);
 	t->hdr.header_size = h.header_size;
 	t->hdr.host[DDL_HOST_MAX - 1] = 0;
@@ -362,6 +368,7 @@ int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errl
 			t->corrupt = 1;
 		} else if (c.flags & ~DDL_CHUNKF_ZSTD) {
 			ddl_problem(t, off, "chunk flags 0x%x unknown to this reader (chunk skipped)", c.flags);
+			t->corrupt = 1;
 		} else if (c.flags & DDL_CHUNKF_ZSTD) {
 			unsigned char *nb = realloc(zbuf, c.raw_size ? c.raw_size : 1);
 			if (!nb)

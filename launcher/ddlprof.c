@@ -36,7 +36,8 @@ static void ddl_usage(FILE *f)
 	        "  --trace LIST       families to trace: all, socket, cuda, nccl, nvtx (default all)\n"
 	        "  --run-id ID        run id shared by every rank (default: the scheduler's job id)\n"
 	        "  --flush-ms N       writer period in milliseconds, 1..60000 (default 100)\n"
-	        "  -q, --quiet        no messages from ddlprof\n"
+	        "  -q, --quiet        no messages from the launcher (the library still reports\n"
+	        "                     failures, one line each)\n"
 	        "See ddlprof(1).\n");
 }
 

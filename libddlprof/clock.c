@@ -30,8 +30,12 @@ static int ddl_tsc_invariant(void)
 void ddl_clock_init(int want)
 {
 	ddl_clock_tsc = 0;
-	if (want != DDL_CLOCK_MONOTONIC && ddl_tsc_invariant())
+#if defined(__x86_64__) || defined(__i386__)
+	/* DDLPROF_CLOCK=tsc trusts the TSC even where the CPU does not promise
+	 * a constant rate (the clock samples still map it to real time). */
+	if (want == DDL_CLOCK_TSC || (want != DDL_CLOCK_MONOTONIC && ddl_tsc_invariant()))
 		ddl_clock_tsc = 1;
+#endif
 }
 
 static int64_t ddl_ts_ns(const struct timespec *ts)

@@ -207,7 +207,7 @@ static void ddl_meta_record(void)
 		"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
 		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
 		"SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODEID",
-		"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "DDLPROF_PERTURB_NET", NULL};
+		"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", NULL};
 	char buf[1024];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -245,6 +245,7 @@ static void ddl_atfork_parent(void)
 static void ddl_atfork_child(void)
 {
 	ddl_g.pid = getpid();
+	ddl_g.ppid = getppid();
 	ddl_clock_sample(&ddl_g.start);
 	ddl_writer_after_fork_child(); /* first: it frees the string lock */
 	ddl_threads_after_fork_child();
@@ -266,16 +267,17 @@ void ddl_init(void)
 		return;
 	ddl_real_resolve();
 	ddl_g.pid = getpid();
-	const char *off = ddl_env("DDLPROF_DISABLE");
-	if (off && strcmp(off, "0")) {
+	ddl_g.ppid = getppid();
+	int off = 0;
+	if (ddl_parse_bool("DDLPROF_DISABLE", &off) < 0 || off) {
 		ddl_g.initialised = 1;
 		return;
 	}
 	if (gethostname(ddl_g.host, sizeof ddl_g.host - 1) != 0)
 		snprintf(ddl_g.host, sizeof ddl_g.host, "unknown");
 	ddl_sanitize(ddl_g.host);
-	if (ddl_settings_load(&ddl_g.cfg) < 0) {
-		ddl_g.initialised = 1;
+	if (ddl_settings_load(&ddl_g.cfg) < 0 || !ddl_g.cfg.trace_socket) {
+		ddl_g.initialised = 1; /* malformed, or nothing this build can trace asked for */
 		return;
 	}
 	ddl_run_id(ddl_g.cfg.run_id, sizeof ddl_g.cfg.run_id);

@@ -113,6 +113,7 @@ struct ddl_global {
 	int32_t rank, world_size, local_rank;
 	uint32_t exec_gen;
 	pid_t pid;               /* the process this state belongs to */
+	pid_t ppid;              /* its parent at start */
 	struct ddl_clock_sample start; /* taken at start (or fork): the header's */
 };
 extern struct ddl_global ddl_g DDL_HIDDEN;

@@ -151,12 +151,12 @@ void ddl_threads_after_fork_child(void)
 		atomic_store(&t->tail, t->head);
 		t->cached_tail = t->head;
 		t->kick_tail = 0;
+		t->dropped = 0; /* the parent's losses are the parent's to report */
 		if (t != ddl_self)
 			atomic_store(&t->dead, DDL_RING_FREE);
 	}
 	if (ddl_self) {
 		ddl_self->tid = (pid_t)syscall(SYS_gettid);
-		ddl_self->dropped = 0;
 		ddl_thread_name(ddl_self);
 	}
 }

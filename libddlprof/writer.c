@@ -95,6 +95,7 @@ static struct {
 	dev_t dev;
 	ino_t ino;
 	uint64_t events;
+	int64_t last_sample_ns; /* CLOCK_MONOTONIC of the last clock chunk */
 	pid_t owner;            /* the pid this state belongs to */
 	pthread_t thread;
 	int running;
@@ -192,7 +193,7 @@ static void ddl_header_fill(struct ddl_file_header *h)
 	h->features = (ddl_w.zctx ? DDL_FEAT_ZSTD : 0) |
 	              (ddl_g.cfg.trace_socket ? DDL_FEAT_SOCKET : 0);
 	h->pid = (uint32_t)getpid();
-	h->ppid = (uint32_t)getppid();
+	h->ppid = (uint32_t)ddl_g.ppid;
 	h->rank = ddl_g.rank;
 	h->world_size = ddl_g.world_size;
 	h->local_rank = ddl_g.local_rank;
@@ -211,8 +212,16 @@ static void ddl_header_fill(struct ddl_file_header *h)
 static int ddl_file_create(void)
 {
 	struct ddl_file_header h;
+	struct stat ds;
 	int fd = -1;
 	mkdir(ddl_g.cfg.dir, 0700);
+	/* As the launcher does: a real directory of ours, never a link. */
+	if (lstat(ddl_g.cfg.dir, &ds) != 0)
+		return -errno;
+	if (!S_ISDIR(ds.st_mode))
+		return -ENOTDIR;
+	if (ds.st_uid != geteuid())
+		return -EPERM;
 	for (unsigned gen = 0; gen < 1000 && fd < 0; gen++) {
 		if (gen == 0)
 			snprintf(ddl_w.path, sizeof ddl_w.path, "%s/%s.%d.ddlt", ddl_g.cfg.dir,
@@ -272,7 +281,7 @@ static int ddl_rings_pending(void)
  * a negative errno.
  */
 static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, int32_t value,
-                            int strings_locked)
+                            int string_tries)
 {
 	if (ddl_w.broken)
 		return -EIO;
@@ -285,18 +294,25 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 		if (rc < 0)
 			return rc;
 	}
+	/* An idle process appends nothing, but a clock sample every 10 s. */
+	struct ddl_clock_sample s;
+	ddl_clock_sample(&s);
+	if (!end_type && !ddl_rings_pending() && ddl_str.len == ddl_str.done &&
+	    s.mono_ns - ddl_w.last_sample_ns < 10000000000LL)
+		return 0;
 	int fd = ddl_file_open();
 	if (fd < 0)
 		return fd;
-	int rc = 0;
-	struct ddl_clock_sample s;
-	ddl_clock_sample(&s);
-	rc = ddl_chunk_write(fd, DDL_CHUNK_CLOCK, &s, sizeof s, 0);
-	if (rc == 0 && strings_locked && ddl_str.len > ddl_str.done) {
+	int rc = ddl_chunk_write(fd, DDL_CHUNK_CLOCK, &s, sizeof s, 0);
+	ddl_w.last_sample_ns = s.mono_ns;
+	/* The string lock is held only to write the strings, not the events:
+	 * threads meeting a new peer wait for one write at most. */
+	if (rc == 0 && ddl_str.len > ddl_str.done && ddl_spin_try(&ddl_str.lock, string_tries)) {
 		rc = ddl_chunk_write(fd, DDL_CHUNK_STRINGS, ddl_str.buf + ddl_str.done,
 		                     ddl_str.len - ddl_str.done, compress);
 		if (rc == 0)
 			ddl_str.done = ddl_str.len;
+		ddl_spin_unlock(&ddl_str.lock);
 	}
 	size_t n = 0;
 	uint64_t dropped = 0;
@@ -340,9 +356,7 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t value)
 {
 	ddl_spin_try(&ddl_w.lock, -1);
-	ddl_spin_try(&ddl_str.lock, -1);
-	int rc = ddl_flush_locked(compress, end_type, reason, value, 1);
-	ddl_spin_unlock(&ddl_str.lock);
+	int rc = ddl_flush_locked(compress, end_type, reason, value, -1);
 	if (rc < 0 && !ddl_w.broken) {
 		ddl_w.broken = 1;
 		ddl_spin_unlock(&ddl_w.lock);
@@ -426,7 +440,8 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 /*
  * From a fatal-signal handler: take the file lock if we can within about
  * 50 ms (never when the writer itself took the signal while holding it),
- * write what is buffered without compression, and an end chunk.
+ * write what is buffered without compression, and an end chunk when
+ * end_reason is set (0: the program's own handler runs next and may go on).
  */
 void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 {
@@ -436,10 +451,7 @@ void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 		return;
 	if (!ddl_spin_try(&ddl_w.lock, 600))
 		return;
-	int have_strings = ddl_spin_try(&ddl_str.lock, 64);
-	ddl_flush_locked(0, DDL_CHUNK_END, end_reason, value, have_strings);
-	if (have_strings)
-		ddl_spin_unlock(&ddl_str.lock);
+	ddl_flush_locked(0, end_reason ? DDL_CHUNK_END : 0, end_reason, value, 64);
 	ddl_spin_unlock(&ddl_w.lock);
 }
 

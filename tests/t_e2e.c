@@ -357,3 +357,50 @@ int test_e2e_two_hosts(void)
 	trm(dir);
 	return DDL_PASS;
 }
+
+/* Settings that select: what is traced, whether at all, and where not to write. */
+int test_e2e_settings_select(void)
+{
+	char *dir = tmpdir(), lib[PATH_MAX + 16], d[PATH_MAX + 16], t[PATH_MAX];
+	snprintf(lib, sizeof lib, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
+	snprintf(t, sizeof t, "%s/t", dir);
+	snprintf(d, sizeof d, "DDLPROF_DIR=%s", t);
+	char *argv[] = {(char *)tbuild("tests/progs/socketpair"), NULL};
+	static const struct {
+		const char *setting;
+		int traced;
+	} c[] = {{"DDLPROF_TRACE=nccl", 0}, {"DDLPROF_DISABLE=1", 0}, {"DDLPROF_DISABLE=no", 1},
+	         {"DDLPROF_TRACE=socket,cuda", 1}};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char *env[] = {lib, d, (char *)c[i].setting, NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, env, 30, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+		      "%s: run", c[i].setting);
+		CHECK(r.nerr == 0, "%s: stderr %s", c[i].setting, r.err);
+		CHECK((access(t, F_OK) == 0) == c[i].traced, "%s: traced %d, expected %d", c[i].setting,
+		      access(t, F_OK) == 0, c[i].traced);
+		trun_free(&r);
+		trm(t);
+	}
+	/* preloaded by hand into a symbolic link: refused, nothing written there */
+	char real[PATH_MAX], link[PATH_MAX + 16];
+	snprintf(real, sizeof real, "%s/real", dir);
+	mkdir(real, 0700);
+	snprintf(link, sizeof link, "%s/link", dir);
+	CHECK(symlink(real, link) == 0, "symlink");
+	snprintf(d, sizeof d, "DDLPROF_DIR=%s", link);
+	char *env[] = {lib, d, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, env, 30, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "link");
+	CHECK(strstr(r.err, "profiling is off"), "no warning for a linked directory: %s", r.err);
+	char cmd[PATH_MAX + 32];
+	snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", real);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	CHECK(f && fscanf(f, "%d", &n) == 1, "ls");
+	pclose(f);
+	CHECK(n == 0, "%d files written through the link", n);
+	trun_free(&r);
+	trm(dir);
+	return DDL_PASS;
+}

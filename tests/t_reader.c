@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ddlprof/crc32c.h"
 #include "test.h"
 #include "trace_read.h"
 #include "trace_set.h"
@@ -296,6 +297,11 @@ int test_reader_bad_headers(void)
 			memcpy(x + 4, &bo, 4);
 		} else {
 			x[cases[i].at] = cases[i].val;
+		}
+		if (cases[i].at == offsetof(struct ddl_file_header, min_reader)) {
+			/* a real newer file: its header checksum is right */
+			uint32_t h = ddl_crc32c(x, sizeof(struct ddl_file_header) - 4);
+			memcpy(x + sizeof(struct ddl_file_header) - 4, &h, 4);
 		}
 		ddl_spit(bad, x, size);
 		free(x);

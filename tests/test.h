@@ -33,6 +33,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_disk_full) \
 	X(e2e_unwritable_dir) \
 	X(e2e_bad_settings) \
+	X(e2e_settings_select) \
 	X(e2e_closes_every_fd) \
 	X(e2e_python_sockets) \
 	X(e2e_fork_no_duplicates) \

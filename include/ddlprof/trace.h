@@ -17,11 +17,13 @@
 
 /*
  * Versioning rule: bump DDL_FORMAT_VERSION for any change a reader could
- * notice (new chunk type, new field at the end of a record, new flag). Bump
- * DDL_FORMAT_MIN_READER only when an old reader would misread the new file
- * (a field moved or changed meaning); additions never need it. Readers refuse
- * files whose min_reader is above their own DDL_FORMAT_VERSION and read every
- * older file.
+ * notice (new chunk type, new flag, a field added at the end of the file
+ * header or of the end record, which readers size by header_size and chunk
+ * size). Event and clock records are fixed at 32 and 24 bytes: more fields
+ * there take a new chunk type. Bump DDL_FORMAT_MIN_READER only when an old
+ * reader would misread the new file (a field moved or changed meaning);
+ * additions never need it. Readers refuse files whose min_reader is above
+ * their own DDL_FORMAT_VERSION and read every older file.
  */
 #define DDL_FORMAT_VERSION    1
 #define DDL_FORMAT_MIN_READER 1
@@ -59,7 +61,8 @@ struct ddl_file_header {
 	uint64_t start_ticks;   /* first clock-sync sample: ticks ... */
 	int64_t start_mono_ns;  /* ... CLOCK_MONOTONIC at the same instant ... */
 	int64_t start_real_ns;  /* ... and CLOCK_REALTIME */
-	uint32_t exec_gen;      /* 0, or n for the n-th exec image of this pid */
+	uint32_t exec_gen;      /* file number for this host and pid: 0 first, then
+	                         * 1, 2, ... for later images (exec) or reused pids */
 	uint32_t reserved;
 	char host[DDL_HOST_MAX];    /* hostname, NUL-padded */
 	char run_id[DDL_RUNID_MAX]; /* job id shared by all ranks, NUL-padded */
@@ -133,8 +136,9 @@ enum ddl_event_kind {
 /*
  * One intercepted call, 32 bytes. result is bytes moved for data calls,
  * the return value for waits and accept, 0 for connect, or -errno.
- * For waits fd is the number of descriptors waited on; for accept it is the
- * listening socket (the new descriptor is in result).
+ * fd is the descriptor, except: poll/ppoll, the number of descriptors;
+ * select/pselect, nfds (highest descriptor + 1); epoll waits, the epoll
+ * descriptor; accept, the listening socket (the new one is in result).
  */
 struct ddl_event {
 	uint64_t start; /* ticks, see clock_source */
