@@ -56,7 +56,7 @@ $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) -lm
 
-$(B)/tests/progs/%: tests/progs/%.c
+$(B)/tests/progs/%: tests/progs/%.c tests/progs/progs.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) -pthread -o $@ $<
 

@@ -5,11 +5,9 @@
  */
 #define _GNU_SOURCE
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#define PROG "crash"
+#include "progs.h"
 
 int main(int argc, char **argv)
 {
@@ -18,16 +16,9 @@ int main(int argc, char **argv)
 	memset(buf, 'c', sizeof buf);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
 		return 99;
-	if (send(sv[0], buf, sizeof buf, 0) != (ssize_t)sizeof buf)
-		return 99;
-	size_t got = 0;
-	while (got < sizeof buf) {
-		ssize_t r = recv(sv[1], buf, sizeof buf - got, 0);
-		if (r <= 0)
-			return 99;
-		got += (size_t)r;
-	}
-	printf("crash: moved %zu bytes\n", got);
+	send_all(sv[0], buf, sizeof buf, 0, 0);
+	recv_all(sv[1], buf, sizeof buf, 0, 0);
+	printf("crash: moved %llu bytes\n", g_recv);
 	fflush(stdout);
 	const char *how = argc > 1 ? argv[1] : "segv";
 	if (!strcmp(how, "abort"))

@@ -5,28 +5,11 @@
  * Also tells rank variables apart: prints nothing that depends on them.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
+
+#define PROG "forkdup"
+#include "progs.h"
 
 static char buf[8192];
-
-static void expect_line(unsigned long long sent, unsigned long long recv)
-{
-	const char *e = getenv("DDLT_EXPECT");
-	if (!e)
-		return;
-	int fd = open(e, O_WRONLY | O_APPEND | O_CREAT, 0644);
-	char line[64];
-	int n = snprintf(line, sizeof line, "%d %llu %llu\n", (int)getpid(), sent, recv);
-	if (fd < 0 || write(fd, line, (size_t)n) != n)
-		exit(99);
-	close(fd);
-}
 
 static unsigned long long drain(int fd, size_t n)
 {
@@ -54,7 +37,7 @@ int main(void)
 		if (send(b[0], buf, 2222, 0) != 2222)
 			_exit(99);
 		unsigned long long r = drain(b[1], 2222);
-		expect_line(2222, r);
+		write_expect(2222, r);
 		_exit(0);
 	}
 	int st;
@@ -62,7 +45,7 @@ int main(void)
 	if (send(a[0], buf, 3333, 0) != 3333)
 		return 99;
 	precv += drain(a[1], 3333);
-	expect_line(1111 + 3333, precv);
+	write_expect(1111 + 3333, precv);
 	printf("forkdup: child %d, parent sent 4444\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	return 0;
 }

@@ -5,16 +5,10 @@
  * more bytes and writes the single DDLT_EXPECT line for the child's pid.
  * See README.md for the DDLT_EXPECT contract. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
+
+#define PROG "forkexec"
+#include "progs.h"
 
 #define CHILD_PRE_SEND 5000
 #define GRANDCHILD_SEND 777
@@ -22,77 +16,28 @@
 #define PARENT_SEND_1 3000 /* received by the child before exec */
 #define PARENT_SEND_2 2222 /* received by stage 2 */
 
-static unsigned long long g_sent, g_recv;
+#define MAXMOVE 16384 /* the largest count above, rounded up */
 
-static void die(const char *what)
-{
-    fprintf(stderr, "forkexec: %s: %s\n", what, strerror(errno));
-    exit(99);
-}
-
-static void fail(const char *what)
-{
-    fprintf(stderr, "forkexec: %s\n", what);
-    exit(99);
-}
-
-static void write_expect(unsigned long long sent, unsigned long long recvd)
-{
-    const char *path = getenv("DDLT_EXPECT");
-    if (!path || !*path)
-        return;
-    char line[96];
-    int n = snprintf(line, sizeof line, "%ld %llu %llu\n", (long)getpid(), sent, recvd);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        die("open DDLT_EXPECT");
-    if (write(fd, line, (size_t)n) != n)
-        die("write DDLT_EXPECT");
-    close(fd);
-}
-
-/* how: 0 send, 1 write */
+/* Sends n bytes of `byte`, 4096 a call. how: 0 send, 1 write */
 static void tx(int fd, size_t n, unsigned char byte, int how)
 {
-    unsigned char buf[4096];
-    memset(buf, byte, sizeof buf);
-    size_t off = 0;
-    while (off < n) {
-        size_t want = n - off < sizeof buf ? n - off : sizeof buf;
-        ssize_t r = how ? write(fd, buf, want) : send(fd, buf, want, 0);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            die("send");
-        }
-        g_sent += (unsigned long long)r;
-        off += (size_t)r;
-    }
+    static unsigned char buf[MAXMOVE];
+    if (n > sizeof buf)
+        fail("tx: too many bytes");
+    memset(buf, byte, n);
+    send_all(fd, buf, n, 4096, how);
 }
 
-/* Receive exactly n bytes (never more), optionally checking the byte value
- * (check < 0: accept anything). how: 0 recv, 1 read */
+/* Receives exactly n bytes (never more), 4096 at most a call, checking the
+ * byte value (check < 0: accept anything). how: 0 recv, 1 read */
 static void rx(int fd, size_t n, int check, int how)
 {
-    unsigned char buf[4096];
-    size_t off = 0;
-    while (off < n) {
-        size_t want = n - off < sizeof buf ? n - off : sizeof buf;
-        ssize_t r = how ? read(fd, buf, want) : recv(fd, buf, want, 0);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            die("recv");
-        }
-        if (r == 0)
-            fail("unexpected EOF");
-        if (check >= 0)
-            for (ssize_t i = 0; i < r; i++)
-                if (buf[i] != (unsigned char)check)
-                    fail("payload mismatch");
-        g_recv += (unsigned long long)r;
-        off += (size_t)r;
-    }
+    static unsigned char buf[MAXMOVE];
+    if (n > sizeof buf)
+        fail("rx: too many bytes");
+    recv_all(fd, buf, n, 4096, how);
+    if (check >= 0)
+        check_bytes(buf, n, (unsigned char)check);
 }
 
 static int stage2(int argc, char **argv)
@@ -147,12 +92,8 @@ int main(int argc, char **argv)
         return stage2(argc, argv);
 
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) /* no CLOEXEC: survives exec */
-        die("socketpair");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
+    stream_pair(sv, 0); /* no CLOEXEC: survives exec */
+    pid_t pid = fork_flushed();
     if (pid == 0) {
         close(sv[0]);
         child(sv[1], argv[0]);
@@ -168,20 +109,9 @@ int main(int argc, char **argv)
     rx(fd, CHILD_PRE_SEND, 'C', 0);
     rx(fd, GRANDCHILD_SEND, 'G', 1);
     rx(fd, STAGE2_SEND, 'S', 0);
-    unsigned char c;
-    ssize_t r;
-    do
-        r = recv(fd, &c, 1, 0);
-    while (r < 0 && errno == EINTR);
-    if (r != 0)
-        fail("expected EOF");
+    expect_eof(fd, 0);
     close(fd);
-
-    int st;
-    if (waitpid(pid, &st, 0) != pid)
-        die("waitpid");
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail("child failed");
+    wait_exit0(pid);
 
     printf("forkexec: parent sent %llu received %llu\n", g_sent, g_recv);
     printf("forkexec: child sent %d received %d (across exec)\n",

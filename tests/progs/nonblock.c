@@ -6,48 +6,13 @@
  * so they are checked but never printed.
  * See README.md for the DDLT_EXPECT contract. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
 
-static unsigned long long g_sent, g_recv;
+#define PROG "nonblock"
+#include "progs.h"
+
 static unsigned char g_buf[65536];
-
-static void die(const char *what)
-{
-    fprintf(stderr, "nonblock: %s: %s\n", what, strerror(errno));
-    exit(99);
-}
-
-static void fail(const char *what)
-{
-    fprintf(stderr, "nonblock: %s\n", what);
-    exit(99);
-}
-
-static void write_expect(unsigned long long sent, unsigned long long recvd)
-{
-    const char *path = getenv("DDLT_EXPECT");
-    if (!path || !*path)
-        return;
-    char line[96];
-    int n = snprintf(line, sizeof line, "%ld %llu %llu\n", (long)getpid(), sent, recvd);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        die("open DDLT_EXPECT");
-    if (write(fd, line, (size_t)n) != n)
-        die("write DDLT_EXPECT");
-    close(fd);
-}
 
 static int is_again(int e)
 {
@@ -138,8 +103,7 @@ static void send_exact_nb(int fd, size_t n)
 static void unix_part(void)
 {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
-        die("socketpair");
+    stream_pair(sv, SOCK_NONBLOCK);
     memset(g_buf, 'u', sizeof g_buf);
     expect_again_recv(sv[1], "recv");
     /* odd chunk size so the last successful send is usually partial */
@@ -163,19 +127,8 @@ static void unix_part(void)
 
 static void tcp_part(void)
 {
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    if (lfd < 0)
-        die("socket");
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(lfd, (struct sockaddr *)&a, sizeof a) < 0)
-        die("bind");
-    if (listen(lfd, 4) < 0)
-        die("listen");
-    socklen_t al = sizeof a;
-    if (getsockname(lfd, (struct sockaddr *)&a, &al) < 0)
-        die("getsockname");
+    struct sockaddr_in a;
+    int lfd = loopback_socket(SOCK_STREAM, 4, &a);
 
     int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     if (c < 0)

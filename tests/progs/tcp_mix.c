@@ -3,23 +3,15 @@
  * poll-family wait, plus pipe and regular-file traffic that must not count.
  * See README.md for the DDLT_EXPECT contract. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
-#include <sys/socket.h>
-#include <sys/types.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
+
+#define PROG "tcp_mix"
+#include "progs.h"
 
 #define NMETHODS 6
 #define NSIZES 3
@@ -28,35 +20,7 @@
 
 static const size_t seg_sizes[NSIZES] = {1000, 65536, 300000};
 
-static unsigned long long g_sent, g_recv;
 static unsigned char *sbuf, *rbuf, *scratch;
-
-static void die(const char *what)
-{
-    fprintf(stderr, "tcp_mix: %s: %s\n", what, strerror(errno));
-    exit(99);
-}
-
-static void fail(const char *what)
-{
-    fprintf(stderr, "tcp_mix: %s\n", what);
-    exit(99);
-}
-
-static void write_expect(unsigned long long sent, unsigned long long recvd)
-{
-    const char *path = getenv("DDLT_EXPECT");
-    if (!path || !*path)
-        return;
-    char line[96];
-    int n = snprintf(line, sizeof line, "%ld %llu %llu\n", (long)getpid(), sent, recvd);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        die("open DDLT_EXPECT");
-    if (write(fd, line, (size_t)n) != n)
-        die("write DDLT_EXPECT");
-    close(fd);
-}
 
 static void fill(unsigned char *b, size_t n, unsigned seed)
 {
@@ -305,7 +269,7 @@ static void recv_exact(int fd, int m, unsigned char *buf, size_t n)
 }
 
 /* One direction of traffic: 6 send methods x 3 sizes = 18 segments. */
-static void send_all(int fd, unsigned seed)
+static void send_segments(int fd, unsigned seed)
 {
     for (int m = 0; m < NMETHODS; m++)
         for (int s = 0; s < NSIZES; s++) {
@@ -314,7 +278,7 @@ static void send_all(int fd, unsigned seed)
         }
 }
 
-static void recv_all(int fd, unsigned seed)
+static void recv_segments(int fd, unsigned seed)
 {
     for (int m = 0; m < NMETHODS; m++)
         for (int s = 0; s < NSIZES; s++) {
@@ -340,8 +304,7 @@ static void non_socket_io(void)
     unsigned char buf[8192];
     fill(buf, sizeof buf, 77);
     int p[2];
-    if (pipe(p) < 0)
-        die("pipe");
+    make_pipe(p);
     if (write(p[1], buf, 4000) != 4000)
         die("write pipe");
     struct iovec wv[2] = {{buf, 50}, {buf + 50, 46}};
@@ -386,13 +349,10 @@ static void small_buffers(int fd)
         die("setsockopt SO_SNDBUF");
 }
 
-static void expect_eof(int fd)
+static void wait_eof(int fd)
 {
-    unsigned char c;
     wait_readable(fd, 0);
-    ssize_t r = recv(fd, &c, 1, 0);
-    if (r != 0)
-        fail("expected EOF");
+    expect_eof(fd, 0);
 }
 
 static void child_main(struct sockaddr_in addr, int report_fd)
@@ -410,22 +370,20 @@ static void child_main(struct sockaddr_in addr, int report_fd)
     if (connect(c2, (struct sockaddr *)&addr, sizeof addr) < 0)
         die("connect 2");
 
-    send_all(c1, 1000);
-    recv_all(c1, 2000);
-    send_all(c2, 3000);
-    recv_all(c2, 4000);
+    send_segments(c1, 1000);
+    recv_segments(c1, 2000);
+    send_segments(c2, 3000);
+    recv_segments(c2, 4000);
     shutdown(c1, SHUT_WR);
     shutdown(c2, SHUT_WR);
-    expect_eof(c1);
-    expect_eof(c2);
+    wait_eof(c1);
+    wait_eof(c2);
     close(c1);
     close(c2);
     non_socket_io();
 
     /* report counts to the parent through a pipe (not counted) */
-    unsigned long long rep[2] = {g_sent, g_recv};
-    if (write(report_fd, rep, sizeof rep) != (ssize_t)sizeof rep)
-        die("write report");
+    send_report(report_fd);
     close(report_fd);
     write_expect(g_sent, g_recv);
     exit(0);
@@ -440,29 +398,13 @@ int main(void)
     if (!sbuf || !rbuf || !scratch)
         fail("malloc");
 
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    if (lfd < 0)
-        die("socket");
-    struct sockaddr_in addr = {0};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0)
-        die("bind");
-    if (listen(lfd, 8) < 0)
-        die("listen");
-    socklen_t al = sizeof addr;
-    if (getsockname(lfd, (struct sockaddr *)&addr, &al) < 0)
-        die("getsockname");
+    struct sockaddr_in addr;
+    int lfd = loopback_socket(SOCK_STREAM, 8, &addr);
 
     int rp[2];
-    if (pipe(rp) < 0)
-        die("pipe");
+    make_pipe(rp);
 
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
+    pid_t pid = fork_flushed();
     if (pid == 0) {
         close(lfd);
         close(rp[0]);
@@ -486,45 +428,28 @@ int main(void)
     small_buffers(a2);
     close(lfd);
 
-    recv_all(a1, 1000);
-    send_all(a1, 2000);
-    recv_all(a2, 3000);
-    send_all(a2, 4000);
+    recv_segments(a1, 1000);
+    send_segments(a1, 2000);
+    recv_segments(a2, 3000);
+    send_segments(a2, 4000);
     shutdown(a1, SHUT_WR);
     shutdown(a2, SHUT_WR);
-    expect_eof(a1);
-    expect_eof(a2);
+    wait_eof(a1);
+    wait_eof(a2);
     close(a1);
     close(a2);
     non_socket_io();
 
     unsigned long long rep[2];
-    size_t got = 0;
-    while (got < sizeof rep) {
-        ssize_t r = read(rp[0], (char *)rep + got, sizeof rep - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            fail("child report missing");
-        got += (size_t)r;
-    }
+    read_report(rp[0], rep);
     close(rp[0]);
-
-    int st;
-    if (waitpid(pid, &st, 0) != pid)
-        die("waitpid");
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail("child failed");
+    wait_exit0(pid);
 
     unsigned long long exp = 2 * per_direction();
     if (g_sent != exp || g_recv != exp || rep[0] != exp || rep[1] != exp)
         fail("byte totals differ from expectation");
 
     printf("tcp_mix: connections 2 (accept, accept4)\n");
-    printf("tcp_mix: parent sent %llu received %llu\n", g_sent, g_recv);
-    printf("tcp_mix: child sent %llu received %llu\n", rep[0], rep[1]);
-    printf("tcp_mix: child exit 0\n");
-    fflush(stdout);
-    write_expect(g_sent, g_recv);
+    parent_done(rep);
     return 0;
 }

@@ -4,16 +4,11 @@
  * and read()) reading to EOF.  Single process, one DDLT_EXPECT line.
  * See README.md for the DDLT_EXPECT contract. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <sys/types.h>
+
+#define PROG "threads"
+#include "progs.h"
 
 #define NT 200
 
@@ -26,33 +21,6 @@ struct slot {
 
 static struct slot g_slots[NT];
 static pthread_barrier_t g_barrier;
-
-static void die(const char *what)
-{
-    fprintf(stderr, "threads: %s: %s\n", what, strerror(errno));
-    exit(99);
-}
-
-static void fail(const char *what)
-{
-    fprintf(stderr, "threads: %s\n", what);
-    exit(99);
-}
-
-static void write_expect(unsigned long long sent, unsigned long long recvd)
-{
-    const char *path = getenv("DDLT_EXPECT");
-    if (!path || !*path)
-        return;
-    char line[96];
-    int n = snprintf(line, sizeof line, "%ld %llu %llu\n", (long)getpid(), sent, recvd);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        die("open DDLT_EXPECT");
-    if (write(fd, line, (size_t)n) != n)
-        die("write DDLT_EXPECT");
-    close(fd);
-}
 
 static size_t amount(int i)
 {
@@ -99,9 +67,7 @@ static void *reader(void *arg)
         }
         if (r == 0)
             break;
-        for (ssize_t i = 0; i < r; i++)
-            if (buf[i] != (unsigned char)s->idx)
-                fail("payload mismatch");
+        check_bytes(buf, (size_t)r, (unsigned char)s->idx);
         s->recvd += (unsigned long long)r;
     }
     return NULL;
@@ -118,8 +84,7 @@ int main(void)
 
     for (int i = 0; i < NT; i++) {
         g_slots[i].idx = i;
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_slots[i].fd) < 0)
-            die("socketpair");
+        stream_pair(g_slots[i].fd, SOCK_CLOEXEC);
     }
     for (int i = 0; i < NT; i++) {
         int e = pthread_create(&g_slots[i].reader, &attr, reader, &g_slots[i]);

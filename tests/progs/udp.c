@@ -5,53 +5,17 @@
  * batch), so at most one small batch is in flight and nothing is dropped.
  * See README.md for the DDLT_EXPECT contract. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/types.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
+
+#define PROG "udp"
+#include "progs.h"
 
 #define RBUF 65536
 
-static unsigned long long g_sent, g_recv;
 static int g_fd;                       /* own socket */
 static struct sockaddr_in g_peer;      /* peer's bound address */
 static unsigned char g_out[RBUF], g_in[RBUF];
-
-static void die(const char *what)
-{
-    fprintf(stderr, "udp: %s: %s\n", what, strerror(errno));
-    exit(99);
-}
-
-static void fail(const char *what)
-{
-    fprintf(stderr, "udp: %s\n", what);
-    exit(99);
-}
-
-static void write_expect(unsigned long long sent, unsigned long long recvd)
-{
-    const char *path = getenv("DDLT_EXPECT");
-    if (!path || !*path)
-        return;
-    char line[96];
-    int n = snprintf(line, sizeof line, "%ld %llu %llu\n", (long)getpid(), sent, recvd);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        die("open DDLT_EXPECT");
-    if (write(fd, line, (size_t)n) != n)
-        die("write DDLT_EXPECT");
-    close(fd);
-}
 
 static void check_from(const struct sockaddr_in *from, socklen_t len)
 {
@@ -306,38 +270,18 @@ static void run_parent(void)
     tx_connected(s8, N(s8));
 }
 
-static int bound_socket(struct sockaddr_in *out)
-{
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    if (fd < 0)
-        die("socket");
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
-        die("bind");
-    socklen_t l = sizeof *out;
-    if (getsockname(fd, (struct sockaddr *)out, &l) < 0)
-        die("getsockname");
-    return fd;
-}
-
 int main(void)
 {
     for (size_t i = 0; i < sizeof g_out; i++)
         g_out[i] = (unsigned char)(i * 13u);
 
     struct sockaddr_in pa, ca;
-    int pfd = bound_socket(&pa);
-    int cfd = bound_socket(&ca);
+    int pfd = loopback_socket(SOCK_DGRAM, 0, &pa);
+    int cfd = loopback_socket(SOCK_DGRAM, 0, &ca);
     int rp[2];
-    if (pipe(rp) < 0)
-        die("pipe");
+    make_pipe(rp);
 
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
+    pid_t pid = fork_flushed();
     if (pid == 0) {
         close(pfd);
         close(rp[0]);
@@ -345,9 +289,7 @@ int main(void)
         g_peer = pa;
         run_child();
         close(cfd);
-        unsigned long long rep[2] = {g_sent, g_recv};
-        if (write(rp[1], rep, sizeof rep) != (ssize_t)sizeof rep)
-            die("write report");
+        send_report(rp[1]);
         write_expect(g_sent, g_recv);
         exit(0);
     }
@@ -359,13 +301,8 @@ int main(void)
     close(pfd);
 
     unsigned long long rep[2];
-    if (read(rp[0], rep, sizeof rep) != (ssize_t)sizeof rep)
-        fail("child report missing");
-    int st;
-    if (waitpid(pid, &st, 0) != pid)
-        die("waitpid");
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail("child failed");
+    read_report(rp[0], rep);
+    wait_exit0(pid);
 
     size_t c2p = sum(s1, N(s1)) + sum(s3, N(s3)) + sum(s5, N(s5)) + sum(s7, N(s7));
     size_t p2c = sum(s2, N(s2)) + sum(s4, N(s4)) + sum(s6, N(s6)) + sum(s8, N(s8));
@@ -373,10 +310,6 @@ int main(void)
         fail("byte totals differ from expectation");
 
     printf("udp: datagrams child->parent 10, parent->child 10\n");
-    printf("udp: parent sent %llu received %llu\n", g_sent, g_recv);
-    printf("udp: child sent %llu received %llu\n", rep[0], rep[1]);
-    printf("udp: child exit 0\n");
-    fflush(stdout);
-    write_expect(g_sent, g_recv);
+    parent_done(rep);
     return 0;
 }
