@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,32 @@
 #include "ddl.h"
 
 struct ddl_global ddl_g = {.rank = -1, .world_size = -1, .local_rank = -1};
+
+/*
+ * The program's standard error as it is now. The writer thread has a
+ * descriptor table of its own, so it borrows the program's descriptor 2 for
+ * the one write (pidfd_getfd), or reopens it for appending; it never keeps
+ * it, so a program that closes its stderr still delivers EOF to its reader.
+ * Returns a descriptor and sets *own when the caller must close it.
+ */
+static int ddl_stderr(int *own)
+{
+	*own = 0;
+	if (!ddl_private_fds)
+		return 2;
+	int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (pfd >= 0) {
+		int fd = (int)syscall(SYS_pidfd_getfd, pfd, 2, 0);
+		syscall(SYS_close, pfd);
+		if (fd >= 0) {
+			*own = 1;
+			return fd;
+		}
+	}
+	int fd = open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+	*own = fd >= 0;
+	return fd;
+}
 
 /* One line on stderr, straight to the descriptor (no stdio state touched). */
 void ddl_warn(const char *fmt, ...)
@@ -33,8 +60,12 @@ void ddl_warn(const char *fmt, ...)
 	if (n >= (int)sizeof buf - 1)
 		n = (int)sizeof buf - 2;
 	buf[n++] = '\n';
-	int saved = errno;
-	syscall(SYS_write, 2, buf, (size_t)n);
+	int saved = errno, own;
+	int fd = ddl_stderr(&own);
+	if (fd >= 0)
+		syscall(SYS_write, fd, buf, (size_t)n);
+	if (own)
+		syscall(SYS_close, fd);
 	errno = saved;
 }
 
@@ -249,11 +280,6 @@ static void ddl_atfork_child(void)
 	ddl_clock_sample(&ddl_g.start);
 	ddl_writer_after_fork_child(); /* first: it frees the string lock */
 	ddl_threads_after_fork_child();
-	if (!atomic_load(&ddl_g.enabled))
-		return;
-	int rc = ddl_writer_start();
-	if (rc < 0)
-		ddl_disable("cannot start the trace writer in a forked child", -rc);
 }
 
 __attribute__((constructor(101))) static void ddl_constructor(void)
@@ -289,13 +315,7 @@ void ddl_init(void)
 	ddl_clock_sample(&ddl_g.start);
 	ddl_socket_init();
 	ddl_meta_record();
-	int rc = ddl_writer_start();
 	ddl_g.initialised = 1;
-	if (rc < 0) {
-		ddl_warn("cannot start writing %s: %s; profiling is off, the program continues",
-		         ddl_g.cfg.dir, strerror(-rc));
-		return;
-	}
 	ddl_signal_init();
 	pthread_atfork(ddl_atfork_prepare, ddl_atfork_parent, ddl_atfork_child);
 	atomic_store(&ddl_g.enabled, 1);
@@ -395,53 +415,105 @@ DDL_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 /*
  * execl, execlp and execle take their arguments inline; glibc turns them
  * into the vector forms internally, past our wrappers, so they are
- * interposed here by collecting the arguments the same way.
+ * interposed here by collecting the arguments the same way glibc does:
+ * count them first, then an array of exactly that size on the stack.
  */
-#define DDL_EXECL_MAX 4096
-
-static int ddl_execl_collect(const char *arg, va_list ap, char **argv)
+static size_t ddl_execl_count(const char *arg, va_list ap)
 {
-	int n = 0;
-	argv[n++] = (char *)arg;
-	while (argv[n - 1]) {
-		if (n == DDL_EXECL_MAX) {
-			errno = E2BIG;
-			return -1;
-		}
-		argv[n++] = va_arg(ap, char *);
-	}
-	return n;
+	size_t n = 1;
+	if (arg)
+		while (va_arg(ap, char *))
+			n++;
+	return n + 1; /* and the NULL */
+}
+
+static void ddl_execl_fill(const char *arg, va_list ap, char **argv, size_t n)
+{
+	argv[0] = (char *)arg;
+	for (size_t i = 1; i < n; i++)
+		argv[i] = arg ? va_arg(ap, char *) : NULL;
 }
 
 DDL_EXPORT int execl(const char *path, const char *arg, ...)
 {
-	char *argv[DDL_EXECL_MAX];
-	va_list ap;
+	va_list ap, cp;
 	va_start(ap, arg);
-	int n = ddl_execl_collect(arg, ap, argv);
+	va_copy(cp, ap);
+	size_t n = ddl_execl_count(arg, cp);
+	va_end(cp);
+	char *argv[n];
+	ddl_execl_fill(arg, ap, argv, n);
 	va_end(ap);
-	return n < 0 ? -1 : execv(path, argv);
+	return execv(path, argv);
 }
 
 DDL_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-	char *argv[DDL_EXECL_MAX];
-	va_list ap;
+	va_list ap, cp;
 	va_start(ap, arg);
-	int n = ddl_execl_collect(arg, ap, argv);
+	va_copy(cp, ap);
+	size_t n = ddl_execl_count(arg, cp);
+	va_end(cp);
+	char *argv[n];
+	ddl_execl_fill(arg, ap, argv, n);
 	va_end(ap);
-	return n < 0 ? -1 : execvp(file, argv);
+	return execvp(file, argv);
 }
 
 DDL_EXPORT int execle(const char *path, const char *arg, ...)
 {
-	char *argv[DDL_EXECL_MAX];
-	va_list ap;
+	va_list ap, cp;
 	va_start(ap, arg);
-	int n = ddl_execl_collect(arg, ap, argv);
-	char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
+	va_copy(cp, ap);
+	size_t n = ddl_execl_count(arg, cp);
+	va_end(cp);
+	char *argv[n];
+	ddl_execl_fill(arg, ap, argv, n);
+	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
-	return n < 0 ? -1 : execve(path, argv, envp);
+	return execve(path, argv, envp);
+}
+
+/* ---- namespaces and daemon(): calls that need us out of the way ---- */
+
+DDL_EXPORT int unshare(int flags)
+{
+	if (ddl_unlikely(!ddl_real.unshare))
+		ddl_real_resolve();
+	int p = flags & (CLONE_NEWUSER | CLONE_NEWNS | CLONE_FS) ? ddl_writer_pause() : 0;
+	int r = ddl_real.unshare(flags);
+	ddl_writer_resume(p);
+	return r;
+}
+
+DDL_EXPORT int setns(int fd, int nstype)
+{
+	if (ddl_unlikely(!ddl_real.setns))
+		ddl_real_resolve();
+	int p = nstype == 0 || nstype & (CLONE_NEWUSER | CLONE_NEWNS) ? ddl_writer_pause() : 0;
+	int r = ddl_real.setns(fd, nstype);
+	ddl_writer_resume(p);
+	return r;
+}
+
+/*
+ * daemon() forks and the parent leaves through glibc's own _exit, past our
+ * wrapper: end the parent's trace first. The child (and a parent whose fork
+ * failed) carries on with a writer again.
+ */
+DDL_EXPORT int daemon(int nochdir, int noclose)
+{
+	if (ddl_unlikely(!ddl_real.daemon))
+		ddl_real_resolve();
+	int p = 0;
+	if (ddl_g.initialised && atomic_load(&ddl_g.enabled) && ddl_g.pid == getpid()) {
+		ddl_writer_stop(DDL_END_UEXIT, 0);
+		p = 1;
+	}
+	int r = ddl_real.daemon(nochdir, noclose);
+	if (p && ddl_g.pid == getpid()) /* the child, or a parent whose fork failed */
+		ddl_writer_resume(1);
+	return r;
 }
 
 /* ---- _exit skips destructors: flush here ---- */

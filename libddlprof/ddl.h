@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -82,7 +83,15 @@
 	X(_Exit, void, (int)) \
 	X(sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
 	X(signal, sighandler_t, (int, sighandler_t)) \
-	X(close_range, int, (unsigned int, unsigned int, int))
+	X(close_range, int, (unsigned int, unsigned int, int)) \
+	X(closefrom, void, (int)) \
+	X(dup, int, (int)) \
+	X(fcntl, int, (int, int, ...)) \
+	X(fcntl64, int, (int, int, ...)) \
+	X(fclose, int, (FILE *)) \
+	X(unshare, int, (int)) \
+	X(setns, int, (int, int)) \
+	X(daemon, int, (int, int))
 
 struct ddl_real {
 #define DDL_X_FIELD(n, r, p) r(*n) p;
@@ -161,6 +170,7 @@ struct ddl_thread {
 
 extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
 extern __thread int ddl_self_state DDL_HIDDEN; /* 0 new, 1 ready, 2 internal */
+extern __thread int ddl_private_fds DDL_HIDDEN; /* this thread has its own fd table */
 struct ddl_thread *ddl_thread_slow(void) DDL_HIDDEN;
 int ddl_ring_room(struct ddl_thread *t, uint64_t h) DDL_HIDDEN;
 void ddl_thread_mark_internal(void) DDL_HIDDEN;
@@ -170,10 +180,12 @@ struct ddl_thread *ddl_threads_first(void) DDL_HIDDEN;
 void ddl_threads_reap(void) DDL_HIDDEN;
 
 /*
- * Returns the calling thread's ring, marked busy, or NULL when this call
- * must pass through unrecorded: profiling off, the library's own thread, or
- * a wrapper already running on this thread (a signal handler, our own
- * cold path).
+ * Returns the calling thread's ring, or NULL when this call must pass
+ * through unrecorded: profiling off, the library's own thread, or a signal
+ * handler that interrupted us while we were appending or in a cold path
+ * (busy). The thread is not marked busy during the real call itself, so a
+ * handler that longjmps out of it leaves nothing behind, and calls a
+ * handler makes meanwhile are recorded.
  */
 static inline struct ddl_thread *ddl_thread_enter(void)
 {
@@ -183,13 +195,7 @@ static inline struct ddl_thread *ddl_thread_enter(void)
 	if (ddl_unlikely(!t || t->busy ||
 	                 !atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed)))
 		return NULL;
-	t->busy = 1;
 	return t;
-}
-
-static inline void ddl_thread_leave(struct ddl_thread *t)
-{
-	t->busy = 0;
 }
 
 /*
@@ -201,9 +207,12 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
                                 uint64_t t0, uint64_t t1, int64_t result, int fd,
                                 uint32_t peer)
 {
+	t->busy = 1;
 	uint64_t h = t->head;
-	if (ddl_unlikely(h - t->cached_tail >= t->half) && !ddl_ring_room(t, h))
+	if (ddl_unlikely(h - t->cached_tail >= t->half) && !ddl_ring_room(t, h)) {
+		t->busy = 0;
 		return;
+	}
 	uint64_t d = t1 - t0;
 	if (ddl_unlikely(d >> 32)) {
 		d >>= DDL_DUR_LONG_SHIFT;
@@ -225,10 +234,15 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
 	e->fd = fd;
 	e->peer = peer;
 	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 1, memory_order_release);
+	t->busy = 0;
 }
 
 /* ---- writer.c ---- */
 int ddl_writer_start(void) DDL_HIDDEN;
+void ddl_writer_ensure(void) DDL_HIDDEN;
+/* Stop the writer around calls the kernel refuses to multi-threaded processes. */
+int ddl_writer_pause(void) DDL_HIDDEN;
+void ddl_writer_resume(int paused) DDL_HIDDEN;
 /* Drain every ring and write; end_reason 0 = no end chunk. Not signal-safe. */
 void ddl_writer_stop(uint32_t end_reason, int32_t value) DDL_HIDDEN;
 /* Async-signal-safe best-effort flush, uncompressed, then an end chunk. */

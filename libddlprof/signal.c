@@ -54,17 +54,18 @@ static void ddl_sig_handler(int sig, siginfo_t *info, void *uctx)
 		return; /* a synchronous fault re-executes and kills with the default action */
 	}
 	/* The program's own handler for a synchronous fatal signal. */
+	struct sigaction h = *u;
 	if (ddl_g.pid == getpid())
 		ddl_writer_flush_signal(0, sig);
-	if (u->sa_flags & SA_RESETHAND) {
+	if (h.sa_flags & SA_RESETHAND) { /* the kernel has reset it: so do we */
 		memset(u, 0, sizeof *u);
 		u->sa_handler = SIG_DFL;
 	}
 	errno = saved;
-	if (u->sa_flags & SA_SIGINFO)
-		u->sa_sigaction(sig, info, uctx);
-	else if (u->sa_handler != SIG_IGN && u->sa_handler != SIG_DFL)
-		u->sa_handler(sig);
+	if (h.sa_flags & SA_SIGINFO)
+		h.sa_sigaction(sig, info, uctx);
+	else if (h.sa_handler != SIG_IGN && h.sa_handler != SIG_DFL)
+		h.sa_handler(sig);
 }
 
 /* What goes to the kernel for the program's disposition ACT of SIG. */
@@ -106,7 +107,16 @@ DDL_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 		ddl_real_resolve();
 	if (sig <= 0 || sig >= DDL_NSIG || !ddl_sig[sig].managed)
 		return ddl_real.sigaction(sig, act, old);
-	struct sigaction prev = ddl_sig[sig].user;
+	/*
+	 * The kernel's disposition is the program's own unless it is our
+	 * handler: a handler reset by SA_RESETHAND, or one set through glibc's
+	 * internal paths (sigset, bsd_signal), shows as it is.
+	 */
+	struct sigaction prev;
+	if (ddl_real.sigaction(sig, NULL, &prev) != 0)
+		return -1;
+	if (prev.sa_sigaction == ddl_sig_handler)
+		prev = ddl_sig[sig].user;
 	if (act) {
 		int rc = ddl_sig_install(sig, act);
 		if (rc != 0)
@@ -124,6 +134,10 @@ DDL_EXPORT sighandler_t signal(int sig, sighandler_t h)
 		ddl_real_resolve();
 	if (sig <= 0 || sig >= DDL_NSIG || !ddl_sig[sig].managed)
 		return ddl_real.signal(sig, h);
+	if (h == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
 	/* glibc's signal() has BSD semantics: restart, and block SIG meanwhile. */
 	struct sigaction a, o;
 	memset(&a, 0, sizeof a);

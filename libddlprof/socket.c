@@ -11,7 +11,9 @@
  * are on this host.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +40,26 @@
 /* In .bss: pages are only backed once a descriptor that high is used. */
 static _Atomic uint32_t ddl_fdtab[DDL_FD_MAX];
 static _Atomic unsigned ddl_fd_hi; /* one past the highest descriptor set */
+
+/*
+ * Cold paths mark the thread busy, so a signal handler's wrapped call on the
+ * same thread passes through instead of re-entering the string table.
+ */
+static int ddl_guard_on(void)
+{
+	struct ddl_thread *t = ddl_self;
+	if (!t)
+		return -1;
+	int was = t->busy;
+	t->busy = 1;
+	return was;
+}
+
+static void ddl_guard_off(int was)
+{
+	if (was >= 0 && ddl_self)
+		ddl_self->busy = was;
+}
 
 /* ---- host addresses, to class peers as local or remote ---- */
 
@@ -173,6 +195,7 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 			continue;
 		}
 		int saved = errno;
+		int g = ddl_guard_on();
 		uint32_t idx = atomic_fetch_add(&ddl_peers.next, 1) + 1;
 		char text[160];
 		int local = 0;
@@ -187,6 +210,7 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 		ddl_strings_add(DDL_STR_PEER, idx, (local ? DDL_PEERF_LOCAL : 0) | (uint32_t)sa->sa_family << 8,
 		                text, (size_t)n);
 		atomic_store_explicit(&ddl_peers.idx[s], idx, memory_order_release);
+		ddl_guard_off(g);
 		errno = saved;
 		return idx;
 	}
@@ -217,14 +241,17 @@ static uint32_t ddl_fd_peered(int fd, uint32_t peer)
 static uint32_t ddl_fd_probe(int fd, uint32_t v)
 {
 	int saved = errno;
+	int g = ddl_guard_on();
 	if (DDL_FD_STATE(v) == DDL_FD_UNKNOWN) {
 		struct stat st;
 		if (fstat(fd, &st) != 0) {
+			ddl_guard_off(g);
 			errno = saved;
 			return DDL_FD_UNKNOWN; /* bad descriptor: ask again next time */
 		}
 		if (!S_ISSOCK(st.st_mode)) {
 			ddl_fd_set(fd, DDL_FD_NOTSOCK | (v & DDL_FD_EPSOCK));
+			ddl_guard_off(g);
 			errno = saved;
 			return DDL_FD_NOTSOCK;
 		}
@@ -233,7 +260,8 @@ static uint32_t ddl_fd_probe(int fd, uint32_t v)
 	socklen_t len = sizeof ss;
 	uint32_t peer = 0;
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
-		peer = ddl_peer_intern((struct sockaddr *)&ss, len);
+		peer = ddl_peer_intern((struct sockaddr *)&ss, len < sizeof ss ? len : sizeof ss);
+	ddl_guard_off(g);
 	errno = saved;
 	return ddl_fd_peered(fd, peer);
 }
@@ -280,10 +308,19 @@ void ddl_socket_init(void)
 	ddl_host_load();
 }
 
-static uint32_t ddl_msg_peer(int fd, const struct msghdr *m)
+/* The peer named in a message (at most CAP bytes of it are there), or the socket's. */
+static uint32_t ddl_msg_peer(int fd, const struct msghdr *m, socklen_t cap)
 {
-	if (m && m->msg_name && m->msg_namelen)
-		return ddl_peer_intern(m->msg_name, m->msg_namelen);
+	if (m && m->msg_name && m->msg_namelen && cap)
+		return ddl_peer_intern(m->msg_name, m->msg_namelen < cap ? m->msg_namelen : cap);
+	return ddl_fd_peer(fd);
+}
+
+/* An address the kernel returned: it says the full length, the buffer held CAP. */
+static uint32_t ddl_got_peer(int fd, const struct sockaddr *sa, const socklen_t *len, socklen_t cap)
+{
+	if (sa && len && *len && cap)
+		return ddl_peer_intern(sa, *len < cap ? *len : cap);
 	return ddl_fd_peer(fd);
 }
 
@@ -313,7 +350,6 @@ DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 	ssize_t r = ddl_real.send(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_SEND, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -328,9 +364,8 @@ DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendto(fd, buf, len, flags, to, tolen);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = to ? ddl_peer_intern(to, tolen) : ddl_fd_peer(fd);
+	uint32_t peer = r >= 0 && to ? ddl_peer_intern(to, tolen) : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_SENDTO, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -344,8 +379,8 @@ DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendmsg(fd, msg, flags);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_msg_peer(fd, msg));
-	ddl_thread_leave(t);
+	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg, msg->msg_namelen) : ddl_fd_peer(fd);
+	ddl_ring_put(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -359,9 +394,9 @@ DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.sendmmsg(fd, vec, n, flags);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr) : ddl_fd_peer(fd);
+	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr, vec[0].msg_hdr.msg_namelen)
+	                      : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_SENDMMSG, 0, t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -378,7 +413,6 @@ DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	ssize_t r = ddl_real.recv(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -390,13 +424,12 @@ DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 	struct ddl_thread *t = ddl_thread_enter();
 	if (!t)
 		return ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
+	socklen_t cap = from && fromlen ? *fromlen : 0;
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = r >= 0 && from && fromlen && *fromlen ? ddl_peer_intern(from, *fromlen)
-	                                                      : ddl_fd_peer(fd);
+	uint32_t peer = r >= 0 ? ddl_got_peer(fd, from, fromlen, cap) : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -407,12 +440,12 @@ DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	struct ddl_thread *t = ddl_thread_enter();
 	if (!t)
 		return ddl_real.recvmsg(fd, msg, flags);
+	socklen_t cap = msg ? msg->msg_namelen : 0;
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recvmsg(fd, msg, flags);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg) : ddl_fd_peer(fd);
+	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg, cap) : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_RECVMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -424,12 +457,12 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	struct ddl_thread *t = ddl_thread_enter();
 	if (!t)
 		return ddl_real.recvmmsg(fd, vec, n, flags, timeout);
+	socklen_t cap = vec && n ? vec[0].msg_hdr.msg_namelen : 0;
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.recvmmsg(fd, vec, n, flags, timeout);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr) : ddl_fd_peer(fd);
+	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr, cap) : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_RECVMMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -443,14 +476,12 @@ DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 	if (!t)
 		return ddl_real.read(fd, buf, len);
 	if (!ddl_fd_is_sock(fd)) {
-		ddl_thread_leave(t);
 		return ddl_real.read(fd, buf, len);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.read(fd, buf, len);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -462,14 +493,12 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	if (!t)
 		return ddl_real.write(fd, buf, len);
 	if (!ddl_fd_is_sock(fd)) {
-		ddl_thread_leave(t);
 		return ddl_real.write(fd, buf, len);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.write(fd, buf, len);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_WRITE, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -481,14 +510,12 @@ DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 	if (!t)
 		return ddl_real.readv(fd, iov, n);
 	if (!ddl_fd_is_sock(fd)) {
-		ddl_thread_leave(t);
 		return ddl_real.readv(fd, iov, n);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.readv(fd, iov, n);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -500,14 +527,12 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	if (!t)
 		return ddl_real.writev(fd, iov, n);
 	if (!ddl_fd_is_sock(fd)) {
-		ddl_thread_leave(t);
 		return ddl_real.writev(fd, iov, n);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.writev(fd, iov, n);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -523,14 +548,12 @@ DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 	if (!t)
 		return ddl_real.__read_chk(fd, buf, len, buflen);
 	if (!ddl_fd_is_sock(fd)) {
-		ddl_thread_leave(t);
 		return ddl_real.__read_chk(fd, buf, len, buflen);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.__read_chk(fd, buf, len, buflen);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -545,7 +568,6 @@ DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int 
 	ssize_t r = ddl_real.__recv_chk(fd, buf, len, buflen, flags);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -557,13 +579,12 @@ DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, 
 	struct ddl_thread *t = ddl_thread_enter();
 	if (!t)
 		return ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
+	socklen_t cap = from && fromlen ? *fromlen : 0;
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = r >= 0 && from && fromlen && *fromlen ? ddl_peer_intern(from, *fromlen)
-	                                                      : ddl_fd_peer(fd);
+	uint32_t peer = r >= 0 ? ddl_got_peer(fd, from, fromlen, cap) : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -579,20 +600,21 @@ DDL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.connect(fd, addr, len);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = ddl_peer_intern(addr, len);
+	/* the kernel read the address unless it said EFAULT */
+	uint32_t peer = r == 0 || errno != EFAULT ? ddl_peer_intern(addr, len) : 0;
 	if (r == 0 || errno == EINPROGRESS)
 		ddl_fd_peered(fd, peer);
 	ddl_ring_put(t, DDL_EV_CONNECT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
-static uint32_t ddl_accepted(int nfd, const struct sockaddr *addr, const socklen_t *len)
+static uint32_t ddl_accepted(int nfd, const struct sockaddr *addr, const socklen_t *len,
+                             socklen_t cap)
 {
 	if (nfd < 0)
 		return 0;
-	if (addr && len && *len)
-		return DDL_FD_PEER(ddl_fd_peered(nfd, ddl_peer_intern(addr, *len)));
+	if (addr && len && *len && cap)
+		return DDL_FD_PEER(ddl_fd_peered(nfd, ddl_peer_intern(addr, *len < cap ? *len : cap)));
 	ddl_fd_forget(nfd);
 	return ddl_fd_peer(nfd);
 }
@@ -604,12 +626,12 @@ DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	struct ddl_thread *t = ddl_thread_enter();
 	if (!t)
 		return ddl_real.accept(fd, addr, len);
+	socklen_t cap = addr && len ? *len : 0;
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.accept(fd, addr, len);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = ddl_accepted(r, addr, len);
+	uint32_t peer = ddl_accepted(r, addr, len, cap);
 	ddl_ring_put(t, DDL_EV_ACCEPT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -620,12 +642,12 @@ DDL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	struct ddl_thread *t = ddl_thread_enter();
 	if (!t)
 		return ddl_real.accept4(fd, addr, len, flags);
+	socklen_t cap = addr && len ? *len : 0;
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.accept4(fd, addr, len, flags);
 	uint64_t t1 = ddl_clock_now();
-	uint32_t peer = ddl_accepted(r, addr, len);
+	uint32_t peer = ddl_accepted(r, addr, len, cap);
 	ddl_ring_put(t, DDL_EV_ACCEPT4, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -639,10 +661,33 @@ static unsigned ddl_pollfds_flag(const struct pollfd *p, nfds_t n)
 	return 0;
 }
 
+/*
+ * Whether a select waits on a socket: the sets are read before the call
+ * (it rewrites them), through process_vm_readv, so a bad pointer gives the
+ * program its EFAULT from the real call rather than a crash in ours.
+ */
 static unsigned ddl_fdset_flag(int nfds, const fd_set *r, const fd_set *w)
 {
-	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
-		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w))) && ddl_fd_is_sock(fd))
+	if (nfds <= 0)
+		return 0;
+	if (nfds > FD_SETSIZE)
+		nfds = FD_SETSIZE;
+	size_t bytes = ((size_t)nfds + 63) / 64 * 8;
+	fd_set sets[2];
+	const fd_set *user[2] = {r, w};
+	for (int k = 0; k < 2; k++) {
+		FD_ZERO(&sets[k]);
+		if (!user[k])
+			continue;
+		struct iovec local = {&sets[k], bytes}, remote = {(void *)user[k], bytes};
+		int saved = errno;
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		errno = saved;
+		if (got != (ssize_t)bytes)
+			return 0;
+	}
+	for (int fd = 0; fd < nfds; fd++)
+		if ((FD_ISSET(fd, &sets[0]) || FD_ISSET(fd, &sets[1])) && ddl_fd_is_sock(fd))
 			return DDL_EVF_SOCKWAIT;
 	return 0;
 }
@@ -665,8 +710,7 @@ DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.poll(fds, n, timeout);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_POLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
-	ddl_thread_leave(t);
+	ddl_ring_put(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 
@@ -681,8 +725,7 @@ DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.ppoll(fds, n, tmo, mask);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_PPOLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
-	ddl_thread_leave(t);
+	ddl_ring_put(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 
@@ -698,7 +741,6 @@ DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 	int r = ddl_real.select(nfds, rd, wr, ex, tmo);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_SELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -715,7 +757,6 @@ DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struc
 	int r = ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_PSELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -730,7 +771,6 @@ DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout
 	int r = ddl_real.epoll_wait(epfd, ev, max, timeout);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_EPOLL_WAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -746,7 +786,6 @@ DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 	int r = ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
-	ddl_thread_leave(t);
 	return r;
 }
 
@@ -760,8 +799,7 @@ DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsl
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.__poll_chk(fds, n, timeout, fdslen);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_POLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
-	ddl_thread_leave(t);
+	ddl_ring_put(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 
@@ -776,8 +814,7 @@ DDL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_PPOLL, ddl_pollfds_flag(fds, n), t0, t1, r < 0 ? -errno : r, (int)n, 0);
-	ddl_thread_leave(t);
+	ddl_ring_put(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 
@@ -842,6 +879,72 @@ DDL_EXPORT int dup3(int oldfd, int newfd, int flags)
 	if (r >= 0)
 		ddl_fd_forget(newfd);
 	return r;
+}
+
+DDL_EXPORT int dup(int fd)
+{
+	if (ddl_unlikely(!ddl_real.dup))
+		ddl_real_resolve();
+	int r = ddl_real.dup(fd);
+	if (r >= 0)
+		ddl_fd_forget(r);
+	return r;
+}
+
+/* fcntl's third argument is read as a pointer-sized word, as glibc does. */
+DDL_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	if (ddl_unlikely(!ddl_real.fcntl))
+		ddl_real_resolve();
+	int r = ddl_real.fcntl(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		ddl_fd_forget(r);
+	return r;
+}
+
+DDL_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	if (ddl_unlikely(!ddl_real.fcntl64))
+		ddl_real_resolve();
+	if (!ddl_real.fcntl64) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = ddl_real.fcntl64(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		ddl_fd_forget(r);
+	return r;
+}
+
+/* stdio closes through glibc's own close: forget the descriptor here. */
+DDL_EXPORT int fclose(FILE *f)
+{
+	if (ddl_unlikely(!ddl_real.fclose))
+		ddl_real_resolve();
+	int fd = f ? fileno(f) : -1;
+	int r = ddl_real.fclose(f);
+	if (fd >= 0)
+		ddl_fd_forget(fd);
+	return r;
+}
+
+DDL_EXPORT void closefrom(int low)
+{
+	if (ddl_unlikely(!ddl_real.closefrom))
+		ddl_real_resolve();
+	if (ddl_real.closefrom)
+		ddl_real.closefrom(low);
+	unsigned hi = atomic_load(&ddl_fd_hi);
+	for (unsigned fd = low < 0 ? 0 : (unsigned)low; fd < hi; fd++)
+		ddl_fd_forget((int)fd);
 }
 
 DDL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)

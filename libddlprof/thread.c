@@ -17,6 +17,7 @@
 
 __thread struct ddl_thread *ddl_self __attribute__((tls_model("initial-exec")));
 __thread int ddl_self_state __attribute__((tls_model("initial-exec")));
+__thread int ddl_private_fds __attribute__((tls_model("initial-exec")));
 
 enum { DDL_TS_NEW = 0, DDL_TS_READY, DDL_TS_INTERNAL, DDL_TS_BUSY, DDL_TS_GONE };
 enum { DDL_RING_LIVE = 0, DDL_RING_DEAD = 1, DDL_RING_FREE = 2 };
@@ -99,6 +100,7 @@ struct ddl_thread *ddl_thread_slow(void)
 		return NULL;
 	}
 	ddl_thread_name(t);
+	ddl_writer_ensure();
 	if (ddl_key != (pthread_key_t)-1)
 		pthread_setspecific(ddl_key, t);
 	ddl_self = t;
@@ -141,8 +143,9 @@ struct ddl_thread *ddl_threads_first(void)
 
 /*
  * In the child after fork only the calling thread lives on. Events buffered
- * before the fork belong to the parent, which writes them; drop them here,
- * free every other ring, and give the surviving thread a fresh name record.
+ * before the fork belong to the parent, which writes them: drop them, free
+ * every ring, and let the surviving thread take one afresh on its next
+ * call, which also starts the child's writer.
  */
 void ddl_threads_after_fork_child(void)
 {
@@ -152,13 +155,11 @@ void ddl_threads_after_fork_child(void)
 		t->cached_tail = t->head;
 		t->kick_tail = 0;
 		t->dropped = 0; /* the parent's losses are the parent's to report */
-		if (t != ddl_self)
-			atomic_store(&t->dead, DDL_RING_FREE);
+		atomic_store(&t->dead, DDL_RING_FREE);
 	}
-	if (ddl_self) {
-		ddl_self->tid = (pid_t)syscall(SYS_gettid);
-		ddl_thread_name(ddl_self);
-	}
+	ddl_self = NULL;
+	if (ddl_self_state == DDL_TS_READY)
+		ddl_self_state = DDL_TS_NEW;
 }
 
 /* Writer side: after a ring is drained, an ended thread's ring becomes free. */

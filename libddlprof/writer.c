@@ -16,7 +16,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -98,8 +100,16 @@ static struct {
 	int64_t last_sample_ns; /* CLOCK_MONOTONIC of the last clock chunk */
 	pid_t owner;            /* the pid this state belongs to */
 	pthread_t thread;
-	int running;
+	int running;            /* a writer thread was started and not joined */
+	_Atomic int alive;      /* ... and has not returned */
+	_Atomic int starting, stopping;
 	_Atomic int stop;
+	uint32_t end_reason;    /* for the writer's last flush */
+	int32_t end_value;
+	_Atomic int sig_req;    /* a fatal signal asks for a flush */
+	_Atomic int sig_done;   /* futex word: that flush is done */
+	uint32_t sig_reason;
+	int32_t sig_value;
 	_Atomic int wake;       /* futex word */
 	struct ddl_event stage[DDL_STAGE_EVENTS];
 	/* zstd, found at run time */
@@ -358,10 +368,14 @@ static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t v
 	ddl_spin_try(&ddl_w.lock, -1);
 	int rc = ddl_flush_locked(compress, end_type, reason, value, -1);
 	if (rc < 0 && !ddl_w.broken) {
+		char why[4400];
 		ddl_w.broken = 1;
+		if (ddl_w.created)
+			snprintf(why, sizeof why, "cannot write %s", ddl_w.path);
+		else
+			snprintf(why, sizeof why, "cannot create a trace file in %s", ddl_g.cfg.dir);
 		ddl_spin_unlock(&ddl_w.lock);
-		ddl_disable(ddl_w.created ? "cannot write the trace file" : "cannot create the trace file",
-		            -rc);
+		ddl_disable(why, -rc);
 		return rc;
 	}
 	ddl_spin_unlock(&ddl_w.lock);
@@ -377,33 +391,74 @@ void ddl_writer_wake(void)
 	errno = saved;
 }
 
+/*
+ * The writer works with a descriptor table of its own (unshare(CLONE_FILES),
+ * then every inherited descriptor closed), so the program can neither close
+ * nor renumber the descriptors we write through, and our opens never take
+ * the low numbers the program expects to get. Where that is refused, the
+ * writer shares the program's table as before.
+ */
+static void ddl_writer_private_fds(void)
+{
+	if (unshare(CLONE_FILES) != 0)
+		return;
+	ddl_private_fds = 1;
+	if (syscall(SYS_close_range, 0u, ~0u, 0) != 0) {
+		struct rlimit rl;
+		unsigned long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+		for (unsigned long fd = 0; fd < max && fd < (1ul << 20); fd++)
+			syscall(SYS_close, (int)fd);
+	}
+}
+
 static void *ddl_writer_main(void *arg)
 {
 	(void)arg;
 	ddl_thread_mark_internal();
+	ddl_writer_private_fds();
 	unsigned ms = ddl_g.cfg.flush_ms;
 	struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	int ok = 1;
 	while (!atomic_load(&ddl_w.stop)) {
 		if (!atomic_exchange(&ddl_w.wake, 0))
 			syscall(SYS_futex, &ddl_w.wake, FUTEX_WAIT_PRIVATE, 0, &period, NULL, 0);
 		atomic_store(&ddl_w.wake, 0);
-		if (atomic_load(&ddl_w.stop))
-			break;
-		if (ddl_flush(1, 0, 0, 0) < 0)
+		if (atomic_exchange(&ddl_w.sig_req, 0)) {
+			/* a fatal signal on a program thread: write everything, uncompressed */
+			uint32_t r = ddl_w.sig_reason;
+			ok = ddl_flush(0, r ? DDL_CHUNK_END : 0, r, ddl_w.sig_value) == 0;
+			atomic_store(&ddl_w.sig_done, 1);
+			syscall(SYS_futex, &ddl_w.sig_done, FUTEX_WAKE_PRIVATE, 64, NULL, NULL, 0);
+		} else if (!atomic_load(&ddl_w.stop)) {
+			ok = ddl_flush(1, 0, 0, 0) == 0;
+		}
+		if (!ok)
 			break;
 	}
+	if (ok && atomic_load(&ddl_w.stop)) {
+		uint32_t r = ddl_w.end_reason;
+		ddl_flush(1, r == DDL_END_EXEC ? DDL_CHUNK_EXEC : r ? DDL_CHUNK_END : 0, r, ddl_w.end_value);
+	}
+	atomic_store(&ddl_w.alive, 0);
+	atomic_store(&ddl_w.sig_done, 1);
+	syscall(SYS_futex, &ddl_w.sig_done, FUTEX_WAKE_PRIVATE, 64, NULL, NULL, 0);
 	return NULL;
 }
 
 /* Starts the writer thread with every signal blocked, so signals meant for
- * the program are never delivered to it. Returns 0 or a negative errno. */
+ * the program are never delivered to it (and a write past RLIMIT_FSIZE only
+ * leaves SIGXFSZ pending there). Returns 0 or a negative errno. */
 int ddl_writer_start(void)
 {
 	sigset_t all, old;
 	pthread_attr_t a;
+	if (ddl_w.running)
+		return 0;
 	ddl_w.owner = getpid();
 	ddl_zstd_open();
 	atomic_store(&ddl_w.stop, 0);
+	atomic_store(&ddl_w.stopping, 0);
+	atomic_store(&ddl_w.alive, 1);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);
@@ -411,37 +466,64 @@ int ddl_writer_start(void)
 	int rc = pthread_create(&ddl_w.thread, &a, ddl_writer_main, NULL);
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
+	if (rc != 0) {
+		atomic_store(&ddl_w.alive, 0);
 		return -rc;
+	}
 	pthread_setname_np(ddl_w.thread, "ddlprof-writer");
 	ddl_w.running = 1;
 	return 0;
 }
 
 /*
- * Stops the writer thread and writes everything buffered, then an end (or
- * exec) chunk when end_reason is set. Only in the process that owns the
- * writer: a vfork child shares our memory and must not touch it.
+ * The writer starts with the first recorded event, not with the process:
+ * a program that never makes a traced call stays single-threaded (which
+ * unshare(CLONE_NEWUSER), for one, requires). Keeps errno.
+ */
+void ddl_writer_ensure(void)
+{
+	if (ddl_w.running || atomic_exchange(&ddl_w.starting, 1))
+		return;
+	int saved = errno;
+	int rc = ddl_writer_start();
+	atomic_store(&ddl_w.starting, 0);
+	if (rc < 0)
+		ddl_disable("cannot start the trace writer thread", -rc);
+	errno = saved;
+}
+
+/*
+ * Stops the writer thread, which writes everything buffered and then an end
+ * (or exec) chunk when end_reason is set. Only in the process that owns the
+ * writer (a vfork child shares our memory and must not touch it), and only
+ * once: a signal handler calling _exit while exit() is flushing returns at
+ * once instead of waiting on itself.
  */
 void ddl_writer_stop(uint32_t end_reason, int32_t value)
 {
-	if (ddl_w.owner != getpid())
+	if (ddl_w.owner != getpid() || atomic_exchange(&ddl_w.stopping, 1))
 		return;
 	if (ddl_w.running && !pthread_equal(pthread_self(), ddl_w.thread)) {
+		ddl_w.end_reason = end_reason;
+		ddl_w.end_value = value;
 		atomic_store(&ddl_w.stop, 1);
 		ddl_writer_wake();
 		pthread_join(ddl_w.thread, NULL);
 		ddl_w.running = 0;
+		return;
 	}
+	/* No writer (it failed, or never started): write from here. */
 	uint16_t type = end_reason == DDL_END_EXEC ? DDL_CHUNK_EXEC : end_reason ? DDL_CHUNK_END : 0;
 	ddl_flush(1, type, end_reason, value);
 }
 
 /*
- * From a fatal-signal handler: take the file lock if we can within about
- * 50 ms (never when the writer itself took the signal while holding it),
- * write what is buffered without compression, and an end chunk when
- * end_reason is set (0: the program's own handler runs next and may go on).
+ * From a fatal-signal handler (async-signal-safe: atomics and futex only).
+ * With end_reason set the process is about to die: the writer writes what
+ * is buffered and an end chunk, and we wait up to a second for it. With 0 a
+ * handler of the program's runs next and may go on: the writer is only
+ * woken. Without a live writer, we write from here if the file lock is free
+ * within about 50 ms.
  */
 void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 {
@@ -449,10 +531,51 @@ void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 		return;
 	if (ddl_w.running && pthread_equal(pthread_self(), ddl_w.thread))
 		return;
+	if (ddl_w.running && atomic_load(&ddl_w.alive)) {
+		if (!end_reason) {
+			ddl_writer_wake();
+			return;
+		}
+		ddl_w.sig_reason = end_reason;
+		ddl_w.sig_value = value;
+		atomic_store(&ddl_w.sig_done, 0);
+		atomic_store(&ddl_w.sig_req, 1);
+		ddl_writer_wake();
+		struct timespec step = {0, 100000000};
+		for (int i = 0; i < 10 && !atomic_load(&ddl_w.sig_done); i++)
+			syscall(SYS_futex, &ddl_w.sig_done, FUTEX_WAIT_PRIVATE, 0, &step, NULL, 0);
+		return;
+	}
 	if (!ddl_spin_try(&ddl_w.lock, 600))
 		return;
 	ddl_flush_locked(0, end_reason ? DDL_CHUNK_END : 0, end_reason, value, 64);
 	ddl_spin_unlock(&ddl_w.lock);
+}
+
+/*
+ * unshare(CLONE_NEWUSER or CLONE_NEWNS) and setns into such namespaces need a
+ * single-threaded process: the writer steps aside (writing what it has)
+ * and comes back after. Returns 1 when it was paused. Keeps errno.
+ */
+int ddl_writer_pause(void)
+{
+	if (!ddl_w.running || ddl_w.owner != getpid())
+		return 0;
+	int saved = errno;
+	ddl_writer_stop(0, 0);
+	errno = saved;
+	return 1;
+}
+
+void ddl_writer_resume(int paused)
+{
+	if (!paused)
+		return;
+	int saved = errno;
+	int rc = ddl_writer_start();
+	if (rc < 0)
+		ddl_disable("cannot restart the trace writer thread", -rc);
+	errno = saved;
 }
 
 /* Child after fork: no writer thread, no file yet; everything restarts. */
@@ -466,6 +589,10 @@ void ddl_writer_after_fork_child(void)
 	ddl_w.events = 0;
 	ddl_w.owner = getpid();
 	atomic_store(&ddl_w.wake, 0);
+	atomic_store(&ddl_w.alive, 0);
+	atomic_store(&ddl_w.starting, 0);
+	atomic_store(&ddl_w.stopping, 0);
+	atomic_store(&ddl_w.sig_req, 0);
 }
 
 /*

@@ -249,6 +249,27 @@ int test_e2e_python_sockets(void)
 
 int test_e2e_fork_no_duplicates(void) { return tprog_exact("forkdup", NULL, 0); }
 int test_e2e_fortified_and_peek(void) { return tprog_exact("fortify", NULL, 0); }
+int test_e2e_hostile_program(void) { return tprog_exact("hostile", NULL, 0); }
+
+/* A file-size limit the trace would pass: our write fails, not the program. */
+int test_e2e_file_size_limit(void)
+{
+	char *dir = tmpdir(), cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "ulimit -f 1; exec %s", tbuild("tests/progs/threads"));
+	char *plain[] = {"/bin/sh", "-c", cmd, NULL};
+	char *prof[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", dir, "--", "/bin/sh", "-c", cmd, NULL};
+	struct ddl_run_result a, b;
+	CHECK(trun(plain, NULL, 60, &a) == 0 && trun(prof, NULL, 60, &b) == 0, "runs");
+	CHECK(a.status == b.status && WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0,
+	      "status %#x without, %#x with ddlprof", a.status, b.status);
+	CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "stdout differs");
+	CHECK(ddl_count_lines(b.err, "ddlprof[") <= 2 && (b.nerr == 0 || strstr(b.err, "File too large")),
+	      "messages: %s", b.err);
+	trun_free(&a);
+	trun_free(&b);
+	trm(dir);
+	return DDL_PASS;
+}
 
 /* Rank and world size come from whichever launcher's variables are set. */
 int test_e2e_rank_env(void)
