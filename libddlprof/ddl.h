@@ -157,6 +157,7 @@ struct ddl_thread {
 	uint64_t half;          /* ring_events / 2: past this, wake the writer */
 	uint64_t kick_tail;     /* tail + 1 when the writer was last woken */
 	uint16_t idx;           /* thread index in the trace */
+	uint32_t tidbits;       /* idx in the place the event's kind/flags/tid word has it */
 	int busy;               /* recursion/signal guard */
 	uint64_t dropped;
 	/* writer's cache line */
@@ -225,9 +226,9 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
 	e->dur = (uint32_t)d;
 	/* kind, flags and tid in one store */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint32_t kft = kind | flags << 8 | (uint32_t)t->idx << 16;
+	uint32_t kft = kind | flags << 8 | t->tidbits;
 #else
-	uint32_t kft = kind << 24 | flags << 16 | t->idx;
+	uint32_t kft = kind << 24 | flags << 16 | t->tidbits;
 #endif
 	__builtin_memcpy(&e->kind, &kft, 4);
 	e->result = result;

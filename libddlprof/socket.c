@@ -35,7 +35,7 @@
 #define DDL_FD_PEERED   3u /* socket, peer index final (may be 0) */
 #define DDL_FD_EPSOCK   (1u << 31)
 #define DDL_FD_STATE(v) ((v) & 3u)
-#define DDL_FD_PEER(v)  (((v) & ~DDL_FD_EPSOCK) >> 2)
+#define DDL_FD_PEER(v)  ((v) >> 2) /* PEERED entries never carry DDL_FD_EPSOCK */
 
 /* In .bss: pages are only backed once a descriptor that high is used. */
 static _Atomic uint32_t ddl_fdtab[DDL_FD_MAX];
@@ -284,11 +284,21 @@ static inline uint32_t ddl_fd_get(int fd)
 	return ddl_fd_get_slow(fd, v);
 }
 
-/* Peer index of a socket descriptor (0 when unknown or not a socket). */
-static inline uint32_t ddl_fd_peer(int fd)
+__attribute__((noinline)) static uint32_t ddl_fd_peer_slow(int fd)
 {
 	uint32_t v = ddl_fd_get(fd);
 	return DDL_FD_STATE(v) == DDL_FD_PEERED ? DDL_FD_PEER(v) : 0;
+}
+
+/* Peer index of a socket descriptor (0 when unknown or not a socket). */
+static inline uint32_t ddl_fd_peer(int fd)
+{
+	if (ddl_likely((unsigned)fd < DDL_FD_MAX)) {
+		uint32_t v = atomic_load_explicit(&ddl_fdtab[fd], memory_order_relaxed);
+		if (ddl_likely(DDL_FD_STATE(v) == DDL_FD_PEERED))
+			return DDL_FD_PEER(v);
+	}
+	return ddl_fd_peer_slow(fd);
 }
 
 static inline int ddl_fd_is_sock(int fd)
@@ -341,11 +351,12 @@ static inline unsigned ddl_peek(int flags)
 
 DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	if (ddl_unlikely(!ddl_real.send))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.send))
+			ddl_real_resolve();
 		return ddl_real.send(fd, buf, len, flags);
+	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.send(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
@@ -356,11 +367,12 @@ DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
                           const struct sockaddr *to, socklen_t tolen)
 {
-	if (ddl_unlikely(!ddl_real.sendto))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.sendto))
+			ddl_real_resolve();
 		return ddl_real.sendto(fd, buf, len, flags, to, tolen);
+	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendto(fd, buf, len, flags, to, tolen);
 	uint64_t t1 = ddl_clock_now();
@@ -371,11 +383,12 @@ DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 
 DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	if (ddl_unlikely(!ddl_real.sendmsg))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.sendmsg))
+			ddl_real_resolve();
 		return ddl_real.sendmsg(fd, msg, flags);
+	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendmsg(fd, msg, flags);
 	uint64_t t1 = ddl_clock_now();
@@ -386,11 +399,12 @@ DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
-	if (ddl_unlikely(!ddl_real.sendmmsg))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.sendmmsg))
+			ddl_real_resolve();
 		return ddl_real.sendmmsg(fd, vec, n, flags);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.sendmmsg(fd, vec, n, flags);
 	uint64_t t1 = ddl_clock_now();
@@ -404,11 +418,12 @@ DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 
 DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-	if (ddl_unlikely(!ddl_real.recv))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.recv))
+			ddl_real_resolve();
 		return ddl_real.recv(fd, buf, len, flags);
+	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recv(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
@@ -419,11 +434,12 @@ DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
                             socklen_t *fromlen)
 {
-	if (ddl_unlikely(!ddl_real.recvfrom))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.recvfrom))
+			ddl_real_resolve();
 		return ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
+	}
 	socklen_t cap = from && fromlen ? *fromlen : 0;
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
@@ -435,11 +451,12 @@ DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 
 DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	if (ddl_unlikely(!ddl_real.recvmsg))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.recvmsg))
+			ddl_real_resolve();
 		return ddl_real.recvmsg(fd, msg, flags);
+	}
 	socklen_t cap = msg ? msg->msg_namelen : 0;
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recvmsg(fd, msg, flags);
@@ -452,11 +469,12 @@ DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
                         struct timespec *timeout)
 {
-	if (ddl_unlikely(!ddl_real.recvmmsg))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.recvmmsg))
+			ddl_real_resolve();
 		return ddl_real.recvmmsg(fd, vec, n, flags, timeout);
+	}
 	socklen_t cap = vec && n ? vec[0].msg_hdr.msg_namelen : 0;
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.recvmmsg(fd, vec, n, flags, timeout);
@@ -470,11 +488,12 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 
 DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	if (ddl_unlikely(!ddl_real.read))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.read))
+			ddl_real_resolve();
 		return ddl_real.read(fd, buf, len);
+	}
 	if (!ddl_fd_is_sock(fd)) {
 		return ddl_real.read(fd, buf, len);
 	}
@@ -487,11 +506,12 @@ DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 
 DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	if (ddl_unlikely(!ddl_real.write))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.write))
+			ddl_real_resolve();
 		return ddl_real.write(fd, buf, len);
+	}
 	if (!ddl_fd_is_sock(fd)) {
 		return ddl_real.write(fd, buf, len);
 	}
@@ -504,11 +524,12 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-	if (ddl_unlikely(!ddl_real.readv))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.readv))
+			ddl_real_resolve();
 		return ddl_real.readv(fd, iov, n);
+	}
 	if (!ddl_fd_is_sock(fd)) {
 		return ddl_real.readv(fd, iov, n);
 	}
@@ -521,11 +542,12 @@ DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 
 DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
-	if (ddl_unlikely(!ddl_real.writev))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.writev))
+			ddl_real_resolve();
 		return ddl_real.writev(fd, iov, n);
+	}
 	if (!ddl_fd_is_sock(fd)) {
 		return ddl_real.writev(fd, iov, n);
 	}
@@ -542,11 +564,12 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
  */
 DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-	if (ddl_unlikely(!ddl_real.__read_chk))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.__read_chk))
+			ddl_real_resolve();
 		return ddl_real.__read_chk(fd, buf, len, buflen);
+	}
 	if (!ddl_fd_is_sock(fd)) {
 		return ddl_real.__read_chk(fd, buf, len, buflen);
 	}
@@ -559,11 +582,12 @@ DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 
 DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 {
-	if (ddl_unlikely(!ddl_real.__recv_chk))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.__recv_chk))
+			ddl_real_resolve();
 		return ddl_real.__recv_chk(fd, buf, len, buflen, flags);
+	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.__recv_chk(fd, buf, len, buflen, flags);
 	uint64_t t1 = ddl_clock_now();
@@ -574,11 +598,12 @@ DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int 
 DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
                                   struct sockaddr *from, socklen_t *fromlen)
 {
-	if (ddl_unlikely(!ddl_real.__recvfrom_chk))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.__recvfrom_chk))
+			ddl_real_resolve();
 		return ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
+	}
 	socklen_t cap = from && fromlen ? *fromlen : 0;
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
@@ -592,11 +617,12 @@ DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, 
 
 DDL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	if (ddl_unlikely(!ddl_real.connect))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.connect))
+			ddl_real_resolve();
 		return ddl_real.connect(fd, addr, len);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.connect(fd, addr, len);
 	uint64_t t1 = ddl_clock_now();
@@ -621,11 +647,12 @@ static uint32_t ddl_accepted(int nfd, const struct sockaddr *addr, const socklen
 
 DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	if (ddl_unlikely(!ddl_real.accept))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.accept))
+			ddl_real_resolve();
 		return ddl_real.accept(fd, addr, len);
+	}
 	socklen_t cap = addr && len ? *len : 0;
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.accept(fd, addr, len);
@@ -637,11 +664,12 @@ DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 DDL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	if (ddl_unlikely(!ddl_real.accept4))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.accept4))
+			ddl_real_resolve();
 		return ddl_real.accept4(fd, addr, len, flags);
+	}
 	socklen_t cap = addr && len ? *len : 0;
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.accept4(fd, addr, len, flags);
@@ -702,11 +730,12 @@ static unsigned ddl_epoll_flag(int epfd)
 
 DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-	if (ddl_unlikely(!ddl_real.poll))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.poll))
+			ddl_real_resolve();
 		return ddl_real.poll(fds, n, timeout);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.poll(fds, n, timeout);
 	uint64_t t1 = ddl_clock_now();
@@ -717,11 +746,12 @@ DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
                      const sigset_t *mask)
 {
-	if (ddl_unlikely(!ddl_real.ppoll))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.ppoll))
+			ddl_real_resolve();
 		return ddl_real.ppoll(fds, n, tmo, mask);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.ppoll(fds, n, tmo, mask);
 	uint64_t t1 = ddl_clock_now();
@@ -731,11 +761,12 @@ DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 
 DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tmo)
 {
-	if (ddl_unlikely(!ddl_real.select))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.select))
+			ddl_real_resolve();
 		return ddl_real.select(nfds, rd, wr, ex, tmo);
+	}
 	unsigned f = ddl_fdset_flag(nfds, rd, wr); /* before: the call rewrites the sets */
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.select(nfds, rd, wr, ex, tmo);
@@ -747,11 +778,12 @@ DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
                        const sigset_t *mask)
 {
-	if (ddl_unlikely(!ddl_real.pselect))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.pselect))
+			ddl_real_resolve();
 		return ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
+	}
 	unsigned f = ddl_fdset_flag(nfds, rd, wr);
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
@@ -762,11 +794,12 @@ DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struc
 
 DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
-	if (ddl_unlikely(!ddl_real.epoll_wait))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.epoll_wait))
+			ddl_real_resolve();
 		return ddl_real.epoll_wait(epfd, ev, max, timeout);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.epoll_wait(epfd, ev, max, timeout);
 	uint64_t t1 = ddl_clock_now();
@@ -777,11 +810,12 @@ DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout
 DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
                            const sigset_t *mask)
 {
-	if (ddl_unlikely(!ddl_real.epoll_pwait))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.epoll_pwait))
+			ddl_real_resolve();
 		return ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
 	uint64_t t1 = ddl_clock_now();
@@ -791,11 +825,12 @@ DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 
 DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
 {
-	if (ddl_unlikely(!ddl_real.__poll_chk))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.__poll_chk))
+			ddl_real_resolve();
 		return ddl_real.__poll_chk(fds, n, timeout, fdslen);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.__poll_chk(fds, n, timeout, fdslen);
 	uint64_t t1 = ddl_clock_now();
@@ -806,11 +841,12 @@ DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsl
 DDL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
                            const sigset_t *mask, size_t fdslen)
 {
-	if (ddl_unlikely(!ddl_real.__ppoll_chk))
-		ddl_real_resolve();
 	struct ddl_thread *t = ddl_thread_enter();
-	if (!t)
+	if (!t) {
+		if (ddl_unlikely(!ddl_real.__ppoll_chk))
+			ddl_real_resolve();
 		return ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
+	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
 	uint64_t t1 = ddl_clock_now();

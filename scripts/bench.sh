@@ -36,7 +36,7 @@ dropped=$($B/bin/ddlprof-report --json "$T"/s1 | awk -F: '/events_dropped/ {gsub
 echo "   events dropped in that run: ${dropped:-?}"
 echo "-- trace size and reader speed (2000000 events with varied sizes; medians of 5 reads)"
 for c in 1 0; do
-	env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/ev$c" DDLPROF_COMPRESS=$c $OV events 2000000
+	env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/ev$c" DDLPROF_COMPRESS=$c DDLPROF_BUFFER_EVENTS=1048576 $OV events 2000000
 	echo "   compress=$c: $($B/bench/readspeed 5 "$T"/ev$c/*.ddlt)"
 done
 if [ -d $B/demo-trace ]; then
