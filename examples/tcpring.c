@@ -154,13 +154,15 @@ int main(int argc, char **argv)
 				snprintf(r, sizeof r, "%d", i);
 				setenv("RANK", r, 1);
 				setenv("WORLD_SIZE", w, 1);
-				argv[0] = "/proc/self/exe";
-				char *nargv[16] = {"/proc/self/exe", "-p", p};
+				char self[4096];
+				ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+				self[sl > 0 ? sl : 0] = 0;
+				char *nargv[16] = {sl > 0 ? self : "/proc/self/exe", "-p", p};
 				int k = 3;
 				for (int j = 1; j < argc && k < 15; j++)
 					nargv[k++] = argv[j];
 				nargv[k] = NULL;
-				execv("/proc/self/exe", nargv);
+				execv(nargv[0], nargv);
 				die("exec");
 			}
 		}
