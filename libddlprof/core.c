@@ -280,6 +280,11 @@ static void ddl_atfork_child(void)
 	ddl_clock_sample(&ddl_g.start);
 	ddl_writer_after_fork_child(); /* first: it frees the string lock */
 	ddl_threads_after_fork_child();
+	if (!atomic_load(&ddl_g.enabled))
+		return;
+	int rc = ddl_writer_start();
+	if (rc < 0)
+		ddl_disable("cannot start the trace writer in a forked child", -rc);
 }
 
 __attribute__((constructor(101))) static void ddl_constructor(void)
@@ -315,7 +320,15 @@ void ddl_init(void)
 	ddl_clock_sample(&ddl_g.start);
 	ddl_socket_init();
 	ddl_meta_record();
+	/* The writer starts here, never from a wrapper (which may run in a
+	 * signal handler, where creating a thread is not allowed). */
+	int rc = ddl_writer_start();
 	ddl_g.initialised = 1;
+	if (rc < 0) {
+		ddl_warn("cannot start the trace writer thread: %s; profiling is off, the program "
+		         "continues", strerror(-rc));
+		return;
+	}
 	ddl_signal_init();
 	pthread_atfork(ddl_atfork_prepare, ddl_atfork_parent, ddl_atfork_child);
 	atomic_store(&ddl_g.enabled, 1);
@@ -345,6 +358,7 @@ static void ddl_exec_failed(int prepared)
 	if (!prepared)
 		return;
 	int err = errno;
+	ddl_writer_reopen();
 	int rc = ddl_writer_start();
 	if (rc < 0)
 		ddl_disable("cannot restart the trace writer after a failed exec", -rc);
@@ -511,8 +525,10 @@ DDL_EXPORT int daemon(int nochdir, int noclose)
 		p = 1;
 	}
 	int r = ddl_real.daemon(nochdir, noclose);
-	if (p && ddl_g.pid == getpid()) /* the child, or a parent whose fork failed */
+	if (p && ddl_g.pid == getpid()) { /* the child, or a parent whose fork failed */
+		ddl_writer_reopen();
 		ddl_writer_resume(1);
+	}
 	return r;
 }
 

@@ -240,7 +240,7 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
 
 /* ---- writer.c ---- */
 int ddl_writer_start(void) DDL_HIDDEN;
-void ddl_writer_ensure(void) DDL_HIDDEN;
+void ddl_writer_reopen(void) DDL_HIDDEN;
 /* Stop the writer around calls the kernel refuses to multi-threaded processes. */
 int ddl_writer_pause(void) DDL_HIDDEN;
 void ddl_writer_resume(int paused) DDL_HIDDEN;

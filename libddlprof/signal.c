@@ -37,7 +37,7 @@ static void ddl_sig_handler(int sig, siginfo_t *info, void *uctx)
 	int saved = errno;
 	struct sigaction *u = &ddl_sig[sig].user;
 	if (u->sa_handler == SIG_DFL) {
-		if (ddl_g.pid == getpid()) {
+		if (ddl_g.pid == getpid() && atomic_load(&ddl_g.enabled)) {
 			ddl_writer_flush_signal(DDL_END_SIGNAL, sig);
 			atomic_store(&ddl_g.enabled, 0);
 		}

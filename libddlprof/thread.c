@@ -105,7 +105,6 @@ struct ddl_thread *ddl_thread_slow(void)
 		return NULL;
 	}
 	ddl_thread_name(t);
-	ddl_writer_ensure();
 	if (ddl_key != (pthread_key_t)-1)
 		pthread_setspecific(ddl_key, t);
 	ddl_self = t;
@@ -149,8 +148,7 @@ struct ddl_thread *ddl_threads_first(void)
 /*
  * In the child after fork only the calling thread lives on. Events buffered
  * before the fork belong to the parent, which writes them: drop them, free
- * every ring, and let the surviving thread take one afresh on its next
- * call, which also starts the child's writer.
+ * every ring, and let the surviving thread take one afresh on its next call.
  */
 void ddl_threads_after_fork_child(void)
 {

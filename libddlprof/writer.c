@@ -15,6 +15,7 @@
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -63,6 +64,11 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 		len = 1024;
 	size_t need = sizeof(struct ddl_strrec) + len;
 	int saved = errno;
+	/* No signal handler may run on this thread while it holds the lock:
+	 * one that called _exit would wait on a writer that waits on us. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ddl_spin_try(&ddl_str.lock, -1);
 	if (ddl_str.len + need > ddl_str.cap) {
 		size_t ncap = ddl_str.cap ? ddl_str.cap * 2 : 65536;
@@ -73,6 +79,7 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 		                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (n == MAP_FAILED) {
 			ddl_spin_unlock(&ddl_str.lock);
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			errno = saved;
 			return;
 		}
@@ -84,6 +91,7 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 	memcpy(ddl_str.buf + ddl_str.len + sizeof r, text, len);
 	ddl_str.len += need;
 	ddl_spin_unlock(&ddl_str.lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = saved;
 }
 
@@ -102,7 +110,8 @@ static struct {
 	pthread_t thread;
 	int running;            /* a writer thread was started and not joined */
 	_Atomic int alive;      /* ... and has not returned */
-	_Atomic int starting, stopping;
+	_Atomic int stopping;
+	int finished;           /* an end or exec chunk was written */
 	_Atomic int stop;
 	uint32_t end_reason;    /* for the writer's last flush */
 	int32_t end_value;
@@ -308,8 +317,10 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 	struct ddl_clock_sample s;
 	ddl_clock_sample(&s);
 	if (!end_type && !ddl_rings_pending() && ddl_str.len == ddl_str.done &&
-	    s.mono_ns - ddl_w.last_sample_ns < 10000000000LL)
+	    s.mono_ns - ddl_w.last_sample_ns < 10000000000LL) {
+		ddl_threads_reap();
 		return 0;
+	}
 	int fd = ddl_file_open();
 	if (fd < 0)
 		return fd;
@@ -366,7 +377,9 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t value)
 {
 	ddl_spin_try(&ddl_w.lock, -1);
-	int rc = ddl_flush_locked(compress, end_type, reason, value, -1);
+	/* bounded on the last flushes: a thread stuck holding the string lock
+	 * must not keep the end chunk from being written */
+	int rc = ddl_flush_locked(compress, end_type, reason, value, end_type ? 2000 : -1);
 	if (rc < 0 && !ddl_w.broken) {
 		char why[4400];
 		ddl_w.broken = 1;
@@ -400,15 +413,39 @@ void ddl_writer_wake(void)
  */
 static void ddl_writer_private_fds(void)
 {
+	/* One call: the new table copies no descriptor at all (Linux 5.9). */
+	if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0) {
+		ddl_private_fds = 1;
+		return;
+	}
 	if (unshare(CLONE_FILES) != 0)
 		return;
 	ddl_private_fds = 1;
-	if (syscall(SYS_close_range, 0u, ~0u, 0) != 0) {
-		struct rlimit rl;
-		unsigned long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-		for (unsigned long fd = 0; fd < max && fd < (1ul << 20); fd++)
-			syscall(SYS_close, (int)fd);
+	/* Older kernels: close every copied descriptor, listed from our table. */
+	int d = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return;
+	char buf[4096];
+	for (;;) {
+		long n = syscall(SYS_getdents64, d, buf, sizeof buf);
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *e = (void *)(buf + off);
+			char *end;
+			long fd = strtol(e->name, &end, 10);
+			if (end != e->name && !*end && fd != d)
+				syscall(SYS_close, (int)fd);
+			off += e->reclen;
+		}
 	}
+	syscall(SYS_close, d);
 }
 
 static void *ddl_writer_main(void *arg)
@@ -440,6 +477,7 @@ static void *ddl_writer_main(void *arg)
 		ddl_flush(1, r == DDL_END_EXEC ? DDL_CHUNK_EXEC : r ? DDL_CHUNK_END : 0, r, ddl_w.end_value);
 	}
 	atomic_store(&ddl_w.alive, 0);
+	syscall(SYS_futex, &ddl_w.alive, FUTEX_WAKE_PRIVATE, 64, NULL, NULL, 0);
 	atomic_store(&ddl_w.sig_done, 1);
 	syscall(SYS_futex, &ddl_w.sig_done, FUTEX_WAKE_PRIVATE, 64, NULL, NULL, 0);
 	return NULL;
@@ -452,7 +490,7 @@ int ddl_writer_start(void)
 {
 	sigset_t all, old;
 	pthread_attr_t a;
-	if (ddl_w.running)
+	if (ddl_w.running || ddl_w.finished)
 		return 0;
 	ddl_w.owner = getpid();
 	ddl_zstd_open();
@@ -475,21 +513,10 @@ int ddl_writer_start(void)
 	return 0;
 }
 
-/*
- * The writer starts with the first recorded event, not with the process:
- * a program that never makes a traced call stays single-threaded (which
- * unshare(CLONE_NEWUSER), for one, requires). Keeps errno.
- */
-void ddl_writer_ensure(void)
+/* After a failed exec the image goes on: its trace may too. */
+void ddl_writer_reopen(void)
 {
-	if (ddl_w.running || atomic_exchange(&ddl_w.starting, 1))
-		return;
-	int saved = errno;
-	int rc = ddl_writer_start();
-	atomic_store(&ddl_w.starting, 0);
-	if (rc < 0)
-		ddl_disable("cannot start the trace writer thread", -rc);
-	errno = saved;
+	ddl_w.finished = 0;
 }
 
 /*
@@ -501,8 +528,17 @@ void ddl_writer_ensure(void)
  */
 void ddl_writer_stop(uint32_t end_reason, int32_t value)
 {
-	if (ddl_w.owner != getpid() || atomic_exchange(&ddl_w.stopping, 1))
+	if (ddl_w.owner != getpid() || ddl_w.finished)
 		return;
+	if (atomic_exchange(&ddl_w.stopping, 1)) {
+		/* Re-entered (a handler's _exit while exit() stops the writer): let
+		 * the writer finish its last flush, for at most five seconds. */
+		struct timespec step = {0, 100000000};
+		for (int i = 0; i < 50 && atomic_load(&ddl_w.alive) &&
+		                !pthread_equal(pthread_self(), ddl_w.thread); i++)
+			syscall(SYS_futex, &ddl_w.alive, FUTEX_WAIT_PRIVATE, 1, &step, NULL, 0);
+		return;
+	}
 	if (ddl_w.running && !pthread_equal(pthread_self(), ddl_w.thread)) {
 		ddl_w.end_reason = end_reason;
 		ddl_w.end_value = value;
@@ -510,11 +546,13 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 		ddl_writer_wake();
 		pthread_join(ddl_w.thread, NULL);
 		ddl_w.running = 0;
-		return;
+	} else {
+		/* No writer (it failed): write from here. */
+		uint16_t type = end_reason == DDL_END_EXEC ? DDL_CHUNK_EXEC : end_reason ? DDL_CHUNK_END : 0;
+		ddl_flush(1, type, end_reason, value);
 	}
-	/* No writer (it failed, or never started): write from here. */
-	uint16_t type = end_reason == DDL_END_EXEC ? DDL_CHUNK_EXEC : end_reason ? DDL_CHUNK_END : 0;
-	ddl_flush(1, type, end_reason, value);
+	if (end_reason)
+		ddl_w.finished = 1; /* nothing is written after an end or exec chunk */
 }
 
 /*
@@ -527,7 +565,7 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
  */
 void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 {
-	if (ddl_w.owner != getpid() || ddl_w.broken)
+	if (ddl_w.owner != getpid() || ddl_w.broken || ddl_w.finished)
 		return;
 	if (ddl_w.running && pthread_equal(pthread_self(), ddl_w.thread))
 		return;
@@ -590,9 +628,9 @@ void ddl_writer_after_fork_child(void)
 	ddl_w.owner = getpid();
 	atomic_store(&ddl_w.wake, 0);
 	atomic_store(&ddl_w.alive, 0);
-	atomic_store(&ddl_w.starting, 0);
 	atomic_store(&ddl_w.stopping, 0);
 	atomic_store(&ddl_w.sig_req, 0);
+	ddl_w.finished = 0;
 }
 
 /*

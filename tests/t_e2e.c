@@ -251,6 +251,46 @@ int test_e2e_fork_no_duplicates(void) { return tprog_exact("forkdup", NULL, 0); 
 int test_e2e_fortified_and_peek(void) { return tprog_exact("fortify", NULL, 0); }
 int test_e2e_hostile_program(void) { return tprog_exact("hostile", NULL, 0); }
 
+/*
+ * A thread's first traced call made inside a signal handler (the library must
+ * stay async-signal-safe there), and _exit from a handler while exit() is
+ * writing the last of the trace (the trace must still end, complete).
+ */
+int test_e2e_signal_handler_races(void)
+{
+	char *dir = tmpdir(), t[PATH_MAX], exp[PATH_MAX], envexp[PATH_MAX + 16], P[PATH_MAX];
+	snprintf(P, sizeof P, "%s", tbuild("tests/progs/sigrace")); /* tbuild's buffers rotate */
+	for (int i = 0; i < 10; i++) {
+		snprintf(t, sizeof t, "%s/first%d", dir, i);
+		char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--", (char *)P, "first", NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, NULL, 30, &r) == 0, "first: run %d did not finish", i);
+		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && !strcmp(r.out, "sigrace first: ok\n"),
+		      "first: run %d status %#x, stdout '%s', stderr '%s'", i, r.status, r.out, r.err);
+		trun_free(&r);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(t, sizeof t, "%s/exit%d", dir, i);
+		snprintf(exp, sizeof exp, "%s/expect%d", dir, i);
+		snprintf(envexp, sizeof envexp, "DDLT_EXPECT=%s", exp);
+		char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--", (char *)P, "exit", "300000", NULL};
+		char *env[] = {envexp, NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, env, 60, &r) == 0, "exit: run %d did not finish", i);
+		CHECK(WIFEXITED(r.status) && (WEXITSTATUS(r.status) == 0 || WEXITSTATUS(r.status) == 3),
+		      "exit: status %#x", r.status);
+		json_t *rep = treport(t, NULL);
+		CHECK(rep && json_is_false(json_object_get(rep, "truncated")), "exit: run %d: trace truncated", i);
+		json_t *p = json_array_get(json_object_get(rep, "processes"), 0);
+		json_int_t sent = json_integer_value(json_object_get(json_object_get(p, "network"), "bytes_sent"));
+		CHECK(sent == 300000, "exit: run %d: %lld bytes sent in the trace", i, (long long)sent);
+		json_decref(rep);
+		trun_free(&r);
+	}
+	trm(dir);
+	return DDL_PASS;
+}
+
 /* A file-size limit the trace would pass: our write fails, not the program. */
 int test_e2e_file_size_limit(void)
 {
