@@ -5,9 +5,17 @@ VERSION := 0.1.0
 
 CC ?= cc
 CFLAGS ?= -O2 -g
+# make SAN=1 B=build-san: tools and tests under AddressSanitizer and
+# UndefinedBehaviorSanitizer; the preload library under UBSan only (ASan
+# must come first in a process, which a preloaded library cannot promise).
+ifeq ($(SAN),1)
+TOOL_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+LIB_SAN := -fsanitize=undefined -fno-sanitize-recover=undefined
+endif
+FUZZ_SECONDS ?= 60
 WARN := -std=c11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -DDDLPROF_VERSION=\"$(VERSION)\"
-B := build
+B ?= build
 
 # Optional libraries of the tools; the preload library itself needs libc only.
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
@@ -34,15 +42,15 @@ all: $(LIBS) $(BINS) $(EXAMPLES)
 
 $(B)/obj/libddlprof/%.o: libddlprof/%.c $(wildcard libddlprof/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
 
 $(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h analyzer/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
 
 $(B)/lib/libddlprof.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-z,now -Wl,-soname,libddlprof.so -o $@ $^ -ldl -lpthread
+	$(CC) $(LIB_SAN) -shared -Wl,-z,now -Wl,-soname,libddlprof.so -o $@ $^ -ldl -lpthread
 
 $(B)/lib/libddlread.a: $(READ_OBJ)
 	@mkdir -p $(@D)
@@ -50,11 +58,11 @@ $(B)/lib/libddlread.a: $(READ_OBJ)
 
 $(B)/bin/ddlprof: $(B)/obj/launcher/ddlprof.o $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(ZSTD_LIBS)
+	$(CC) $(TOOL_SAN) -o $@ $^ $(ZSTD_LIBS)
 
 $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) -lm
+	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) -lm
 
 $(B)/tests/progs/%: tests/progs/%.c tests/progs/progs.h
 	@mkdir -p $(@D)
@@ -70,7 +78,7 @@ $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 
 $(B)/tests/ddltest: $(TEST_SRC) $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) -pthread -o $@ $(TEST_SRC) \
+	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) \
 		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) -ldl
 
 deps:
@@ -79,6 +87,22 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory all $(PROGS) $(B)/tests/ddltest
 	$(B)/tests/ddltest
+	@echo "== the same tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+	@$(MAKE) --no-print-directory SAN=1 B=build-san all $(PROGS:$(B)/%=build-san/%) build-san/tests/ddltest
+	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		build-san/tests/ddltest
+
+# libFuzzer on the trace reader (clang), FUZZ_SECONDS long, from the seeds.
+fuzz: deps $(B)/fuzz/fuzz_trace
+	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/crashes
+	$(B)/fuzz/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix=$(B)/fuzz/crashes/ $(B)/fuzz/corpus tests/fuzz/seeds
+
+$(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) -Ianalyzer -std=c11 -Wall -Wextra -Werror -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -97,6 +121,6 @@ install: all
 		install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/}; done
 
 clean:
-	rm -rf $(B)
+	rm -rf $(B) build-san
 
-.PHONY: all deps check demo bench install clean
+.PHONY: all deps check demo bench install clean fuzz

@@ -311,30 +311,47 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof *t);
-	t->path = strdup(path);
-	if (!t->path)
-		return ddl_fail(err, errlen, path, "out of memory");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "%s", strerror(errno));
+	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
+		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "not a regular file");
 	}
 	size_t size = (size_t)st.st_size;
 	if (size == 0) {
 		close(fd);
+		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "empty file, not a ddlprof trace");
 	}
 	const unsigned char *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "cannot map: %s", strerror(errno));
-	if (ddl_header_check(t, m, size, err, errlen) < 0) {
-		munmap((void *)m, size);
-		return -1;
 	}
+	int rc = ddl_trace_parse(m, size, path, t, err, errlen);
+	munmap((void *)m, size);
+	return rc;
+}
+
+int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
+                    size_t errlen)
+{
+	const unsigned char *m = buf;
+	const char *path = name;
+	memset(t, 0, sizeof *t);
+	t->path = strdup(name);
+	if (!t->path)
+		return ddl_fail(err, errlen, name, "out of memory");
+	if (size == 0)
+		return ddl_fail(err, errlen, path, "empty file, not a ddlprof trace");
+	if (ddl_header_check(t, m, size, err, errlen) < 0)
+		return -1;
 	unsigned char *zbuf = NULL;
 	size_t off = t->hdr.header_size;
 	while (off < size) {
@@ -390,7 +407,6 @@ int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errl
 		off = body + c.size;
 	}
 	free(zbuf);
-	munmap((void *)m, size);
 	if (!t->ended && !t->truncated) {
 		ddl_problem(t, size, "no end record: the process did not exit cleanly (killed?)");
 		t->truncated = 1;

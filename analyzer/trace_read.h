@@ -56,6 +56,9 @@ struct ddl_trace {
  * cannot be read at all, with the reason, naming the file, in ERR.
  */
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen);
+/* The same for SIZE bytes at BUF, named NAME in messages (fuzzing, tests). */
+int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
+                    size_t errlen);
 void ddl_trace_free(struct ddl_trace *t);
 
 /* Ticks to nanoseconds on the process's CLOCK_MONOTONIC and CLOCK_REALTIME. */

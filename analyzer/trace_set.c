@@ -68,7 +68,8 @@ static int ddl_add_dir(struct ddl_traceset *s, const char *dir)
 		snprintf(names[n++], pl, "%s/%s", dir, e->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof *names, ddl_cmp_str);
+	if (n)
+		qsort(names, n, sizeof *names, ddl_cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		ddl_add_file(s, names[i]);
 		free(names[i]);

@@ -96,10 +96,25 @@ static void ddl_run_id(char *out, size_t cap)
 	ddl_sanitize(out);
 }
 
+/* Creates the missing parents of DIR, as mkdir -p does (mode from umask). */
+static void ddl_make_parents(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s", dir);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		mkdir(p, 0777);
+		*s = '/';
+	}
+}
+
 /* Creates DIR 0700, or checks an existing one is a real directory of ours. */
 static int ddl_prepare_dir(const char *dir)
 {
 	struct stat st;
+	ddl_make_parents(dir);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		fprintf(stderr, "ddlprof: cannot create %s: %s\n", dir, strerror(errno));
 		return -1;
@@ -267,6 +282,7 @@ int main(int argc, char **argv)
 	}
 	execvp(argv[optind], argv + optind);
 	int err = errno;
+	free(preload);
 	fprintf(stderr, "ddlprof: %s: %s\n", argv[optind], strerror(err));
 	return err == ENOENT ? 127 : 126;
 }

@@ -496,6 +496,13 @@ DDL_EXPORT int unshare(int flags)
 		ddl_real_resolve();
 	int p = flags & (CLONE_NEWUSER | CLONE_NEWNS | CLONE_FS) ? ddl_writer_pause() : 0;
 	int r = ddl_real.unshare(flags);
+	/* A joined thread can still count in the kernel for a moment after
+	 * pthread_join returns: retry a little before taking EINVAL as final. */
+	for (int i = 0; p && r < 0 && errno == EINVAL && i < 100; i++) {
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		r = ddl_real.unshare(flags);
+	}
 	ddl_writer_resume(p);
 	return r;
 }
@@ -506,6 +513,11 @@ DDL_EXPORT int setns(int fd, int nstype)
 		ddl_real_resolve();
 	int p = nstype == 0 || nstype & (CLONE_NEWUSER | CLONE_NEWNS) ? ddl_writer_pause() : 0;
 	int r = ddl_real.setns(fd, nstype);
+	for (int i = 0; p && r < 0 && errno == EINVAL && i < 100; i++) {
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		r = ddl_real.setns(fd, nstype);
+	}
 	ddl_writer_resume(p);
 	return r;
 }

@@ -7,8 +7,9 @@
 #   libpapi-dev     hardware counters (optional back end, found at run time)
 #   iproute2        network namespaces for the multi-host tests
 #   pkg-config      locating the libraries above
+#   clang, libclang-rt-14-dev  libFuzzer for make fuzz (the reader's fuzz target)
 set -eu
-PKGS="libjansson-dev libzstd-dev libunwind-dev libpapi-dev iproute2 pkg-config"
+PKGS="libjansson-dev libzstd-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -73,6 +73,57 @@ int test_e2e_sigkill_truncated(void)
 	return DDL_PASS;
 }
 
+/*
+ * SIGKILL at random moments, many times: every trace reads, says it is
+ * truncated, has no damaged chunk, and lost at most about one flush period
+ * (100 ms, with slack for a loaded machine) of the program's last events.
+ */
+int test_e2e_sigkill_random(void)
+{
+	char *dir = tmpdir();
+	srand((unsigned)getpid());
+	for (int i = 0; i < 15; i++) {
+		char t[PATH_MAX];
+		snprintf(t, sizeof t, "%s/k%d", dir, i);
+		int po[2];
+		CHECK(pipe(po) == 0, "pipe");
+		pid_t pid = fork();
+		if (pid == 0) {
+			dup2(po[1], 1);
+			close(po[0]);
+			execl(tbuild("bin/ddlprof"), "ddlprof", "-q", "-o", t, "--",
+			      tbuild("tests/progs/killme"), (char *)NULL);
+			_exit(127);
+		}
+		close(po[1]);
+		char buf[8];
+		CHECK(read(po[0], buf, 6) == 6, "killme did not start");
+		close(po[0]);
+		/* past the first flush period, then anywhere in the next 300 ms */
+		usleep((useconds_t)(150000 + rand() % 300000));
+		struct timespec killed;
+		clock_gettime(CLOCK_REALTIME, &killed);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		struct ddl_traceset s;
+		CHECK(ddl_load(t, &s) == 0 && s.n == 1, "run %d: %zu traces, %zu unreadable", i, s.n, s.nerrors);
+		const struct ddl_trace *tr = &s.t[0];
+		CHECK(tr->truncated && !tr->corrupt && tr->nev > 0, "run %d: truncated %d corrupt %d events %zu",
+		      i, tr->truncated, tr->corrupt, tr->nev);
+		uint64_t last = 0;
+		for (size_t k = 0; k < tr->nev; k++)
+			if (tr->ev[k].start > last)
+				last = tr->ev[k].start;
+		int64_t lost_ms = ((int64_t)killed.tv_sec * 1000000000 + killed.tv_nsec -
+		                   ddl_trace_real_ns(tr, last)) / 1000000;
+		CHECK(lost_ms < 300, "run %d: the last %lld ms before the kill are missing", i,
+		      (long long)lost_ms);
+		ddl_traceset_free(&s);
+	}
+	trm(dir);
+	return DDL_PASS;
+}
+
 /* Default-action deaths flush and end the trace; the status is unchanged. */
 int test_e2e_fatal_signal_flush(void)
 {

@@ -57,7 +57,11 @@ static char *ddl_make_trace(const char *dir, const char *mode, const char *extra
 		snprintf(d, sizeof d, "DDLPROF_DIR=%s", dir);
 		char lib[PATH_MAX + 16];
 		snprintf(lib, sizeof lib, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
-		char *env[] = {d, lib, "DDLPROF_RUN_ID=unit", (char *)extra_env, NULL};
+		/* the sanitizer build's runner passes its options on */
+		char asan[256] = "ASAN_OPTIONS=";
+		if (getenv("ASAN_OPTIONS"))
+			strncat(asan, getenv("ASAN_OPTIONS"), sizeof asan - strlen(asan) - 1);
+		char *env[] = {d, lib, "DDLPROF_RUN_ID=unit", asan, (char *)extra_env, NULL};
 		char *argv[] = {(char *)tbuild("tests/ddltest"), "--child", (char *)mode, NULL};
 		execve(argv[0], argv, env);
 		_exit(127);

@@ -29,6 +29,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_threads) \
 	X(e2e_exitcode) \
 	X(e2e_sigkill_truncated) \
+	X(e2e_sigkill_random) \
 	X(e2e_fatal_signal_flush) \
 	X(e2e_disk_full) \
 	X(e2e_unwritable_dir) \
