@@ -302,6 +302,16 @@ int test_e2e_fork_no_duplicates(void) { return tprog_exact("forkdup", NULL, 0); 
 int test_e2e_fortified_and_peek(void) { return tprog_exact("fortify", NULL, 0); }
 int test_e2e_hostile_program(void) { return tprog_exact("hostile", NULL, 0); }
 
+/* Fault injection: process creation of every kind, storms, limits. */
+int test_e2e_spawn_family(void) { return tprog_exact("storm", (char *[]){"spawns", NULL}, 0); }
+int test_e2e_fork_storm(void) { return tprog_exact("storm", (char *[]){"forks", "150", NULL}, 0); }
+int test_e2e_thread_storm(void) { return tprog_exact("storm", (char *[]){"threads", "3000", NULL}, 0); }
+int test_e2e_signal_storm(void) { return tprog_exact("storm", (char *[]){"signals", NULL}, 0); }
+int test_e2e_descriptor_exhaustion(void)
+{
+	return tprog_exact("storm", (char *[]){"fdlimit", NULL}, 0);
+}
+
 /*
  * A thread's first traced call made inside a signal handler (the library must
  * stay async-signal-safe there), and _exit from a handler while exit() is

@@ -41,6 +41,11 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_fortified_and_peek) \
 	X(e2e_hostile_program) \
 	X(e2e_signal_handler_races) \
+	X(e2e_spawn_family) \
+	X(e2e_fork_storm) \
+	X(e2e_thread_storm) \
+	X(e2e_signal_storm) \
+	X(e2e_descriptor_exhaustion) \
 	X(e2e_file_size_limit) \
 	X(e2e_rank_env) \
 	X(e2e_two_hosts) \
