@@ -448,44 +448,47 @@ static void ddl_execl_fill(const char *arg, va_list ap, char **argv, size_t n)
 		argv[i] = arg ? va_arg(ap, char *) : NULL;
 }
 
-DDL_EXPORT int execl(const char *path, const char *arg, ...)
+enum ddl_execl_how { DDL_EXECL_PATH, DDL_EXECL_SEARCH, DDL_EXECL_ENV };
+
+/* The vector form of one execl call; AP is past ARG and is used up. */
+static int ddl_execl(enum ddl_execl_how how, const char *file, const char *arg, va_list ap)
 {
-	va_list ap, cp;
-	va_start(ap, arg);
+	va_list cp;
 	va_copy(cp, ap);
 	size_t n = ddl_execl_count(arg, cp);
 	va_end(cp);
 	char *argv[n];
 	ddl_execl_fill(arg, ap, argv, n);
+	if (how == DDL_EXECL_ENV)
+		return execve(file, argv, va_arg(ap, char *const *));
+	return how == DDL_EXECL_SEARCH ? execvp(file, argv) : execv(file, argv);
+}
+
+DDL_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	int r = ddl_execl(DDL_EXECL_PATH, path, arg, ap);
 	va_end(ap);
-	return execv(path, argv);
+	return r;
 }
 
 DDL_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-	va_list ap, cp;
+	va_list ap;
 	va_start(ap, arg);
-	va_copy(cp, ap);
-	size_t n = ddl_execl_count(arg, cp);
-	va_end(cp);
-	char *argv[n];
-	ddl_execl_fill(arg, ap, argv, n);
+	int r = ddl_execl(DDL_EXECL_SEARCH, file, arg, ap);
 	va_end(ap);
-	return execvp(file, argv);
+	return r;
 }
 
 DDL_EXPORT int execle(const char *path, const char *arg, ...)
 {
-	va_list ap, cp;
+	va_list ap;
 	va_start(ap, arg);
-	va_copy(cp, ap);
-	size_t n = ddl_execl_count(arg, cp);
-	va_end(cp);
-	char *argv[n];
-	ddl_execl_fill(arg, ap, argv, n);
-	char *const *envp = va_arg(ap, char *const *);
+	int r = ddl_execl(DDL_EXECL_ENV, path, arg, ap);
 	va_end(ap);
-	return execve(path, argv, envp);
+	return r;
 }
 
 /* ---- namespaces and daemon(): calls that need us out of the way ---- */

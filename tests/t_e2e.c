@@ -37,12 +37,12 @@ static int ddl_load(const char *dir, struct ddl_traceset *s)
 	return ddl_traceset_load(s, p, 1, err, sizeof err);
 }
 
-int test_e2e_sigkill_truncated(void)
+/* Starts killme under ddlprof into TDIR; returns its pid once it is sending, or -1. */
+static pid_t ddl_start_killme(const char *tdir)
 {
-	char *dir = tmpdir(), tdir[PATH_MAX];
-	snprintf(tdir, sizeof tdir, "%s/t", dir);
 	int po[2];
-	CHECK(pipe(po) == 0, "pipe");
+	if (pipe(po) != 0)
+		return -1;
 	pid_t pid = fork();
 	if (pid == 0) {
 		dup2(po[1], 1);
@@ -52,8 +52,23 @@ int test_e2e_sigkill_truncated(void)
 		_exit(127);
 	}
 	close(po[1]);
-	char buf[16] = "";
-	CHECK(read(po[0], buf, 6) == 6 && !strncmp(buf, "ready\n", 6), "killme did not start: %s", buf);
+	char buf[8] = "";
+	ssize_t n = read(po[0], buf, 6);
+	close(po[0]);
+	if (n != 6 || strncmp(buf, "ready\n", 6)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+int test_e2e_sigkill_truncated(void)
+{
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	pid_t pid = ddl_start_killme(tdir);
+	CHECK(pid > 0, "killme did not start");
 	usleep(350000); /* several flush periods */
 	kill(pid, SIGKILL);
 	int st;
@@ -85,20 +100,8 @@ int test_e2e_sigkill_random(void)
 	for (int i = 0; i < 15; i++) {
 		char t[PATH_MAX];
 		snprintf(t, sizeof t, "%s/k%d", dir, i);
-		int po[2];
-		CHECK(pipe(po) == 0, "pipe");
-		pid_t pid = fork();
-		if (pid == 0) {
-			dup2(po[1], 1);
-			close(po[0]);
-			execl(tbuild("bin/ddlprof"), "ddlprof", "-q", "-o", t, "--",
-			      tbuild("tests/progs/killme"), (char *)NULL);
-			_exit(127);
-		}
-		close(po[1]);
-		char buf[8];
-		CHECK(read(po[0], buf, 6) == 6, "killme did not start");
-		close(po[0]);
+		pid_t pid = ddl_start_killme(t);
+		CHECK(pid > 0, "killme did not start");
 		/* past the first flush period, then anywhere in the next 300 ms */
 		usleep((useconds_t)(150000 + rand() % 300000));
 		struct timespec killed;

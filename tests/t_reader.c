@@ -176,18 +176,44 @@ static void ddl_spit(const char *path, const unsigned char *m, size_t n)
 	close(fd);
 }
 
+/* An uncompressed trace written by the library: its bytes, what the reader
+ * makes of it, and where each chunk starts. */
+struct ddl_fixture {
+	char *dir, *path;
+	unsigned char *m;
+	size_t size;
+	struct ddl_trace full;
+	size_t off[4096], nc;
+};
+
+static int ddl_fixture_make(struct ddl_fixture *f)
+{
+	char err[256];
+	f->dir = tmpdir();
+	f->path = ddl_make_trace(f->dir, "roundtrip", "DDLPROF_COMPRESS=0");
+	CHECK(f->path, "no trace");
+	f->m = ddl_slurp(f->path, &f->size);
+	CHECK(ddl_trace_read(f->path, &f->full, err, sizeof err) == 0, "%s", err);
+	f->nc = ddl_chunks(f->m, f->size, f->full.hdr.header_size, f->off, 4096);
+	return DDL_PASS;
+}
+
+static void ddl_fixture_free(struct ddl_fixture *f)
+{
+	ddl_trace_free(&f->full);
+	free(f->m);
+	trm(f->dir);
+}
+
 int test_reader_truncation_every_offset(void)
 {
-	char *dir = tmpdir();
-	char *path = ddl_make_trace(dir, "roundtrip", "DDLPROF_COMPRESS=0");
-	CHECK(path, "no trace");
-	size_t size;
-	unsigned char *m = ddl_slurp(path, &size);
-	struct ddl_trace full;
-	char err[256];
-	CHECK(ddl_trace_read(path, &full, err, sizeof err) == 0, "%s", err);
-	size_t off[4096];
-	size_t nc = ddl_chunks(m, size, full.hdr.header_size, off, 4096);
+	static struct ddl_fixture fx;
+	if (ddl_fixture_make(&fx) != DDL_PASS)
+		return DDL_FAIL;
+	char *dir = fx.dir, *path = fx.path, err[256];
+	unsigned char *m = fx.m;
+	size_t size = fx.size, nc = fx.nc, *off = fx.off;
+	struct ddl_trace full = fx.full;
 	char cut[PATH_MAX];
 	snprintf(cut, sizeof cut, "%s/cut.ddlt", dir);
 	/* every byte near the start, then around every chunk boundary, and a stride */
@@ -218,24 +244,19 @@ int test_reader_truncation_every_offset(void)
 	struct ddl_trace t;
 	CHECK(ddl_trace_read(path, &t, err, sizeof err) == 0 && !t.truncated, "whole file truncated?");
 	ddl_trace_free(&t);
-	ddl_trace_free(&full);
-	free(m);
-	trm(dir);
+	ddl_fixture_free(&fx);
 	return DDL_PASS;
 }
 
 int test_reader_corruption_every_chunk(void)
 {
-	char *dir = tmpdir();
-	char *path = ddl_make_trace(dir, "roundtrip", "DDLPROF_COMPRESS=0");
-	CHECK(path, "no trace");
-	size_t size;
-	unsigned char *m = ddl_slurp(path, &size);
-	struct ddl_trace full;
-	char err[256];
-	CHECK(ddl_trace_read(path, &full, err, sizeof err) == 0, "%s", err);
-	size_t off[4096];
-	size_t nc = ddl_chunks(m, size, full.hdr.header_size, off, 4096);
+	static struct ddl_fixture fx;
+	if (ddl_fixture_make(&fx) != DDL_PASS)
+		return DDL_FAIL;
+	char *dir = fx.dir, err[256];
+	unsigned char *m = fx.m;
+	size_t size = fx.size, nc = fx.nc, *off = fx.off;
+	struct ddl_trace full = fx.full;
 	CHECK(nc >= 3, "only %zu chunks", nc);
 	char bad[PATH_MAX];
 	snprintf(bad, sizeof bad, "%s/bad.ddlt", dir);
@@ -268,9 +289,7 @@ int test_reader_corruption_every_chunk(void)
 			ddl_trace_free(&t);
 		}
 	}
-	ddl_trace_free(&full);
-	free(m);
-	trm(dir);
+	ddl_fixture_free(&fx);
 	return DDL_PASS;
 }
 
