@@ -29,11 +29,15 @@ static json_t *ddl_jstr(const char *s)
 
 static json_t *ddl_json_net(const struct ddl_netsum *n)
 {
-	return json_pack("{s:I, s:I, s:I, s:f, s:f, s:i, s:i}", "calls", (json_int_t)n->calls,
-	                 "bytes_sent", (json_int_t)n->bytes_sent, "bytes_received",
-	                 (json_int_t)n->bytes_received, "time_in_calls_s", (double)n->in_calls_ns / 1e9,
-	                 "time_blocked_s", (double)n->blocked_ns / 1e9, "peers_local",
-	                 (int)n->peers_local, "peers_remote", (int)n->peers_remote);
+	json_t *j = json_pack("{s:I, s:I, s:I, s:f, s:f, s:i, s:i}", "calls", (json_int_t)n->calls,
+	                      "bytes_sent", (json_int_t)n->bytes_sent, "bytes_received",
+	                      (json_int_t)n->bytes_received, "time_in_calls_s",
+	                      (double)n->in_calls_ns / 1e9, "time_blocked_s", (double)n->blocked_ns / 1e9,
+	                      "peers_local", (int)n->peers_local, "peers_remote", (int)n->peers_remote);
+	json_object_set_new(j, "bytes_sent_remote", json_integer((json_int_t)n->bytes_sent_remote));
+	json_object_set_new(j, "bytes_received_remote",
+	                    json_integer((json_int_t)n->bytes_received_remote));
+	return j;
 }
 
 int ddl_out_json(const struct ddl_report *r, FILE *f)

@@ -12,6 +12,7 @@
 struct ddl_netsum {
 	uint64_t calls;
 	uint64_t bytes_sent, bytes_received;
+	uint64_t bytes_sent_remote, bytes_received_remote; /* to and from other hosts */
 	int64_t in_calls_ns;  /* inside send/recv/connect/accept family calls */
 	int64_t blocked_ns;   /* inside poll/select/epoll waits on sockets */
 	uint32_t peers_local, peers_remote;

@@ -62,11 +62,17 @@ static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const s
 {
 	int cls = ddl_event_class(e->kind);
 	int64_t d = ddl_trace_dur_ns(t, e);
+	int remote = e->peer && e->peer < t->npeers && t->peers[e->peer].text && !t->peers[e->peer].local;
 	n->calls++;
-	if (cls == DDL_CLASS_TX && e->result > 0)
+	if (cls == DDL_CLASS_TX && e->result > 0) {
 		n->bytes_sent += (uint64_t)e->result;
-	else if (cls == DDL_CLASS_RX && e->result > 0 && !(e->flags & DDL_EVF_PEEK))
+		if (remote)
+			n->bytes_sent_remote += (uint64_t)e->result;
+	} else if (cls == DDL_CLASS_RX && e->result > 0 && !(e->flags & DDL_EVF_PEEK)) {
 		n->bytes_received += (uint64_t)e->result;
+		if (remote)
+			n->bytes_received_remote += (uint64_t)e->result;
+	}
 	if (cls == DDL_CLASS_WAIT) {
 		if (e->flags & DDL_EVF_SOCKWAIT)
 			n->blocked_ns += d;

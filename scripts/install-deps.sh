@@ -8,13 +8,27 @@
 #   iproute2        network namespaces for the multi-host tests
 #   pkg-config      locating the libraries above
 #   clang, libclang-rt-14-dev  libFuzzer for make fuzz (the reader's fuzz target)
+# and, where it can (as root), what the real-workload tests use; those tests
+# skip without it:
+#   python3-torch   PyTorch DistributedDataParallel over gloo (CPU)
 set -eu
+OPTIONAL="python3-torch"
 PKGS="libjansson-dev libzstd-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"
 done
+optional=""
+for p in $OPTIONAL; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		optional="$optional $p"
+done
+if [ "$(id -u)" = 0 ]; then
+	missing="$missing$optional"
+elif [ -n "$optional" ]; then
+	echo "ddlprof: tests that need$optional will be skipped" >&2
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "ddlprof: missing Debian packages:$missing" >&2
