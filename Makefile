@@ -66,7 +66,7 @@ $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 
 $(B)/tests/progs/%: tests/progs/%.c tests/progs/progs.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -pthread -o $@ $<
+	$(CC) -Iinclude $(WARN) $(CFLAGS) -pthread -o $@ $<
 
 $(B)/examples/%: examples/%.c
 	@mkdir -p $(@D)
@@ -117,6 +117,7 @@ install: all
 	install -D -m 0755 $(B)/bin/ddlprof-report $(DESTDIR)$(PREFIX)/bin/ddlprof-report
 	install -D -m 0755 $(B)/lib/libddlprof.so $(DESTDIR)$(PREFIX)/lib/libddlprof.so
 	install -D -m 0644 include/ddlprof/trace.h $(DESTDIR)$(PREFIX)/include/ddlprof/trace.h
+	install -D -m 0644 include/ddlprof/ddlprof.h $(DESTDIR)$(PREFIX)/include/ddlprof/ddlprof.h
 	for m in $(wildcard man/*.[1-9]); do \
 		install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/}; done
 

@@ -8,7 +8,7 @@
 
 int ddl_out_dump(const struct ddl_report *r, FILE *f)
 {
-	fprintf(f, "# host pid tid time_s event fd result dur_us peer\n");
+	fprintf(f, "# host pid tid time_s event fd result dur_us peer_or_name\n");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		for (size_t k = 0; k < p->ntr; k++) {
@@ -18,6 +18,9 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f)
 				uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 				const char *peer = e->peer && e->peer < t->npeers && t->peers[e->peer].text
 				                       ? t->peers[e->peer].text : "-";
+				if (ddl_event_class(e->kind) == DDL_CLASS_MARK)
+					peer = e->result > 0 && (size_t)e->result < t->nnames && t->names[e->result]
+					           ? t->names[e->result] : "-"; /* markers: the name */
 				double ts = (double)(ddl_trace_real_ns(t, e->start) - r->start_real_ns) / 1e9;
 				fprintf(f, "%s %u %u %.9f %s%s %d %" PRId64 " %.3f %s\n", p->host, p->pid, tid, ts,
 				        ddl_event_name(e->kind),

@@ -78,11 +78,29 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_object_set_new(root, "other_runs", others);
 	json_object_set_new(root, "truncated", json_boolean(r->truncated));
 	json_object_set_new(root, "corrupt", json_boolean(r->corrupt));
-	json_object_set_new(root, "job",
-	                    json_pack("{s:i, s:i, s:i, s:f}", "ranks", r->nranks, "hosts", r->nhosts,
-	                              "processes", (int)r->nprocs, "wall_s",
-	                              r->nprocs ? (double)(r->end_real_ns - r->start_real_ns) / 1e9
-	                                        : 0.0));
+	json_t *job = json_pack("{s:i, s:i, s:i, s:f}", "ranks", r->nranks, "hosts", r->nhosts,
+	                        "processes", (int)r->nprocs, "wall_s",
+	                        r->nprocs ? (double)(r->end_real_ns - r->start_real_ns) / 1e9 : 0.0);
+	int have = r->iterations > 0;
+	json_object_set_new(job, "iterations", json_integer(r->iterations));
+	json_object_set_new(job, "iteration_method", json_string(r->iteration_method));
+	json_object_set_new(job, "iteration_names", ddl_jstr(r->iteration_names));
+	json_object_set_new(job, "warmup", json_integer(r->warmup));
+	json_object_set_new(job, "iteration_mean_s", have ? json_real(r->iter_mean_s) : json_null());
+	json_object_set_new(job, "iteration_p50_s", have ? json_real(r->iter_p50_s) : json_null());
+	json_object_set_new(job, "iteration_p99_s", have ? json_real(r->iter_p99_s) : json_null());
+	json_object_set_new(root, "job", job);
+	json_t *ranks = json_array();
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (p->rank < 0 && !p->niter)
+			continue;
+		json_t *jr = json_pack("{s:i, s:o, s:i, s:i}", "rank", p->rank, "host", ddl_jstr(p->host),
+		                       "pid", (int)p->pid, "iterations", (int)p->niter);
+		json_object_set_new(jr, "iteration_mean_s", p->niter ? json_real(p->iter_mean_s) : json_null());
+		json_array_append_new(ranks, jr);
+	}
+	json_object_set_new(root, "ranks", ranks);
 	json_object_set_new(root, "processes", procs);
 	json_object_set_new(root, "problems", problems);
 	int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));

@@ -30,6 +30,7 @@ static const struct {
 static void ddl_usage(FILE *f)
 {
 	fprintf(f, "usage: ddlprof-report [--json | --dump | --format text|json|dump] [--run ID]\n"
+	           "                      [--warmup N] [--iteration-name GLOBS]\n"
 	           "                      [-o FILE [--force]] DIR|FILE...\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
 }
@@ -57,9 +58,11 @@ int main(int argc, char **argv)
 		{"format", required_argument, NULL, 'F'}, {"run", required_argument, NULL, 'r'},
 		{"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
+		{"warmup", required_argument, NULL, 'w'}, {"iteration-name", required_argument, NULL, 'n'},
 		{NULL, 0, NULL, 0}};
-	const char *format = "text", *run_id = NULL, *out = NULL;
-	int force = 0, c;
+	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
+	int force = 0, c, warmup = 5;
+	char *end;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': format = "json"; break;
@@ -70,6 +73,20 @@ int main(int argc, char **argv)
 		case 'f': force = 1; break;
 		case 'h': ddl_usage(stdout); return 0;
 		case 'V': printf("ddlprof-report %s\n", DDLPROF_VERSION); return 0;
+		case 'w':
+			warmup = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || warmup < 0 || warmup > 1000000) {
+				fprintf(stderr, "ddlprof-report: --warmup '%s': a whole number, 0 or more\n", optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			if (!*optarg || strlen(optarg) > 400) {
+				fprintf(stderr, "ddlprof-report: --iteration-name: 1 to 400 characters of globs\n");
+				return 2;
+			}
+			iter_names = optarg;
+			break;
 		default: ddl_usage(stderr); return 2;
 		}
 	}
@@ -113,6 +130,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof-report: out of memory\n");
 		return 1;
 	}
+	rep.iteration_names = iter_names;
+	rep.warmup = warmup;
+	ddl_report_iterations(&rep, iter_names, warmup);
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];

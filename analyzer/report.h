@@ -38,6 +38,10 @@ struct ddl_proc {
 	size_t nthreads;
 	struct ddl_trace **tr; /* this process's traces, in exec order */
 	size_t ntr;
+	double *iter_s;       /* iteration durations after warm-up, in order */
+	size_t niter;
+	int warmup_skipped;
+	double iter_mean_s;
 };
 
 struct ddl_report {
@@ -48,10 +52,17 @@ struct ddl_report {
 	int nhosts, nranks;
 	int truncated, corrupt;
 	int64_t start_real_ns, end_real_ns;
+	const char *iteration_method; /* "markers" or "none" */
+	const char *iteration_names;  /* the patterns used */
+	int warmup;
+	long iterations;              /* per rank, the fewest after warm-up */
+	double iter_mean_s, iter_p50_s, iter_p99_s;
 };
 
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run);
 void ddl_report_free(struct ddl_report *r);
+/* Finds iterations (iterations.c); PATTERNS are comma-separated globs. */
+void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 
 /* Output formats; each returns 0 or -1 on a write error. */
 int ddl_out_text(const struct ddl_report *r, FILE *f);

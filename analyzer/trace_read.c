@@ -133,6 +133,20 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			ti->idx = r.id;
 			ti->tid = r.value;
 			ti->name = ddl_strndup(text, r.len);
+		} else if (r.kind == DDL_STR_NAME) {
+			if (r.id > (1u << 20))
+				continue;
+			if (r.id >= t->nnames) {
+				size_t nn = (size_t)r.id + 1;
+				char **q = realloc(t->names, nn * sizeof *q);
+				if (!q)
+					return;
+				memset(q + t->nnames, 0, (nn - t->nnames) * sizeof *q);
+				t->names = q;
+				t->nnames = nn;
+			}
+			if (!t->names[r.id])
+				t->names[r.id] = ddl_strndup(text, r.len);
 		} else if (r.kind == DDL_STR_META) {
 			char **q = realloc(t->meta, (t->nmeta + 1) * sizeof *q);
 			if (!q)
@@ -425,6 +439,9 @@ void ddl_trace_free(struct ddl_trace *t)
 		free(t->threads[i].name);
 	for (size_t i = 0; i < t->nmeta; i++)
 		free(t->meta[i]);
+	for (size_t i = 0; i < t->nnames; i++)
+		free(t->names[i]);
+	free(t->names);
 	for (int i = 0; i < t->nproblems; i++)
 		free(t->problems[i]);
 	free(t->peers);

@@ -38,6 +38,8 @@ struct ddl_trace {
 	size_t nthreads;
 	char **meta;               /* "key=value" */
 	size_t nmeta;
+	char **names;              /* marker names, indexed by id; NULL when unseen */
+	size_t nnames;
 	int ended;                 /* an end (or exec) chunk closes the file */
 	struct ddl_end end;
 	int exec_end;              /* the image ended by exec */

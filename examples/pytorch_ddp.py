@@ -9,9 +9,12 @@ Debian's torchrun is broken on Python 3.11). Under ddlprof:
     ddlprof -o run1 --run-id run1 -- python3 examples/pytorch_ddp.py
 
 Rank 0 prints the mean step time. Options: --steps, --layers, --width,
---batch, --threads.
+--batch, --threads, and --markers, which names each step "train_step"
+through ddlprof's marker API (ctypes; a no-op without ddlprof), so
+ddlprof-report cuts the run into iterations.
 """
 import argparse
+import ctypes
 import os
 import time
 
@@ -27,7 +30,13 @@ def main():
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--markers", action="store_true")
     args = ap.parse_args()
+
+    # The marker API is in libddlprof.so, present only under ddlprof.
+    lib = ctypes.CDLL(None)
+    push = getattr(lib, "ddlprof_range_push", None) if args.markers else None
+    pop = getattr(lib, "ddlprof_range_pop", None) if args.markers else None
 
     torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
@@ -48,12 +57,16 @@ def main():
     times = []
     for _ in range(args.steps):
         t0 = time.perf_counter()
+        if push:
+            push(b"train_step")
         opt.zero_grad()
         loss = ((ddp(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
         if cuda:
             torch.cuda.synchronize()
+        if pop:
+            pop()
         times.append(time.perf_counter() - t0)
     if rank == 0:
         skip = min(3, len(times) - 1)

@@ -307,8 +307,8 @@ void ddl_init(void)
 	if (gethostname(ddl_g.host, sizeof ddl_g.host - 1) != 0)
 		snprintf(ddl_g.host, sizeof ddl_g.host, "unknown");
 	ddl_sanitize(ddl_g.host);
-	if (ddl_settings_load(&ddl_g.cfg) < 0 || !ddl_g.cfg.trace_socket) {
-		ddl_g.initialised = 1; /* malformed, or nothing this build can trace asked for */
+	if (ddl_settings_load(&ddl_g.cfg) < 0) {
+		ddl_g.initialised = 1;
 		return;
 	}
 	ddl_run_id(ddl_g.cfg.run_id, sizeof ddl_g.cfg.run_id);
@@ -331,7 +331,7 @@ void ddl_init(void)
 	}
 	ddl_signal_init();
 	pthread_atfork(ddl_atfork_prepare, ddl_atfork_parent, ddl_atfork_child);
-	atomic_store(&ddl_g.enabled, 1);
+	atomic_store(&ddl_g.enabled, (ddl_g.cfg.trace_socket ? DDL_FAM_SOCKET : 0) | DDL_FAM_MARK);
 }
 
 __attribute__((destructor(101))) static void ddl_destructor(void)

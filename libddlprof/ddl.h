@@ -113,9 +113,13 @@ struct ddl_settings {
 	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
 };
 
-/* Global state. enabled is read on every call: 1 = recording. */
+/* Families of recorded calls: the bits of ddl_g.enabled. */
+#define DDL_FAM_SOCKET 1u
+#define DDL_FAM_MARK   2u /* the marker API, always on with profiling */
+
+/* Global state. enabled is read on every call: the families recording. */
 struct ddl_global {
-	_Atomic int enabled;
+	_Atomic unsigned enabled;
 	int initialised;
 	struct ddl_settings cfg;
 	char host[DDL_HOST_MAX];
@@ -188,13 +192,13 @@ void ddl_threads_reap(void) DDL_HIDDEN;
  * handler that longjmps out of it leaves nothing behind, and calls a
  * handler makes meanwhile are recorded.
  */
-static inline struct ddl_thread *ddl_thread_enter(void)
+static inline struct ddl_thread *ddl_thread_enter(unsigned family)
 {
 	struct ddl_thread *t = ddl_self;
 	if (ddl_unlikely(!t))
 		t = ddl_thread_slow();
 	if (ddl_unlikely(!t || t->busy ||
-	                 !atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed)))
+	                 !(atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed) & family)))
 		return NULL;
 	return t;
 }

@@ -351,7 +351,7 @@ static inline unsigned ddl_peek(int flags)
 
 DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.send))
 			ddl_real_resolve();
@@ -367,7 +367,7 @@ DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
                           const struct sockaddr *to, socklen_t tolen)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.sendto))
 			ddl_real_resolve();
@@ -383,7 +383,7 @@ DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 
 DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.sendmsg))
 			ddl_real_resolve();
@@ -399,7 +399,7 @@ DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.sendmmsg))
 			ddl_real_resolve();
@@ -418,7 +418,7 @@ DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 
 DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.recv))
 			ddl_real_resolve();
@@ -434,7 +434,7 @@ DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
                             socklen_t *fromlen)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.recvfrom))
 			ddl_real_resolve();
@@ -451,7 +451,7 @@ DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 
 DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.recvmsg))
 			ddl_real_resolve();
@@ -469,7 +469,7 @@ DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
                         struct timespec *timeout)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.recvmmsg))
 			ddl_real_resolve();
@@ -488,7 +488,7 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 
 DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.read))
 			ddl_real_resolve();
@@ -506,7 +506,7 @@ DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 
 DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.write))
 			ddl_real_resolve();
@@ -524,7 +524,7 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.readv))
 			ddl_real_resolve();
@@ -542,7 +542,7 @@ DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 
 DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.writev))
 			ddl_real_resolve();
@@ -564,7 +564,7 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
  */
 DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.__read_chk))
 			ddl_real_resolve();
@@ -582,7 +582,7 @@ DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 
 DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.__recv_chk))
 			ddl_real_resolve();
@@ -598,7 +598,7 @@ DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int 
 DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
                                   struct sockaddr *from, socklen_t *fromlen)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.__recvfrom_chk))
 			ddl_real_resolve();
@@ -617,7 +617,7 @@ DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, 
 
 DDL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.connect))
 			ddl_real_resolve();
@@ -647,7 +647,7 @@ static uint32_t ddl_accepted(int nfd, const struct sockaddr *addr, const socklen
 
 DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.accept))
 			ddl_real_resolve();
@@ -664,7 +664,7 @@ DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 DDL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.accept4))
 			ddl_real_resolve();
@@ -730,7 +730,7 @@ static unsigned ddl_epoll_flag(int epfd)
 
 DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.poll))
 			ddl_real_resolve();
@@ -746,7 +746,7 @@ DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
                      const sigset_t *mask)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.ppoll))
 			ddl_real_resolve();
@@ -761,7 +761,7 @@ DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 
 DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tmo)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.select))
 			ddl_real_resolve();
@@ -778,7 +778,7 @@ DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
                        const sigset_t *mask)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.pselect))
 			ddl_real_resolve();
@@ -794,7 +794,7 @@ DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struc
 
 DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.epoll_wait))
 			ddl_real_resolve();
@@ -810,7 +810,7 @@ DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout
 DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
                            const sigset_t *mask)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.epoll_pwait))
 			ddl_real_resolve();
@@ -825,7 +825,7 @@ DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 
 DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.__poll_chk))
 			ddl_real_resolve();
@@ -841,7 +841,7 @@ DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsl
 DDL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
                            const sigset_t *mask, size_t fdslen)
 {
-	struct ddl_thread *t = ddl_thread_enter();
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.__ppoll_chk))
 			ddl_real_resolve();
@@ -862,7 +862,8 @@ DDL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		ddl_real_resolve();
 	int r = ddl_real.epoll_ctl(epfd, op, fd, ev);
 	if (r == 0 && op == EPOLL_CTL_ADD && (unsigned)epfd < DDL_FD_MAX &&
-	    atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed) && ddl_fd_is_sock(fd))
+	    (atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed) & DDL_FAM_SOCKET) &&
+	    ddl_fd_is_sock(fd))
 		atomic_fetch_or(&ddl_fdtab[epfd], DDL_FD_EPSOCK | DDL_FD_NOTSOCK);
 	return r;
 }

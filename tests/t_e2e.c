@@ -631,3 +631,54 @@ int test_e2e_pytorch_two_hosts(void)
 	trm(dir);
 	return DDL_PASS;
 }
+
+/* Iterations from the marker API: warm-up skipped, durations measured. */
+int test_e2e_marker_iterations(void)
+{
+	if (tprog_exact("markers", NULL, 0) != DDL_PASS)
+		return DDL_FAIL; /* same output without the profiler; exact bytes */
+	char *dir = tmpdir(), t[PATH_MAX];
+	snprintf(t, sizeof t, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--",
+	                (char *)tbuild("tests/progs/markers"), NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 30, &r) == 0 && r.status == 0, "markers run");
+	trun_free(&r);
+	json_t *rep = treport(t, NULL);
+	json_t *job = json_object_get(rep, "job");
+	CHECK(!strcmp(json_string_value(json_object_get(job, "iteration_method")), "markers"),
+	      "iteration_method");
+	CHECK(json_integer_value(json_object_get(job, "iterations")) == 7, "12 steps less 5 warm-up: %lld",
+	      (long long)json_integer_value(json_object_get(job, "iterations")));
+	double mean = json_real_value(json_object_get(job, "iteration_mean_s"));
+	double p99 = json_real_value(json_object_get(job, "iteration_p99_s"));
+	CHECK(mean > 0.0195 && mean < 0.030 && p99 >= mean, "20 ms steps measured as mean %.4f p99 %.4f",
+	      mean, p99);
+	json_t *rk = json_array_get(json_object_get(rep, "ranks"), 0);
+	CHECK(json_integer_value(json_object_get(rk, "iterations")) == 7, "ranks[0].iterations");
+	json_t *p = json_array_get(json_object_get(rep, "processes"), 0);
+	CHECK(json_integer_value(json_object_get(json_object_get(p, "network"), "calls")) == 24,
+	      "markers counted as network calls");
+	json_decref(rep);
+	char *a2[] = {(char *)tbuild("bin/ddlprof-report"), "--json", "--warmup", "0", t, NULL};
+	CHECK(trun(a2, NULL, 30, &r) == 0, "report --warmup 0");
+	rep = json_loads(r.out, 0, NULL);
+	CHECK(json_integer_value(json_object_get(json_object_get(rep, "job"), "iterations")) == 12,
+	      "--warmup 0 gives all 12");
+	json_decref(rep);
+	trun_free(&r);
+	char *a3[] = {(char *)tbuild("bin/ddlprof-report"), "--json", "--iteration-name", "epoch*", t, NULL};
+	CHECK(trun(a3, NULL, 30, &r) == 0, "report --iteration-name");
+	rep = json_loads(r.out, 0, NULL);
+	json_t *j3 = json_object_get(rep, "job");
+	CHECK(!strcmp(json_string_value(json_object_get(j3, "iteration_method")), "none") &&
+	      json_is_null(json_object_get(j3, "iteration_mean_s")), "a pattern that matches nothing");
+	json_decref(rep);
+	trun_free(&r);
+	char *a4[] = {(char *)tbuild("bin/ddlprof-report"), "--dump", t, NULL};
+	CHECK(trun(a4, NULL, 30, &r) == 0 && strstr(r.out, "range_push") && strstr(r.out, "train_step"),
+	      "dump names the ranges");
+	trun_free(&r);
+	trm(dir);
+	return DDL_PASS;
+}

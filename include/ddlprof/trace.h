@@ -94,7 +94,7 @@ struct ddl_chunk {
  * Event kinds. X(NAME, "name", class): class tells the analyzer what the
  * call does with bytes. Append only; the numeric value is the position.
  */
-enum ddl_class { DDL_CLASS_TX = 1, DDL_CLASS_RX, DDL_CLASS_WAIT, DDL_CLASS_CONN };
+enum ddl_class { DDL_CLASS_TX = 1, DDL_CLASS_RX, DDL_CLASS_WAIT, DDL_CLASS_CONN, DDL_CLASS_MARK };
 
 #define DDL_EVENT_KINDS(X) \
 	X(SEND, "send", DDL_CLASS_TX) \
@@ -117,7 +117,10 @@ enum ddl_class { DDL_CLASS_TX = 1, DDL_CLASS_RX, DDL_CLASS_WAIT, DDL_CLASS_CONN 
 	X(SELECT, "select", DDL_CLASS_WAIT) \
 	X(PSELECT, "pselect", DDL_CLASS_WAIT) \
 	X(EPOLL_WAIT, "epoll_wait", DDL_CLASS_WAIT) \
-	X(EPOLL_PWAIT, "epoll_pwait", DDL_CLASS_WAIT)
+	X(EPOLL_PWAIT, "epoll_pwait", DDL_CLASS_WAIT) \
+	X(RANGE_PUSH, "range_push", DDL_CLASS_MARK) \
+	X(RANGE_POP, "range_pop", DDL_CLASS_MARK) \
+	X(MARK, "mark", DDL_CLASS_MARK)
 
 enum ddl_event_kind {
 	DDL_EV_NONE = 0,
@@ -136,6 +139,8 @@ enum ddl_event_kind {
 /*
  * One intercepted call, 32 bytes. result is bytes moved for data calls,
  * the return value for waits and accept, 0 for connect, or -errno.
+ * Marker events (ddlprof.h) have dur 0, result the name's DDL_STR_NAME id
+ * (0 for range_pop) and fd -1.
  * fd is the descriptor, except: poll/ppoll, the number of descriptors;
  * select/pselect, nfds (highest descriptor + 1); epoll waits, the epoll
  * descriptor; accept, the listening socket (the new one is in result).
@@ -156,6 +161,7 @@ enum ddl_str_kind {
 	DDL_STR_PEER = 1,   /* id = peer index; value = DDL_PEERF_* | family << 8 */
 	DDL_STR_THREAD = 2, /* id = thread index; value = OS thread id; text = name */
 	DDL_STR_META = 3,   /* id = sequence; text = "key=value" */
+	DDL_STR_NAME = 4,   /* id = marker name id; text = the name */
 };
 
 #define DDL_PEERF_LOCAL 0x01u /* the peer is on this host */
