@@ -27,12 +27,14 @@ READ_SRC := $(wildcard analyzer/trace_*.c)
 READ_OBJ := $(READ_SRC:%.c=$(B)/obj/%.o)
 REPORT_SRC := $(filter-out $(READ_SRC),$(wildcard analyzer/*.c))
 REPORT_OBJ := $(REPORT_SRC:%.c=$(B)/obj/%.o)
+SIM_SRC := $(wildcard scheduler/*.c)
+SIM_OBJ := $(SIM_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 PROG_SRC := $(wildcard tests/progs/*.c)
 EXAMPLE_SRC := $(wildcard examples/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
-BINS := $(B)/bin/ddlprof $(B)/bin/ddlprof-report
+BINS := $(B)/bin/ddlprof $(B)/bin/ddlprof-report $(if $(SIM_SRC),$(B)/bin/ddlprof-sim)
 LIBS := $(B)/lib/libddlprof.so $(B)/lib/libddlread.a
 PROGS := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
@@ -44,9 +46,9 @@ $(B)/obj/libddlprof/%.o: libddlprof/%.c $(wildcard libddlprof/*.h include/ddlpro
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
 
-$(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h analyzer/*.h)
+$(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h analyzer/*.h scheduler/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
+	$(CC) $(CPPFLAGS) -Ianalyzer -Ischeduler $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
 
 $(B)/lib/libddlprof.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -63,6 +65,10 @@ $(B)/bin/ddlprof: $(B)/obj/launcher/ddlprof.o $(B)/lib/libddlread.a
 $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
 	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) -lm
+
+$(B)/bin/ddlprof-sim: $(SIM_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) -lm
 
 $(B)/tests/progs/%: tests/progs/%.c tests/progs/progs.h
 	@mkdir -p $(@D)
@@ -115,6 +121,7 @@ bench: deps
 install: all
 	install -D -m 0755 $(B)/bin/ddlprof $(DESTDIR)$(PREFIX)/bin/ddlprof
 	install -D -m 0755 $(B)/bin/ddlprof-report $(DESTDIR)$(PREFIX)/bin/ddlprof-report
+	$(if $(SIM_SRC),install -D -m 0755 $(B)/bin/ddlprof-sim $(DESTDIR)$(PREFIX)/bin/ddlprof-sim)
 	install -D -m 0755 $(B)/lib/libddlprof.so $(DESTDIR)$(PREFIX)/lib/libddlprof.so
 	install -D -m 0644 include/ddlprof/trace.h $(DESTDIR)$(PREFIX)/include/ddlprof/trace.h
 	install -D -m 0644 include/ddlprof/ddlprof.h $(DESTDIR)$(PREFIX)/include/ddlprof/ddlprof.h
