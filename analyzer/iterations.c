@@ -1,13 +1,21 @@
 /*
- * Iterations from the marker API: on each thread, a range whose name
- * matches one of the iteration patterns (shell globs, case-insensitive;
- * default "*step*,*iter*") and is not inside another matching range is one
- * iteration. The first warm-up iterations of each process are skipped, but
- * never all of them. Later issues add detection from collectives and from
- * the rhythm of socket traffic when there are no markers.
+ * Iterations, by the first method that finds any, per process:
+ *  1. markers: on each thread, a range whose name matches one of the
+ *     iteration patterns (shell globs, case-insensitive; default
+ *     "*step*,*iter*") and is not inside another matching range;
+ *  2. socket: the rhythm of the process's network traffic. The bytes moved
+ *     are binned over time; the autocorrelation of that series gives the
+ *     period (the shortest lag whose correlation is close to the best); the
+ *     quietest phase of the folded period (the compute phase, where a
+ *     data-parallel job does not communicate) is where iterations start,
+ *     and each boundary is then moved to the nearest quiet point of the
+ *     real series, so jitter does not accumulate.
+ * The first warm-up iterations of each process are skipped, but never all.
+ * Detection from the sequence of collectives comes with the GPU path.
  */
 #include <fnmatch.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +103,175 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 	free(open);
 }
 
+#define DDL_BINS_MAX 20000
+
+/* Bytes moved per time bin over the process's active span; NULL if idle. */
+static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64_t *t0,
+                                  int64_t *bin_ns)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			int c = ddl_event_class(e->kind);
+			if ((c != DDL_CLASS_TX && c != DDL_CLASS_RX) || e->result <= 0)
+				continue;
+			int64_t m = ddl_trace_real_ns(t, e->start) + ddl_trace_dur_ns(t, e) / 2;
+			lo = m < lo ? m : lo;
+			hi = m > hi ? m : hi;
+		}
+	}
+	if (lo >= hi)
+		return NULL;
+	/* 2 ms bins: single calls are points, and only at this scale do they
+	 * add up to the phases of an iteration. */
+	int64_t w = (hi - lo) / DDL_BINS_MAX + 1;
+	if (w < 2000000)
+		w = 2000000;
+	size_t n = (size_t)((hi - lo) / w) + 1;
+	if (n < 32)
+		return NULL;
+	double *x = calloc(n, sizeof *x);
+	if (!x)
+		return NULL;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			int c = ddl_event_class(e->kind);
+			if ((c != DDL_CLASS_TX && c != DDL_CLASS_RX) || e->result <= 0)
+				continue;
+			int64_t m = ddl_trace_real_ns(t, e->start) + ddl_trace_dur_ns(t, e) / 2;
+			x[(size_t)((m - lo) / w)] += (double)e->result;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		x[i] = sqrt(x[i]); /* a few huge transfers must not drown the rhythm */
+	*nbins = n;
+	*t0 = lo;
+	*bin_ns = w;
+	return x;
+}
+
+/* The period in bins, or 0 when the traffic has no clear rhythm. */
+static size_t ddl_period(const double *x, size_t n)
+{
+	double m = 0, var = 0;
+	for (size_t i = 0; i < n; i++)
+		m += x[i];
+	m /= (double)n;
+	for (size_t i = 0; i < n; i++)
+		var += (x[i] - m) * (x[i] - m);
+	if (var <= 0)
+		return 0;
+	size_t lmax = n / 3; /* three periods at least */
+	if (lmax < 3)
+		return 0;
+	double *r = calloc(lmax + 1, sizeof *r);
+	if (!r)
+		return 0;
+	double best = 0;
+	for (size_t l = 2; l <= lmax; l++) {
+		double s = 0;
+		for (size_t i = 0; i + l < n; i++)
+			s += (x[i] - m) * (x[i + l] - m);
+		r[l] = s / var * (double)n / (double)(n - l);
+		if (r[l] > best)
+			best = r[l];
+	}
+	/* Bursts make r high at small lags only because a burst lasts: skip
+	 * that first lobe (up to where r first turns negative), then take the
+	 * best peak beyond it, preferring the shortest lag near it over its
+	 * multiples. */
+	size_t l0 = 2;
+	while (l0 < lmax && r[l0] > 0)
+		l0++;
+	best = 0;
+	for (size_t l = l0; l <= lmax; l++)
+		if (r[l] > best)
+			best = r[l];
+	size_t period = 0;
+	if (best >= 0.15)
+		for (size_t l = l0 + 1; l < lmax && !period; l++)
+			if (r[l] >= 0.85 * best && r[l] >= r[l - 1] && r[l] >= r[l + 1])
+				period = l;
+	free(r);
+	return period;
+}
+
+/* Smoothed activity at bin i (a window of w bins centred on it). */
+static double ddl_activity(const double *x, size_t n, size_t i, size_t w)
+{
+	size_t a = i > w / 2 ? i - w / 2 : 0, b = i + w / 2 + 1 < n ? i + w / 2 + 1 : n;
+	double s = 0;
+	for (size_t k = a; k < b; k++)
+		s += x[k];
+	return s;
+}
+
+/* Iterations from the rhythm of socket traffic; returns how many. */
+static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
+{
+	size_t n;
+	int64_t t0, w;
+	double *x = ddl_traffic_series(p, &n, &t0, &w);
+	if (!x)
+		return 0;
+	size_t per = ddl_period(x, n);
+	if (!per) {
+		free(x);
+		return 0;
+	}
+	/* Fold: where in the period does activity fall the most? There the
+	 * quiet (compute) phase begins, and with it an iteration. */
+	size_t sw = per / 16 + 1;
+	double *f = calloc(per, sizeof *f);
+	if (!f) {
+		free(x);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		f[i % per] += x[i];
+	size_t phase = 0;
+	double drop = -1;
+	for (size_t j = 0; j < per; j++) {
+		double before = 0, after = 0;
+		for (size_t k = 1; k <= sw; k++) {
+			before += f[(j + per - k) % per];
+			after += f[(j + k - 1) % per];
+		}
+		if (before - after > drop) {
+			drop = before - after;
+			phase = j;
+		}
+	}
+	free(f);
+	/* Each boundary one period after the last one found, moved to the
+	 * sharpest fall of the real series within a quarter period, so an
+	 * estimate a little off does not drift across the run. */
+	size_t prev = SIZE_MAX, cnt = 0;
+	for (size_t b = phase; b < n; b = (prev == SIZE_MAX ? b : prev) + per) {
+		size_t a = b > per / 4 ? b - per / 4 : 0, z = b + per / 4 < n ? b + per / 4 : n - 1;
+		size_t at = b;
+		double bestd = -1;
+		for (size_t i = a + 1; i <= z; i++) {
+			double d = ddl_activity(x, n, i - 1 - sw / 2, sw) - ddl_activity(x, n, i + sw / 2, sw);
+			if (d > bestd) {
+				bestd = d;
+				at = i;
+			}
+		}
+		if (prev != SIZE_MAX && at > prev) {
+			ddl_push_iter(p, (double)((int64_t)(at - prev) * w) / 1e9);
+			cnt++;
+		}
+		prev = at;
+	}
+	free(x);
+	return cnt;
+}
+
 static int ddl_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -112,11 +289,19 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 {
 	size_t total = 0;
 	r->iterations = -1;
+	int by_socket = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
 		ddl_proc_iterations(p, patterns);
-		if (!p->niter)
+		p->iteration_method = "markers";
+		if (!p->niter && ddl_proc_socket_iterations(p)) {
+			p->iteration_method = "socket";
+			by_socket = 1;
+		}
+		if (!p->niter) {
+			p->iteration_method = "none";
 			continue;
+		}
 		size_t skip = (size_t)warmup < p->niter ? (size_t)warmup : p->niter - 1;
 		memmove(p->iter_s, p->iter_s + skip, (p->niter - skip) * sizeof *p->iter_s);
 		p->niter -= skip;
@@ -134,7 +319,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		r->iteration_method = "none";
 		return;
 	}
-	r->iteration_method = "markers";
+	r->iteration_method = by_socket ? "socket" : "markers";
 	double *all = malloc(total * sizeof *all);
 	if (!all)
 		return;

@@ -53,19 +53,24 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	if (r->truncated)
 		fprintf(f, "  TRUNCATED: some traces were cut short; figures cover what was written\n");
 	if (r->iterations > 0) {
-		fprintf(f, "\nIterations (markers matching %s): %ld per rank after warm-up\n",
-		        r->iteration_names, r->iterations);
+		if (!strcmp(r->iteration_method, "markers"))
+			fprintf(f, "\nIterations (markers matching %s): %ld per rank after warm-up\n",
+			        r->iteration_names, r->iterations);
+		else
+			fprintf(f, "\nIterations (from the rhythm of socket traffic): %ld per rank after warm-up\n",
+			        r->iterations);
 		fprintf(f, "  mean %.3f ms, p50 %.3f ms, p99 %.3f ms\n", r->iter_mean_s * 1e3,
 		        r->iter_p50_s * 1e3, r->iter_p99_s * 1e3);
 		for (size_t i = 0; i < r->nprocs; i++) {
 			const struct ddl_proc *p = &r->procs[i];
 			if (p->niter)
-				fprintf(f, "  %s:%u rank %d: %zu iterations (%d warm-up skipped), mean %.3f ms\n",
-				        p->host, p->pid, p->rank, p->niter, p->warmup_skipped, p->iter_mean_s * 1e3);
+				fprintf(f, "  %s:%u rank %d: %zu iterations (%s; %d warm-up skipped), mean %.3f ms\n",
+				        p->host, p->pid, p->rank, p->niter, p->iteration_method, p->warmup_skipped,
+				        p->iter_mean_s * 1e3);
 		}
 	} else {
-		fprintf(f, "\nIterations: none found (no marker ranges matching %s; see ddlprof.h)\n",
-		        r->iteration_names);
+		fprintf(f, "\nIterations: none found (no marker ranges matching %s, and no rhythm in the "
+		        "socket traffic)\n", r->iteration_names);
 	}
 
 	fprintf(f, "\nNetwork activity by process and thread\n");

@@ -42,6 +42,7 @@ struct ddl_proc {
 	size_t niter;
 	int warmup_skipped;
 	double iter_mean_s;
+	const char *iteration_method; /* "markers", "socket" or "none" */
 };
 
 struct ddl_report {
@@ -52,7 +53,7 @@ struct ddl_report {
 	int nhosts, nranks;
 	int truncated, corrupt;
 	int64_t start_real_ns, end_real_ns;
-	const char *iteration_method; /* "markers" or "none" */
+	const char *iteration_method; /* "markers", "socket" (any process) or "none" */
 	const char *iteration_names;  /* the patterns used */
 	int warmup;
 	long iterations;              /* per rank, the fewest after warm-up */

@@ -584,8 +584,8 @@ int test_e2e_pytorch_two_hosts(void)
 	char *dir = tmpdir();
 	snprintf(cmd, sizeof cmd,
 	         "export MASTER_ADDR=10.99.0.1 MASTER_PORT=29577 WORLD_SIZE=2; "
-	         "RANK=1 GLOO_SOCKET_IFNAME=%s1 %s run 1 %s -q -o %s/t --run-id pt -- /usr/bin/python3 %s --steps 8 & "
-	         "RANK=0 GLOO_SOCKET_IFNAME=%s0 %s run 0 %s -q -o %s/t --run-id pt -- /usr/bin/python3 %s --steps 8; "
+	         "RANK=1 GLOO_SOCKET_IFNAME=%s1 %s run 1 %s -q -o %s/t --run-id pt -- /usr/bin/python3 %s --steps 12 & "
+	         "RANK=0 GLOO_SOCKET_IFNAME=%s0 %s run 0 %s -q -o %s/t --run-id pt -- /usr/bin/python3 %s --steps 12; "
 	         "s=$?; wait $! || s=1; exit $s",
 	         prefix, script, tbuild("bin/ddlprof"), dir, py, prefix, script, tbuild("bin/ddlprof"), dir, py);
 	char *run[] = {"/bin/sh", "-c", cmd, NULL};
@@ -602,10 +602,21 @@ int test_e2e_pytorch_two_hosts(void)
 	trun_free(&d);
 	CHECK(rc == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
 	      strstr(r.out, "pytorch_ddp: 2 ranks"), "the job failed: %s %s", r.out, r.err);
+	double step = 0;
+	const char *at = strstr(r.out, "steps, ");
+	CHECK(at && sscanf(at, "steps, %lf s/step", &step) == 1, "step time: %s", r.out);
 	trun_free(&r);
 	char t[PATH_MAX];
 	snprintf(t, sizeof t, "%s/t", dir);
 	json_t *rep = treport(t, NULL);
+	/* no markers: the steps come from the rhythm of the traffic */
+	json_t *job = json_object_get(rep, "job");
+	const char *method = json_string_value(json_object_get(job, "iteration_method"));
+	double mean = json_real_value(json_object_get(job, "iteration_mean_s"));
+	fprintf(stderr, "    steps: %.3f s measured by the job, %.3f s found (%s)\n", step, mean,
+	        method ? method : "?");
+	CHECK(method && !strcmp(method, "socket") && mean > step * 0.85 && mean < step * 1.15,
+	      "iterations from traffic: %s, mean %.3f s against %.3f s", method ? method : "?", mean, step);
 	CHECK(rep && json_integer_value(json_object_get(json_object_get(rep, "job"), "hosts")) == 2,
 	      "report: two hosts");
 	size_t i;
@@ -671,14 +682,51 @@ int test_e2e_marker_iterations(void)
 	CHECK(trun(a3, NULL, 30, &r) == 0, "report --iteration-name");
 	rep = json_loads(r.out, 0, NULL);
 	json_t *j3 = json_object_get(rep, "job");
-	CHECK(!strcmp(json_string_value(json_object_get(j3, "iteration_method")), "none") &&
-	      json_is_null(json_object_get(j3, "iteration_mean_s")), "a pattern that matches nothing");
+	/* no marker matches: the traffic's rhythm (one exchange a step) takes over */
+	double m3 = json_real_value(json_object_get(j3, "iteration_mean_s"));
+	CHECK(!strcmp(json_string_value(json_object_get(j3, "iteration_method")), "socket") &&
+	      m3 > mean * 0.85 && m3 < mean * 1.15,
+	      "without matching markers: %s, mean %.4f against %.4f from markers",
+	      json_string_value(json_object_get(j3, "iteration_method")), m3, mean);
 	json_decref(rep);
 	trun_free(&r);
 	char *a4[] = {(char *)tbuild("bin/ddlprof-report"), "--dump", t, NULL};
 	CHECK(trun(a4, NULL, 30, &r) == 0 && strstr(r.out, "range_push") && strstr(r.out, "train_step"),
 	      "dump names the ranges");
 	trun_free(&r);
+	trm(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Iterations without markers, from the rhythm of socket traffic: tcpring's
+ * ranks compute 30 ms and all-reduce each step; the report must find about
+ * as many steps as ran and their mean within 15% of what the job measured.
+ */
+int test_e2e_socket_iterations(void)
+{
+	char *dir = tmpdir(), t[PATH_MAX];
+	snprintf(t, sizeof t, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--run-id", "ring", "--",
+	                (char *)tbuild("examples/tcpring"), "-n", "30", "-m", "4", "-c", "30", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && r.status == 0, "tcpring: %s", r.err);
+	double ms = 0;
+	const char *at = strstr(r.out, "gradients: ");
+	CHECK(at && sscanf(at, "gradients: %lf ms/iteration", &ms) == 1 && ms > 30, "tcpring output: %s",
+	      r.out);
+	trun_free(&r);
+	json_t *rep = treport(t, NULL);
+	json_t *job = json_object_get(rep, "job");
+	const char *method = json_string_value(json_object_get(job, "iteration_method"));
+	CHECK(method && !strcmp(method, "socket"), "iteration_method %s", method ? method : "?");
+	json_int_t n = json_integer_value(json_object_get(job, "iterations"));
+	double mean = json_real_value(json_object_get(job, "iteration_mean_s")) * 1e3;
+	fprintf(stderr, "    tcpring: %.1f ms/iteration measured by the job, %.1f ms found, %lld iterations\n",
+	        ms, mean, (long long)n);
+	CHECK(n >= 20 && n <= 26, "30 steps less 5 warm-up: found %lld", (long long)n);
+	CHECK(mean > ms * 0.85 && mean < ms * 1.15, "mean %.1f ms against %.1f ms", mean, ms);
+	json_decref(rep);
 	trm(dir);
 	return DDL_PASS;
 }
