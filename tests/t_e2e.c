@@ -340,7 +340,7 @@ int test_e2e_signal_handler_races(void)
 		/* everything stays buffered until exit, so the last flush is long */
 		char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "--flush-ms", "60000", "-o", t, "--",
 		                (char *)P, "exit", "300000", NULL};
-		char *env[] = {envexp, "DDLPROF_BUFFER_EVENTS=1048576", NULL};
+		char *env[] = {envexp, "DDLPROF_BUFFER_EVENTS=2097152", NULL}; /* never half full */
 		struct ddl_run_result r;
 		CHECK(trun(argv, env, 60, &r) == 0, "exit: run %d did not finish", i);
 		CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 3,

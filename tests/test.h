@@ -55,7 +55,17 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
 	X(launcher_runs) \
-	X(report_errors)
+	X(report_errors) \
+	X(sim_usage) \
+	X(sim_hand_fifo_gandiva) \
+	X(sim_hand_consolidation) \
+	X(sim_hand_las) \
+	X(sim_tiresias60) \
+	X(sim_sensitive_mix) \
+	X(sim_invariants) \
+	X(sim_bad_records) \
+	X(sim_philly) \
+	X(sim_deterministic)
 
 #define DDL_X_DECL(n) int test_##n(void);
 DDL_TESTS(DDL_X_DECL)

@@ -1,0 +1,64 @@
+/*
+ * The Tiresias simulator's job CSV (SymbioticLab/Tiresias, simulator/
+ * *_job.csv): job_id, num_gpu, submit_time (s), iterations, model_name,
+ * duration (s), interval. We take job_id, num_gpu, submit_time, duration
+ * and model_name; iterations and interval are not needed (duration already
+ * gives the run time, submit_time the arrival). Columns are found by
+ * header name. Called from sim.c for --format tiresias.
+ */
+#include <stdlib.h>
+
+#include "sim.h"
+
+int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
+                          const struct ddl_sim_load_opts *o)
+{
+	struct ddl_sim_csv c;
+	if (ddl_sim_csv_open(&c, path) < 0)
+		return -1;
+	int cid = ddl_sim_csv_col(&c, "job_id"), cg = ddl_sim_csv_col(&c, "num_gpu");
+	int csub = ddl_sim_csv_col(&c, "submit_time"), cdur = ddl_sim_csv_col(&c, "duration");
+	int cmod = ddl_sim_csv_col(&c, "model_name");
+	if (cg < 0 || csub < 0 || cdur < 0) {
+		fprintf(stderr,
+		        "ddlprof-sim: %s: not a Tiresias job CSV (the header needs num_gpu, submit_time, "
+		        "duration)\n",
+		        path);
+		ddl_sim_csv_close(&c);
+		return -1;
+	}
+	int rc = 0;
+	while (ddl_sim_csv_next(&c)) {
+		double sub, dur;
+		long g;
+		const char *why = NULL;
+		if (c.nfield < c.nhead)
+			why = "too few fields";
+		else if (ddl_sim_parse_int(ddl_sim_csv_get(&c, cg), &g) < 0 || g < 1 || g > 1000000)
+			why = "num_gpu is not a count >= 1";
+		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, csub), &sub) < 0 || sub < 0)
+			why = "submit_time is not a time >= 0";
+		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 || dur <= 0)
+			why = "duration is not a time > 0";
+		if (why) {
+			char where[4200];
+			snprintf(where, sizeof where, "%s:%ld", path, c.lineno);
+			if (ddl_sim_bad_record(t, o, path, where, why) < 0) {
+				rc = -1;
+				break;
+			}
+			continue;
+		}
+		char id[48];
+		snprintf(id, sizeof id, "%s", cid >= 0 ? ddl_sim_csv_get(&c, cid) : "");
+		if (!id[0])
+			snprintf(id, sizeof id, "line%ld", c.lineno);
+		if (!ddl_sim_trace_add(t, id, sub, (int)g, dur, ddl_sim_csv_get(&c, cmod))) {
+			fprintf(stderr, "ddlprof-sim: %s: out of memory\n", path);
+			rc = -1;
+			break;
+		}
+	}
+	ddl_sim_csv_close(&c);
+	return rc;
+}

@@ -1,0 +1,191 @@
+/*
+ * What the simulator reports once the engine has run: the summary
+ * (makespan, JCT mean and percentiles, queueing, communication overhead,
+ * utilization) as text or as "ddlprof-sim/1" JSON on stdout, and per-job
+ * records to a file for --jobs-out. Everything is printed in job arrival
+ * order with fixed precision, so the same run prints the same bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+static const char *const ddl_sim_level_names[DDL_SIM_LEVELS] = {"machine", "rack", "cluster"};
+
+static int ddl_sim_cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double ddl_sim_pct(const double *v, size_t n, double p)
+{
+	if (!n)
+		return 0;
+	size_t k = (size_t)ceil(p / 100 * (double)n);
+	return v[k ? k - 1 : 0];
+}
+
+void ddl_sim_summarize(const struct ddl_sim *s, struct ddl_sim_summary *m)
+{
+	memset(m, 0, sizeof *m);
+	m->jobs = s->njobs;
+	double *jct = malloc(sizeof *jct * (s->njobs + 1));
+	double first = INFINITY, last = 0, sum = 0, queued = 0;
+	for (size_t i = 0; i < s->njobs; i++) {
+		const struct ddl_sim_job *j = &s->jobs[i];
+		if (j->arrival < first)
+			first = j->arrival;
+		if (j->state != DDL_SIM_DONE)
+			continue;
+		if (j->finish > last)
+			last = j->finish;
+		if (jct)
+			jct[m->completed] = j->finish - j->arrival;
+		m->completed++;
+		sum += j->finish - j->arrival;
+		queued += j->queued;
+		m->comm_overhead += j->comm_lost;
+		m->placed[j->first_level]++;
+	}
+	if (m->completed) {
+		m->makespan = last - first;
+		m->jct_mean = sum / (double)m->completed;
+		m->queue_mean = queued / (double)m->completed;
+		if (jct) {
+			qsort(jct, m->completed, sizeof *jct, ddl_sim_cmp_double);
+			m->jct_p50 = ddl_sim_pct(jct, m->completed, 50);
+			m->jct_p90 = ddl_sim_pct(jct, m->completed, 90);
+			m->jct_p99 = ddl_sim_pct(jct, m->completed, 99);
+		}
+	}
+	if (m->makespan > 0)
+		m->utilization = s->busy_gpu_s / ((double)s->cl.gpus * m->makespan);
+	free(jct);
+}
+
+int ddl_sim_print_text(FILE *f, const struct ddl_sim *s, const struct ddl_sim_summary *m,
+                       size_t skipped)
+{
+	const struct ddl_sim_cluster *c = &s->cl;
+	fprintf(f, "policy          %s (%s)\n", s->policy->name, s->policy->summary);
+	fprintf(f, "cluster         %dx%dx%d, %d GPUs; lease %g s, restart cost %g s\n", c->racks,
+	        c->mpr, c->gpm, c->gpus, s->cfg.lease, s->cfg.restart_cost);
+	fprintf(f, "jobs            %zu simulated, %zu completed, %zu skipped\n", m->jobs, m->completed,
+	        skipped);
+	fprintf(f, "makespan        %.1f s\n", m->makespan);
+	fprintf(f, "JCT             mean %.1f s, p50 %.1f s, p90 %.1f s, p99 %.1f s\n", m->jct_mean,
+	        m->jct_p50, m->jct_p90, m->jct_p99);
+	fprintf(f, "queueing        mean %.1f s\n", m->queue_mean);
+	fprintf(f, "comm overhead   %.1f s in all (time lost to loose placement)\n", m->comm_overhead);
+	fprintf(f, "GPU utilization %.1f%%\n", 100 * m->utilization);
+	fprintf(f, "first placed    machine %zu, rack %zu, cluster %zu\n", m->placed[0], m->placed[1],
+	        m->placed[2]);
+	fprintf(f, "preemptions     %zu; migrations %zu\n", s->preemptions, s->migrations);
+	return ferror(f) ? -1 : 0;
+}
+
+int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_summary *m,
+                       size_t skipped)
+{
+	const struct ddl_sim_cluster *c = &s->cl;
+	json_t *o = json_object(), *cl = json_object(), *bw = json_object(), *pl = json_object();
+	if (!o || !cl || !bw || !pl)
+		return -1;
+	json_object_set_new(o, "schema", json_string(DDL_SIM_SCHEMA));
+	json_object_set_new(o, "policy", json_string(s->policy->name));
+	json_object_set_new(cl, "racks", json_integer(c->racks));
+	json_object_set_new(cl, "machines_per_rack", json_integer(c->mpr));
+	json_object_set_new(cl, "gpus_per_machine", json_integer(c->gpm));
+	json_object_set_new(cl, "gpus", json_integer(c->gpus));
+	for (int l = 0; l < DDL_SIM_LEVELS; l++)
+		json_object_set_new(bw, ddl_sim_level_names[l],
+		                    c->bw[l] > 0 ? json_real(c->bw[l]) : json_null());
+	json_object_set_new(cl, "bw_gbps", bw);
+	json_object_set_new(o, "cluster", cl);
+	json_object_set_new(o, "lease_s", json_real(s->cfg.lease));
+	json_object_set_new(o, "restart_cost_s", json_real(s->cfg.restart_cost));
+	json_object_set_new(o, "seed", json_integer((json_int_t)s->cfg.seed));
+	json_object_set_new(o, "jobs", json_integer((json_int_t)m->jobs));
+	json_object_set_new(o, "jobs_completed", json_integer((json_int_t)m->completed));
+	json_object_set_new(o, "jobs_skipped", json_integer((json_int_t)skipped));
+	json_object_set_new(o, "makespan_s", json_real(m->makespan));
+	json_object_set_new(o, "jct_mean_s", json_real(m->jct_mean));
+	json_object_set_new(o, "jct_p50_s", json_real(m->jct_p50));
+	json_object_set_new(o, "jct_p90_s", json_real(m->jct_p90));
+	json_object_set_new(o, "jct_p99_s", json_real(m->jct_p99));
+	json_object_set_new(o, "queue_mean_s", json_real(m->queue_mean));
+	json_object_set_new(o, "comm_overhead_s", json_real(m->comm_overhead));
+	json_object_set_new(o, "gpu_utilization", json_real(m->utilization));
+	for (int l = 0; l < DDL_SIM_LEVELS; l++)
+		json_object_set_new(pl, ddl_sim_level_names[l], json_integer((json_int_t)m->placed[l]));
+	json_object_set_new(o, "first_placement", pl);
+	json_object_set_new(o, "preemptions", json_integer((json_int_t)s->preemptions));
+	json_object_set_new(o, "migrations", json_integer((json_int_t)s->migrations));
+	int rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	fputc('\n', f);
+	json_decref(o);
+	return rc < 0 || ferror(f) ? -1 : 0;
+}
+
+int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s)
+{
+	size_t n = strlen(path);
+	int csv = n >= 4 && !strcasecmp(path + n - 4, ".csv");
+	int fd = open(path, O_WRONLY | O_CREAT | (force ? O_TRUNC : O_EXCL), 0644);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			fprintf(stderr, "ddlprof-sim: %s: exists; pass --force to overwrite it\n", path);
+		else
+			fprintf(stderr, "ddlprof-sim: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return -1;
+	}
+	if (csv)
+		fprintf(f, "id,model,gpus,arrival_s,start_s,finish_s,jct_s,queue_s,duration_s,"
+		           "comm_overhead_s,restart_s,first_level,preemptions,migrations\n");
+	for (size_t i = 0; i < s->njobs; i++) {
+		const struct ddl_sim_job *j = &s->jobs[i];
+		const char *lvl = ddl_sim_level_names[j->first_level];
+		if (csv) {
+			fprintf(f, "%s,%s,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%d,%d\n", j->id,
+			        j->model, j->gpus, j->arrival, j->first_start, j->finish,
+			        j->finish - j->arrival, j->queued, j->work, j->comm_lost, j->restart_s, lvl,
+			        j->preemptions, j->migrations);
+			continue;
+		}
+		json_t *o = json_object();
+		json_object_set_new(o, "id", json_string(j->id));
+		json_object_set_new(o, "model", json_string(j->model));
+		json_object_set_new(o, "gpus", json_integer(j->gpus));
+		json_object_set_new(o, "arrival_s", json_real(j->arrival));
+		json_object_set_new(o, "start_s", json_real(j->first_start));
+		json_object_set_new(o, "finish_s", json_real(j->finish));
+		json_object_set_new(o, "jct_s", json_real(j->finish - j->arrival));
+		json_object_set_new(o, "queue_s", json_real(j->queued));
+		json_object_set_new(o, "duration_s", json_real(j->work));
+		json_object_set_new(o, "comm_overhead_s", json_real(j->comm_lost));
+		json_object_set_new(o, "restart_s", json_real(j->restart_s));
+		json_object_set_new(o, "first_level", json_string(lvl));
+		json_object_set_new(o, "preemptions", json_integer(j->preemptions));
+		json_object_set_new(o, "migrations", json_integer(j->migrations));
+		json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+		fputc('\n', f);
+		json_decref(o);
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "ddlprof-sim: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}

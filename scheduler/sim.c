@@ -1,0 +1,329 @@
+/*
+ * ddlprof-sim: the trace-driven GPU-cluster scheduling simulator's command.
+ * Parses the options, loads the job trace with the loader --format names
+ * (load_*.c, from a static table), checks it against the cluster, runs the
+ * policy --policy names (policy_*.c, from a static table) through the
+ * engine (engine.c) and prints the result (output.c). --generate writes a
+ * synthetic trace instead (generate.c).
+ *
+ * Exit status: 0 done; 1 bad input (unreadable or malformed trace, a bad
+ * record under --strict, an existing --jobs-out file, a failed --check);
+ * 2 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#ifndef DDLPROF_VERSION
+#define DDLPROF_VERSION "unknown"
+#endif
+
+static const struct ddl_sim_policy *const ddl_sim_policies[] = {
+	&ddl_sim_policy_fifo,  &ddl_sim_policy_las,         &ddl_sim_policy_gandiva,
+	&ddl_sim_policy_dally, &ddl_sim_policy_sensitivity,
+};
+
+static const struct {
+	const char *name;
+	int (*load)(const char *path, struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o);
+} ddl_sim_formats[] = {
+	{"csv", ddl_sim_load_csv},
+	{"tiresias", ddl_sim_load_tiresias},
+	{"helios", ddl_sim_load_helios},
+	{"philly", ddl_sim_load_philly},
+};
+
+static void ddl_sim_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: ddlprof-sim --trace FILE [--format csv|tiresias|helios|philly]\n"
+	        "                   [--cluster RxMxG] [--bw machine=G,rack=G,cluster=G]\n"
+	        "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
+	        "                   [--lease S] [--restart-cost S] [--json] [--jobs-out FILE [--force]]\n"
+	        "                   [--seed N] [--strict] [--check]\n"
+	        "       ddlprof-sim --generate N [--seed N] [--cluster RxMxG] [--load F]\n"
+	        "  --trace FILE        job trace to replay\n"
+	        "  --format F          trace format (default: told from the file's start)\n"
+	        "  --cluster RxMxG     racks x machines per rack x GPUs per machine (default 4x32x8)\n"
+	        "  --bw LIST           bandwidths in Gbit/s; rack and cluster scale the slowdowns\n"
+	        "  --policy P          scheduling policy (default fifo)\n"
+	        "  --lease S           GPU lease, seconds (default 300)\n"
+	        "  --restart-cost S    checkpoint-and-restart cost, seconds (default 30)\n"
+	        "  --json              print the summary as ddlprof-sim/1 JSON\n"
+	        "  --jobs-out FILE     per-job records: CSV when FILE ends in .csv, JSON lines else\n"
+	        "  --force             overwrite an existing --jobs-out file\n"
+	        "  --seed N            seed of --generate (the simulation draws no random numbers)\n"
+	        "  --strict            reject the trace on its first bad record\n"
+	        "  --check             verify the simulator's invariants while it runs\n"
+	        "  --generate N        print a synthetic trace of N jobs in our CSV format\n"
+	        "  --load F            offered load of --generate, 0..1 of the cluster (default 0.85)\n"
+	        "See ddlprof-sim(1).\n");
+}
+
+static int ddl_sim_usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "ddlprof-sim: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n");
+	ddl_sim_usage(stderr);
+	return 2;
+}
+
+static int ddl_sim_parse_cluster(const char *s, int *r, int *m, int *g)
+{
+	char extra;
+	if (sscanf(s, "%dx%dx%d%c", r, m, g, &extra) != 3)
+		return -1;
+	if (*r < 1 || *m < 1 || *g < 1 || (long)*r * *m * *g > 10000000)
+		return -1;
+	return 0;
+}
+
+static int ddl_sim_parse_bw(const char *s, double bw[DDL_SIM_LEVELS])
+{
+	static const char *const names[DDL_SIM_LEVELS] = {"machine", "rack", "cluster"};
+	char buf[256];
+	if (strlen(s) >= sizeof buf)
+		return -1;
+	snprintf(buf, sizeof buf, "%s", s);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq)
+			return -1;
+		*eq = 0;
+		int l = 0;
+		while (l < DDL_SIM_LEVELS && strcmp(tok, names[l]))
+			l++;
+		double v;
+		if (l == DDL_SIM_LEVELS || ddl_sim_parse_double(eq + 1, &v) < 0 || v <= 0)
+			return -1;
+		bw[l] = v;
+	}
+	return 0;
+}
+
+static int ddl_sim_parse_seconds(const char *s, double *v, int positive)
+{
+	return ddl_sim_parse_double(s, v) < 0 || *v < 0 || (positive && *v <= 0) ? -1 : 0;
+}
+
+/* Tells the format from the first bytes; NULL (with a message) if it cannot. */
+static const char *ddl_sim_detect(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "ddlprof-sim: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	char line[4096] = "";
+	int c;
+	while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\r' || c == '\t'))
+		;
+	if (c != EOF)
+		ungetc(c, f);
+	if (!fgets(line, sizeof line, f))
+		line[0] = 0;
+	fclose(f);
+	if (line[0] == '[')
+		return "philly";
+	if (strstr(line, "num_gpu"))
+		return "tiresias";
+	if (strstr(line, "gpu_num"))
+		return "helios";
+	if (strstr(line, "arrival_s"))
+		return "csv";
+	fprintf(stderr, "ddlprof-sim: %s: cannot tell the trace format; pass --format\n", path);
+	return NULL;
+}
+
+static int ddl_sim_cmp_arrival(const void *x, const void *y)
+{
+	const struct ddl_sim_job *a = x, *b = y;
+	if (a->arrival != b->arrival)
+		return a->arrival < b->arrival ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* Scales a slowdown's communication part to a bandwidth, from the table's
+ * reference bandwidth. */
+static double ddl_sim_scale(double slow, double ref, double bw)
+{
+	return bw > 0 ? 1 + (slow - 1) * ref / bw : slow;
+}
+
+int main(int argc, char **argv)
+{
+	enum {
+		O_TRACE = 256, O_FORMAT, O_CLUSTER, O_BW, O_POLICY, O_LEASE, O_RESTART, O_JSON,
+		O_JOBS_OUT, O_FORCE, O_SEED, O_STRICT, O_CHECK, O_GENERATE, O_LOAD, O_VERSION
+	};
+	static const struct option opts[] = {
+		{"trace", required_argument, 0, O_TRACE},
+		{"format", required_argument, 0, O_FORMAT},
+		{"cluster", required_argument, 0, O_CLUSTER},
+		{"bw", required_argument, 0, O_BW},
+		{"policy", required_argument, 0, O_POLICY},
+		{"lease", required_argument, 0, O_LEASE},
+		{"restart-cost", required_argument, 0, O_RESTART},
+		{"json", no_argument, 0, O_JSON},
+		{"jobs-out", required_argument, 0, O_JOBS_OUT},
+		{"force", no_argument, 0, O_FORCE},
+		{"seed", required_argument, 0, O_SEED},
+		{"strict", no_argument, 0, O_STRICT},
+		{"check", no_argument, 0, O_CHECK},
+		{"generate", required_argument, 0, O_GENERATE},
+		{"load", required_argument, 0, O_LOAD},
+		{"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, O_VERSION},
+		{0, 0, 0, 0},
+	};
+	const char *trace = NULL, *format = NULL, *jobs_out = NULL, *policy_name = "fifo";
+	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0;
+	long generate = -1;
+	double load = 0.85, bw[DDL_SIM_LEVELS] = {0, 0, 0};
+	struct ddl_sim_config cfg = {.lease = 300, .restart_cost = 30, .seed = 1};
+	struct ddl_sim_load_opts lo = {0};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_TRACE: trace = optarg; break;
+		case O_FORMAT: format = optarg; break;
+		case O_CLUSTER:
+			if (ddl_sim_parse_cluster(optarg, &racks, &mpr, &gpm) < 0)
+				return ddl_sim_usage_error("--cluster '%s': expected RxMxG, e.g. 4x32x8", optarg);
+			break;
+		case O_BW:
+			if (ddl_sim_parse_bw(optarg, bw) < 0)
+				return ddl_sim_usage_error("--bw '%s': expected machine=G,rack=G,cluster=G "
+				                           "(Gbit/s > 0, any subset)",
+				                           optarg);
+			break;
+		case O_POLICY: policy_name = optarg; break;
+		case O_LEASE:
+			if (ddl_sim_parse_seconds(optarg, &cfg.lease, 1) < 0)
+				return ddl_sim_usage_error("--lease '%s': expected seconds > 0", optarg);
+			break;
+		case O_RESTART:
+			if (ddl_sim_parse_seconds(optarg, &cfg.restart_cost, 0) < 0)
+				return ddl_sim_usage_error("--restart-cost '%s': expected seconds >= 0", optarg);
+			break;
+		case O_JSON: json = 1; break;
+		case O_JOBS_OUT: jobs_out = optarg; break;
+		case O_FORCE: force = 1; break;
+		case O_SEED: {
+			char *end;
+			errno = 0;
+			cfg.seed = strtoull(optarg, &end, 10);
+			if (end == optarg || *end || errno || optarg[0] == '-')
+				return ddl_sim_usage_error("--seed '%s': expected a number >= 0", optarg);
+			break;
+		}
+		case O_STRICT: lo.strict = 1; break;
+		case O_CHECK: cfg.check = 1; break;
+		case O_GENERATE:
+			if (ddl_sim_parse_int(optarg, &generate) < 0 || generate < 0 || generate > 100000000)
+				return ddl_sim_usage_error("--generate '%s': expected a job count", optarg);
+			break;
+		case O_LOAD:
+			if (ddl_sim_parse_double(optarg, &load) < 0 || load <= 0 || load > 10)
+				return ddl_sim_usage_error("--load '%s': expected a fraction > 0", optarg);
+			break;
+		case 'h': ddl_sim_usage(stdout); return 0;
+		case O_VERSION: printf("ddlprof-sim %s\n", DDLPROF_VERSION); return 0;
+		default: ddl_sim_usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		return ddl_sim_usage_error("unexpected argument '%s'", argv[optind]);
+	if (generate >= 0) {
+		if (trace)
+			return ddl_sim_usage_error("%s", "--generate and --trace exclude each other");
+		return ddl_sim_generate(stdout, generate, cfg.seed, racks * mpr * gpm, gpm, load) < 0;
+	}
+	if (!trace)
+		return ddl_sim_usage_error("%s", "--trace FILE is required");
+	const struct ddl_sim_policy *policy = NULL;
+	for (size_t i = 0; i < sizeof ddl_sim_policies / sizeof ddl_sim_policies[0]; i++)
+		if (!strcmp(policy_name, ddl_sim_policies[i]->name))
+			policy = ddl_sim_policies[i];
+	if (!policy)
+		return ddl_sim_usage_error(
+		        "--policy '%s': expected fifo, las, gandiva, dally or sensitivity", policy_name);
+	if (!format && !(format = ddl_sim_detect(trace)))
+		return 1;
+	size_t fi = 0;
+	while (fi < sizeof ddl_sim_formats / sizeof ddl_sim_formats[0] &&
+	       strcmp(format, ddl_sim_formats[fi].name))
+		fi++;
+	if (fi == sizeof ddl_sim_formats / sizeof ddl_sim_formats[0])
+		return ddl_sim_usage_error("--format '%s': expected csv, tiresias, helios or philly",
+		                           format);
+
+	struct ddl_sim s = {.policy = policy, .cfg = cfg};
+	struct ddl_sim_trace t = {0};
+	if (ddl_sim_cluster_init(&s.cl, racks, mpr, gpm) < 0) {
+		fprintf(stderr, "ddlprof-sim: out of memory\n");
+		return 1;
+	}
+	memcpy(s.cl.bw, bw, sizeof bw);
+	int rc = 1;
+	if (ddl_sim_formats[fi].load(trace, &t, &lo) < 0)
+		goto out;
+	/* Jobs the cluster can never hold are bad records of this run. */
+	size_t keep = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		struct ddl_sim_job *j = &t.jobs[i];
+		if (j->gpus > s.cl.gpus) {
+			fprintf(stderr, "ddlprof-sim: %s: job %s needs %d GPUs, the cluster has %d; %s\n",
+			        trace, j->id, j->gpus, s.cl.gpus,
+			        lo.strict ? "rejected (--strict)" : "job skipped");
+			t.skipped++;
+			if (lo.strict)
+				goto out;
+			continue;
+		}
+		j->idx = (int)keep;
+		j->slow[DDL_SIM_RACK] = ddl_sim_scale(j->slow[DDL_SIM_RACK], DDL_SIM_REF_BW_RACK, bw[1]);
+		j->slow[DDL_SIM_CLUSTER] =
+		        ddl_sim_scale(j->slow[DDL_SIM_CLUSTER], DDL_SIM_REF_BW_CLUSTER, bw[2]);
+		t.jobs[keep++] = *j;
+	}
+	t.n = keep;
+	if (!t.n) {
+		fprintf(stderr, "ddlprof-sim: %s: no jobs to simulate\n", trace);
+		goto out;
+	}
+	qsort(t.jobs, t.n, sizeof *t.jobs, ddl_sim_cmp_arrival);
+	s.jobs = t.jobs;
+	s.njobs = t.n;
+	if (ddl_sim_run(&s) < 0)
+		goto out;
+	if (cfg.check)
+		fprintf(stderr, "ddlprof-sim: check: invariants held (%zu jobs, %zu lease ends)\n",
+		        s.njobs, s.rounds);
+	struct ddl_sim_summary m;
+	ddl_sim_summarize(&s, &m);
+	if (jobs_out && ddl_sim_write_jobs(jobs_out, force, &s) < 0)
+		goto out;
+	if ((json ? ddl_sim_print_json(stdout, &s, &m, t.skipped)
+	          : ddl_sim_print_text(stdout, &s, &m, t.skipped)) < 0 ||
+	    fflush(stdout) != 0) {
+		fprintf(stderr, "ddlprof-sim: writing the output: %s\n", strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	ddl_sim_trace_free(&t);
+	ddl_sim_cluster_free(&s.cl);
+	ddl_sim_heap_free(&s.heap);
+	free(s.wait);
+	free(s.run);
+	free(s.tmp);
+	free(s.ids);
+	return rc;
+}

@@ -1,0 +1,289 @@
+/*
+ * ddlprof-sim's shared declarations: the job trace the loaders fill, the
+ * cluster's GPU accounting, the event heap, the policy interface and the
+ * simulator state the engine and the policies share. Each subsystem lives
+ * in its own file (sim.c options, load_*.c readers, cluster.c, events.c,
+ * engine.c, policy_*.c, models.c, output.c, generate.c).
+ */
+#ifndef DDL_SIM_H
+#define DDL_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DDL_SIM_SCHEMA "ddlprof-sim/1"
+
+/* Placement levels, tightest first: every GPU on one machine, several
+ * machines of one rack, several racks. */
+enum { DDL_SIM_MACHINE = 0, DDL_SIM_RACK = 1, DDL_SIM_CLUSTER = 2, DDL_SIM_LEVELS = 3 };
+
+enum ddl_sim_state { DDL_SIM_PENDING, DDL_SIM_WAITING, DDL_SIM_RUNNING, DDL_SIM_DONE };
+
+struct ddl_sim_job {
+	/* From the trace. */
+	char id[48];
+	char model[32];
+	double arrival;        /* s */
+	double work;           /* s of run time at the job's tightest feasible level */
+	int gpus;
+	double slow[DDL_SIM_LEVELS]; /* slowdown per level, slow[MACHINE] == 1 */
+	int consolidate;       /* the model is consolidation-sensitive (las) */
+	/* Derived from the cluster. */
+	int min_level;         /* tightest level the job can ever get */
+	int idx;               /* position in arrival order */
+	/* Simulation state. */
+	enum ddl_sim_state state;
+	int level;             /* current placement level while running */
+	int *gpu_ids;          /* gpus entries while running */
+	double rate;           /* ideal seconds of work per second while running */
+	double seg_start;      /* GPUs acquired */
+	double seg_work_start; /* restart cost paid, progress starts */
+	double wait_since;     /* entered the waiting queue */
+	double key[2];         /* policy order while waiting, lower first */
+	unsigned version;      /* invalidates stale finish events */
+	int started;           /* has run before: a restart costs */
+	/* Accounting. */
+	double progress;       /* s of ideal work done */
+	double attained;       /* GPU-seconds held */
+	double comm_lost;      /* s spent beyond ideal because of loose placement */
+	double queued;         /* s waiting, all waits together */
+	double restart_s;      /* s spent restarting */
+	double first_start, finish;
+	int first_level;
+	int preemptions, migrations;
+	int slot;              /* position in the running list */
+};
+
+struct ddl_sim_trace {
+	struct ddl_sim_job *jobs;
+	size_t n, cap;
+	size_t skipped;        /* bad records skipped */
+};
+
+/* Options shared by the loaders. */
+struct ddl_sim_load_opts {
+	int strict;            /* a bad record rejects the whole file */
+};
+
+/*
+ * Loaders. Each reads PATH into T, reporting a bad record on stderr as
+ * "PATH:LINE: reason" (or "PATH: record N: reason") and skipping it, or
+ * with o->strict rejecting the file. Return 0, or -1 after one message
+ * naming the file when it cannot be read, is not of the format, or was
+ * rejected.
+ */
+int ddl_sim_load_csv(const char *path, struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o);
+int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
+                          const struct ddl_sim_load_opts *o);
+int ddl_sim_load_helios(const char *path, struct ddl_sim_trace *t,
+                        const struct ddl_sim_load_opts *o);
+int ddl_sim_load_philly(const char *path, struct ddl_sim_trace *t,
+                        const struct ddl_sim_load_opts *o);
+
+/* Appends a job, its slowdowns from the model table (models.c; MODEL NULL
+ * or empty: the default row). Returns the job, or NULL when memory ran
+ * out. */
+struct ddl_sim_job *ddl_sim_trace_add(struct ddl_sim_trace *t, const char *id, double arrival,
+                                      int gpus, double work, const char *model);
+void ddl_sim_trace_free(struct ddl_sim_trace *t);
+
+/*
+ * A small CSV reader shared by the CSV loaders: no quoting beyond
+ * stripping one pair of surrounding double quotes, fields split on commas.
+ */
+struct ddl_sim_csv {
+	FILE *f;
+	const char *path;
+	char *line;
+	size_t cap;
+	long lineno;
+	char *field[64];
+	int nfield;
+	char *head[64];        /* header names, owned */
+	int nhead;
+};
+/* Opens PATH and reads the header. Returns 0 or -1 with a message. */
+int ddl_sim_csv_open(struct ddl_sim_csv *c, const char *path);
+/* Next non-empty record: 1, 0 at the end. */
+int ddl_sim_csv_next(struct ddl_sim_csv *c);
+/* Column index of NAME in the header, or -1. */
+int ddl_sim_csv_col(const struct ddl_sim_csv *c, const char *name);
+/* Field I of the current record, "" when the record is short. */
+const char *ddl_sim_csv_get(const struct ddl_sim_csv *c, int i);
+/* Reports a bad record; -1 when --strict rejects the file. */
+int ddl_sim_bad_record(struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o,
+                       const char *path, const char *where, const char *why);
+void ddl_sim_csv_close(struct ddl_sim_csv *c);
+/* Parses a double / a positive int, whole field; 0 or -1. */
+int ddl_sim_parse_double(const char *s, double *v);
+int ddl_sim_parse_int(const char *s, long *v);
+/* "YYYY-MM-DD HH:MM:SS" (UTC) or seconds, to seconds; 0 or -1. */
+int ddl_sim_parse_time(const char *s, double *v);
+
+/* The model table (models.c). */
+struct ddl_sim_model {
+	const char *name;      /* prefix matched against the trace's model name */
+	double slow[DDL_SIM_LEVELS];
+};
+/* Fills slow[] for MODEL, the default row for unknown models. Returns 1
+ * when the model was known. */
+int ddl_sim_model_slowdown(const char *model, double slow[DDL_SIM_LEVELS]);
+const struct ddl_sim_model *ddl_sim_model_table(size_t *n);
+
+/* Bandwidths (Gbit/s); the table's figures hold at the reference values. */
+#define DDL_SIM_REF_BW_RACK 100.0
+#define DDL_SIM_REF_BW_CLUSTER 40.0
+
+/* The cluster (cluster.c). GPU g sits on machine g / gpm, machine m in rack
+ * m / mpr. */
+struct ddl_sim_cluster {
+	int racks, mpr, gpm;   /* racks, machines per rack, GPUs per machine */
+	int machines, gpus;
+	double bw[DDL_SIM_LEVELS];
+	int *owner;            /* per GPU: job idx or -1 */
+	int *mfree;            /* free GPUs per machine */
+	int *rfree;            /* free GPUs per rack */
+	int *nfree_machines;   /* gpm+1 entries: machines with exactly k free */
+	int free;
+	int *scratch;          /* machines, for ordering */
+};
+int ddl_sim_cluster_init(struct ddl_sim_cluster *c, int racks, int mpr, int gpm);
+void ddl_sim_cluster_free(struct ddl_sim_cluster *c);
+/* The tightest level at which N GPUs fit now, not looser than MAX_LEVEL;
+ * -1 when none. Fills ids[] (n entries) without taking them. */
+int ddl_sim_cluster_find(struct ddl_sim_cluster *c, int n, int min_level, int max_level, int *ids);
+/* Takes / gives back GPUs for job JOB. Taking a GPU some job holds is an
+ * invariant violation: returns -1 (with a message), else 0. */
+int ddl_sim_cluster_take(struct ddl_sim_cluster *c, int job, int n, const int *ids);
+void ddl_sim_cluster_give(struct ddl_sim_cluster *c, int n, const int *ids);
+/* The level a set of GPUs spans. */
+int ddl_sim_cluster_level(const struct ddl_sim_cluster *c, int n, const int *ids);
+/* Tightest level N GPUs can ever have on this cluster. */
+int ddl_sim_cluster_min_level(const struct ddl_sim_cluster *c, int n);
+/* Recounts the free GPUs from the owners; 0 or -1 (with a message). */
+int ddl_sim_cluster_check(const struct ddl_sim_cluster *c);
+
+/* The event heap (events.c): ordered by time, then insertion order. */
+enum ddl_sim_event_kind { DDL_SIM_EV_FINISH, DDL_SIM_EV_ROUND };
+struct ddl_sim_event {
+	double t;
+	uint64_t seq;
+	int kind;
+	int job;
+	unsigned version;
+};
+struct ddl_sim_heap {
+	struct ddl_sim_event *ev;
+	size_t n, cap;
+	uint64_t seq;
+};
+int ddl_sim_heap_push(struct ddl_sim_heap *h, double t, int kind, int job, unsigned version);
+/* Pops the earliest event into *e: 1, or 0 when empty. */
+int ddl_sim_heap_pop(struct ddl_sim_heap *h, struct ddl_sim_event *e);
+const struct ddl_sim_event *ddl_sim_heap_top(const struct ddl_sim_heap *h);
+void ddl_sim_heap_free(struct ddl_sim_heap *h);
+
+struct ddl_sim;
+
+/*
+ * A scheduling policy. The engine keeps the waiting queue in key order
+ * (lower first; ties by arrival), dispatches from it whenever GPUs free up
+ * or jobs arrive, and at every lease end may preempt and migrate.
+ */
+struct ddl_sim_policy {
+	const char *name;
+	const char *summary;
+	int strict;       /* dispatch stops at the first job that cannot start */
+	int preemptive;   /* at lease ends, running jobs outranked by waiting ones yield */
+	int migrate;      /* at lease ends, loosely placed jobs move to tighter placements */
+	int leases;       /* the policy acts at lease ends at all */
+	/* Order key of a job now. */
+	void (*key)(const struct ddl_sim *s, const struct ddl_sim_job *j, double now, double key[2]);
+	/* The loosest level the job accepts now (>= j->min_level). */
+	int (*max_level)(struct ddl_sim *s, const struct ddl_sim_job *j, double now);
+	/* Optional: the job started at LEVEL after waiting WAITED seconds. */
+	void (*placed)(struct ddl_sim *s, const struct ddl_sim_job *j, int level, double waited);
+	/* Optional: order of migration candidates, lower first. */
+	double (*migrate_key)(const struct ddl_sim *s, const struct ddl_sim_job *j, double now);
+};
+
+extern const struct ddl_sim_policy ddl_sim_policy_fifo;
+extern const struct ddl_sim_policy ddl_sim_policy_las;
+extern const struct ddl_sim_policy ddl_sim_policy_gandiva;
+extern const struct ddl_sim_policy ddl_sim_policy_dally;
+extern const struct ddl_sim_policy ddl_sim_policy_sensitivity;
+
+/* dally's auto-tuned timers: per GPU-demand bucket (log2) and level. */
+#define DDL_SIM_TIMER_BUCKETS 12
+#define DDL_SIM_TIMER_HISTORY 32
+#define DDL_SIM_TIMER_MIN 1   /* leases */
+#define DDL_SIM_TIMER_MAX 8   /* leases */
+struct ddl_sim_timer {
+	double wait[DDL_SIM_TIMER_HISTORY];
+	int n, next;
+	int leases;
+};
+
+struct ddl_sim_config {
+	double lease;          /* s */
+	double restart_cost;   /* s */
+	int check;             /* verify invariants while running */
+	uint64_t seed;
+};
+
+struct ddl_sim {
+	const struct ddl_sim_policy *policy;
+	struct ddl_sim_config cfg;
+	struct ddl_sim_cluster cl;
+	struct ddl_sim_job *jobs;
+	size_t njobs;
+	/* Waiting queue, job idx in key order. */
+	int *wait;
+	size_t nwait;
+	/* Running jobs, job idx, unordered. */
+	int *run;
+	size_t nrun;
+	struct ddl_sim_heap heap;
+	int *ids;              /* placement scratch, one entry per GPU */
+	int *tmp;              /* job scratch, one entry per job */
+	double now;
+	struct ddl_sim_timer timers[DDL_SIM_TIMER_BUCKETS][2];
+	/* Totals. */
+	double busy_gpu_s;
+	size_t done, preemptions, migrations, rounds;
+};
+
+/* Runs the simulation over JOBS (in arrival order). Returns 0, or -1 when
+ * an invariant failed (--check) or memory ran out, with a message. */
+int ddl_sim_run(struct ddl_sim *s);
+/* Attained service of a job now, GPU-seconds (las, dally, sensitivity). */
+double ddl_sim_attained(const struct ddl_sim_job *j, double now);
+/* Network lag of a job now: seconds lost to loose placement. */
+double ddl_sim_comm_lost(const struct ddl_sim_job *j, double now);
+/* Ideal seconds of work left now. */
+double ddl_sim_remaining(const struct ddl_sim_job *j, double now);
+/* las queue index from attained service (shared with dally, sensitivity). */
+int ddl_sim_las_queue(double attained);
+
+/* Output (output.c). */
+struct ddl_sim_summary {
+	size_t jobs, completed;
+	double makespan, jct_mean, jct_p50, jct_p90, jct_p99, queue_mean, comm_overhead;
+	double utilization;
+	size_t placed[DDL_SIM_LEVELS];
+};
+void ddl_sim_summarize(const struct ddl_sim *s, struct ddl_sim_summary *m);
+int ddl_sim_print_text(FILE *f, const struct ddl_sim *s, const struct ddl_sim_summary *m,
+                       size_t skipped);
+int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_summary *m,
+                       size_t skipped);
+/* Writes per-job records to PATH, CSV when it ends in .csv, JSON lines
+ * otherwise; refuses an existing file unless FORCE. 0 or -1 with a message. */
+int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s);
+
+/* The synthetic trace generator (generate.c): N jobs in our CSV format,
+ * sized for roughly LOAD of a cluster of GPUS GPUs. */
+int ddl_sim_generate(FILE *f, long n, uint64_t seed, int gpus, int gpm, double load);
+
+#endif

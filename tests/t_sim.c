@@ -1,0 +1,454 @@
+/*
+ * ddlprof-sim through its command line: usage errors, the loaders (bad
+ * records with their line or record numbers, --strict, a Philly and a
+ * Helios sample, the real Tiresias 60-job trace from ../shared/data), the
+ * invariants the simulator checks itself under --check, small scenarios
+ * whose job completion times are worked out by hand below, a
+ * network-sensitive mix on which the delay policies must beat fifo and
+ * gandiva, determinism, and --jobs-out's refusal to overwrite.
+ *
+ * The small traces live in tests/sim/; the runner finds them through the
+ * source tree, next to the build directory.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define DDL_TIRESIAS60 "/work/shared/data/tiresias-60_job.csv"
+
+static const char *const ddl_sim_policies[] = {"fifo", "las", "gandiva", "dally", "sensitivity"};
+#define DDL_NPOL (sizeof ddl_sim_policies / sizeof ddl_sim_policies[0])
+
+static int ddl_sim_status(const struct ddl_run_result *r)
+{
+	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 1000 + WTERMSIG(r->status);
+}
+
+/* tests/sim/NAME in the source tree (build/.. is the source root). */
+static const char *ddl_sim_data(const char *name)
+{
+	static char buf[4][PATH_MAX];
+	static int k;
+	char rel[PATH_MAX];
+	k = (k + 1) % 4;
+	snprintf(rel, sizeof rel, "../tests/sim/%s", name);
+	snprintf(buf[k], sizeof buf[k], "%s", tbuild(rel));
+	return buf[k];
+}
+
+/* Runs ddlprof-sim with ARGS (NULL-terminated); 0 or -1. */
+static int ddl_sim_exec(char *const args[], struct ddl_run_result *r)
+{
+	char *argv[32] = {(char *)tbuild("bin/ddlprof-sim")};
+	int n = 1;
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	return trun(argv, NULL, 60, r);
+}
+
+/* Runs with --json --check and returns the parsed summary, or NULL. */
+static json_t *ddl_sim_json(const char *trace, const char *cluster, const char *policy,
+                            const char *extra)
+{
+	char *args[16] = {"--trace", (char *)trace, "--cluster", (char *)cluster, "--policy",
+	                  (char *)policy, "--json", "--check", (char *)extra, NULL};
+	struct ddl_run_result r;
+	if (ddl_sim_exec(args, &r) < 0 || ddl_sim_status(&r) != 0) {
+		fprintf(stderr, "    %s on %s: status %d: %s\n", policy, trace, ddl_sim_status(&r), r.err);
+		trun_free(&r);
+		return NULL;
+	}
+	json_error_t je;
+	json_t *j = json_loads(r.out, 0, &je);
+	if (!j)
+		fprintf(stderr, "    not JSON: %s\n", je.text);
+	else if (!strstr(r.err, "invariants held")) {
+		fprintf(stderr, "    --check said nothing: %s\n", r.err);
+		json_decref(j);
+		j = NULL;
+	}
+	trun_free(&r);
+	return j;
+}
+
+static double ddl_num(json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+static int ddl_near(double a, double b)
+{
+	return fabs(a - b) <= 1e-3 * (fabs(b) + 1);
+}
+
+int test_sim_usage(void)
+{
+	struct {
+		char *args[8];
+		int status;
+		const char *says;
+	} c[] = {
+		{{"--help", NULL}, 0, ""},
+		{{"--version", NULL}, 0, ""},
+		{{NULL}, 2, "--trace"},
+		{{"--bogus", NULL}, 2, "usage"},
+		{{"--trace", "x.csv", "--cluster", "4x32", NULL}, 2, "--cluster"},
+		{{"--trace", "x.csv", "--policy", "srtf", NULL}, 2, "--policy"},
+		{{"--trace", "x.csv", "--format", "yaml", NULL}, 2, "--format"},
+		{{"--trace", "x.csv", "--lease", "0", NULL}, 2, "--lease"},
+		{{"--trace", "x.csv", "--bw", "rack=fast", NULL}, 2, "--bw"},
+		{{"--trace", "/no/such/trace.csv", "--format", "csv", NULL}, 1, "/no/such/trace.csv"},
+		{{"--trace", "/no/such/trace.json", "--format", "philly", NULL}, 1, "/no/such/trace.json"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec(c[i].args, &r) == 0, "case %zu", i);
+		CHECK(ddl_sim_status(&r) == c[i].status && strstr(r.err, c[i].says),
+		      "case %zu: status %d, stderr '%s'", i, ddl_sim_status(&r), r.err);
+		trun_free(&r);
+	}
+	/* A file of another format: one message naming it, status 1. */
+	const char *philly = ddl_sim_data("philly_sample.json");
+	const char *tiresias = ddl_sim_data("consolidate.csv");
+	struct {
+		const char *file, *format;
+	} w[] = {{philly, "csv"}, {philly, "tiresias"}, {philly, "helios"}, {tiresias, "philly"},
+	         {tiresias, "tiresias"}};
+	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+		char *args[] = {"--trace", (char *)w[i].file, "--format", (char *)w[i].format, NULL};
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec(args, &r) == 0, "wrong format %zu", i);
+		CHECK(ddl_sim_status(&r) == 1 && strstr(r.err, w[i].file) && strstr(r.err, "not a"),
+		      "%s as %s: status %d, stderr '%s'", w[i].file, w[i].format, ddl_sim_status(&r),
+		      r.err);
+		trun_free(&r);
+	}
+	return DDL_PASS;
+}
+
+/* Per-job JCTs from --jobs-out (JSON lines), by id. */
+static int ddl_sim_jcts(const char *trace, const char *cluster, const char *policy,
+                        const char *const ids[], const double want[], int n)
+{
+	char *dir = tmpdir(), out[PATH_MAX];
+	snprintf(out, sizeof out, "%s/jobs.jsonl", dir);
+	char *args[] = {"--trace", (char *)trace, "--cluster", (char *)cluster, "--policy",
+	                (char *)policy, "--lease", "100", "--restart-cost", "10", "--check",
+	                "--jobs-out", out, NULL};
+	struct ddl_run_result r;
+	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "%s: %s", policy, r.err);
+	trun_free(&r);
+	FILE *f = fopen(out, "r");
+	CHECK(f, "no %s", out);
+	char line[4096];
+	int seen = 0;
+	while (fgets(line, sizeof line, f)) {
+		json_t *j = json_loads(line, 0, NULL);
+		CHECK(j, "bad JSON line '%s'", line);
+		const char *id = json_string_value(json_object_get(j, "id"));
+		for (int i = 0; i < n; i++)
+			if (id && !strcmp(id, ids[i])) {
+				CHECK(ddl_near(ddl_num(j, "jct_s"), want[i]), "%s: job %s JCT %.3f, expected %.3f",
+				      policy, id, ddl_num(j, "jct_s"), want[i]);
+				seen++;
+			}
+		json_decref(j);
+	}
+	fclose(f);
+	trm(dir);
+	free(dir);
+	CHECK(seen == n, "%s: %d of %d jobs in --jobs-out", policy, seen, n);
+	return DDL_PASS;
+}
+
+/*
+ * fifo_backfill.csv on 1x2x4 (8 GPUs), lease 100 s, restart 10 s:
+ *   a 0 s 4 GPUs 100 s; b 0 s 8 GPUs 50 s; c 10 s 2 GPUs 20 s.
+ * fifo: a runs 0-100 on machine 0; b needs all 8 and blocks c (no
+ *   backfilling); b 100-150 on both machines (its tightest level, rack, so
+ *   full speed); c 150-170. JCTs a 100, b 150, c 160.
+ * gandiva: c backfills at 10 on machine 1, 10-30. JCTs a 100, b 150, c 20.
+ */
+int test_sim_hand_fifo_gandiva(void)
+{
+	const char *t = ddl_sim_data("fifo_backfill.csv");
+	const char *ids[] = {"a", "b", "c"};
+	const double fifo[] = {100, 150, 160}, gandiva[] = {100, 150, 20};
+	if (ddl_sim_jcts(t, "1x2x4", "fifo", ids, fifo, 3) != DDL_PASS)
+		return DDL_FAIL;
+	return ddl_sim_jcts(t, "1x2x4", "gandiva", ids, gandiva, 3);
+}
+
+/*
+ * consolidate.csv on 1x2x4, lease 100 s, restart 10 s:
+ *   x 0 s 3 GPUs 50 s resnet50; y 0 s 3 GPUs 1000 s resnet50;
+ *   z 0 s 2 GPUs 200 s vgg16 (slowdown 1.5 across machines of a rack).
+ * x takes machine 0, y machine 1; one GPU is left on each.
+ * fifo: z starts at 0 across both machines at 1/1.5 speed: ends 300.
+ *   JCTs x 50, y 1000, z 300; comm overhead 100 s.
+ * gandiva: the same start; x ends at 50; at the lease end (100) z has done
+ *   66.67 s of 200; moving to machine 0 saves 133.33 x 0.5 = 66.67 s > 10 s
+ *   restart, so it migrates: 100 + 10 + 133.33 = 243.33. Overhead 33.33 s.
+ * dally: z waits for one machine (timer 1 lease); x frees machine 0 at 50;
+ *   z runs 50-250. JCT 250, no overhead.
+ * sensitivity: z would lose (1.5 - 1) x 200 = 100 s spread, so waits up to
+ *   100 s; machine 0 frees at 50: 50-250.
+ * las: vgg16 is consolidation-sensitive, so z waits for a machine: 50-250.
+ */
+int test_sim_hand_consolidation(void)
+{
+	const char *t = ddl_sim_data("consolidate.csv");
+	const char *ids[] = {"x", "y", "z"};
+	const double fifo[] = {50, 1000, 300}, gandiva[] = {50, 1000, 243.333333};
+	const double wait[] = {50, 1000, 250};
+	if (ddl_sim_jcts(t, "1x2x4", "fifo", ids, fifo, 3) != DDL_PASS ||
+	    ddl_sim_jcts(t, "1x2x4", "gandiva", ids, gandiva, 3) != DDL_PASS ||
+	    ddl_sim_jcts(t, "1x2x4", "dally", ids, wait, 3) != DDL_PASS ||
+	    ddl_sim_jcts(t, "1x2x4", "sensitivity", ids, wait, 3) != DDL_PASS ||
+	    ddl_sim_jcts(t, "1x2x4", "las", ids, wait, 3) != DDL_PASS)
+		return DDL_FAIL;
+	struct {
+		const char *policy;
+		double comm;
+	} c[] = {{"fifo", 100}, {"gandiva", 33.333333}, {"dally", 0}, {"sensitivity", 0}};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		json_t *j = ddl_sim_json(t, "1x2x4", c[i].policy, "--lease=100");
+		CHECK(j, "%s", c[i].policy);
+		CHECK(ddl_near(ddl_num(j, "comm_overhead_s"), c[i].comm), "%s: comm overhead %.3f",
+		      c[i].policy, ddl_num(j, "comm_overhead_s"));
+		json_decref(j);
+	}
+	return DDL_PASS;
+}
+
+/*
+ * las_preempt.csv on 1x1x4, lease 100 s, restart 10 s:
+ *   p 0 s 4 GPUs 2000 s; q 950 s 4 GPUs 100 s.
+ * las: at the lease end at 1000 p has attained 4000 GPU-s (past the
+ *   3600 GPU-s first queue) and q none: p is preempted, q runs 1000-1100
+ *   (JCT 150); p restarts at 1100 with 1000 s left plus 10 s restart cost:
+ *   ends 2110.
+ * fifo: p 0-2000, q 2000-2100 (JCT 1150).
+ */
+int test_sim_hand_las(void)
+{
+	const char *t = ddl_sim_data("las_preempt.csv");
+	const char *ids[] = {"p", "q"};
+	const double las[] = {2110, 150}, fifo[] = {2000, 1150};
+	if (ddl_sim_jcts(t, "1x1x4", "las", ids, las, 2) != DDL_PASS ||
+	    ddl_sim_jcts(t, "1x1x4", "fifo", ids, fifo, 2) != DDL_PASS)
+		return DDL_FAIL;
+	return DDL_PASS;
+}
+
+/* Every policy completes the real 60-job trace, the same way twice. */
+int test_sim_tiresias60(void)
+{
+	if (access(DDL_TIRESIAS60, R_OK) != 0) {
+		fprintf(stderr, "    %s is absent: skipped\n", DDL_TIRESIAS60);
+		return DDL_SKIP;
+	}
+	const char *clusters[] = {"4x32x8", "2x2x4"};
+	for (size_t c = 0; c < 2; c++)
+		for (size_t p = 0; p < DDL_NPOL; p++) {
+			char *args[] = {"--trace", DDL_TIRESIAS60, "--format", "tiresias", "--cluster",
+			                (char *)clusters[c], "--policy", (char *)ddl_sim_policies[p],
+			                "--json", "--check", NULL};
+			struct ddl_run_result a, b;
+			CHECK(ddl_sim_exec(args, &a) == 0 && ddl_sim_status(&a) == 0, "%s: %s",
+			      ddl_sim_policies[p], a.err);
+			CHECK(ddl_sim_exec(args, &b) == 0 && ddl_sim_status(&b) == 0, "%s", b.err);
+			CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "%s: two runs differ",
+			      ddl_sim_policies[p]);
+			json_t *j = json_loads(a.out, 0, NULL);
+			CHECK(j, "not JSON");
+			CHECK(!strcmp(json_string_value(json_object_get(j, "schema")), "ddlprof-sim/1"),
+			      "schema");
+			CHECK(json_integer_value(json_object_get(j, "jobs_completed")) == 60 &&
+			              json_integer_value(json_object_get(j, "jobs")) == 60,
+			      "%s on %s: %lld of 60 completed", ddl_sim_policies[p], clusters[c],
+			      json_integer_value(json_object_get(j, "jobs_completed")));
+			const char *fields[] = {"makespan_s",   "jct_mean_s",      "jct_p50_s",
+			                        "jct_p99_s",    "queue_mean_s",    "comm_overhead_s",
+			                        "gpu_utilization"};
+			for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+				CHECK(json_is_number(json_object_get(j, fields[k])), "no %s", fields[k]);
+			CHECK(ddl_num(j, "jct_p50_s") <= ddl_num(j, "jct_p99_s") &&
+			              ddl_num(j, "gpu_utilization") > 0 && ddl_num(j, "gpu_utilization") <= 1,
+			      "figures out of order");
+			json_decref(j);
+			trun_free(&a);
+			trun_free(&b);
+		}
+	return DDL_PASS;
+}
+
+/* The delay policies beat fifo and gandiva on a network-sensitive mix. */
+int test_sim_sensitive_mix(void)
+{
+	const char *t = ddl_sim_data("sensitive_mix.csv");
+	double jct[DDL_NPOL], comm[DDL_NPOL];
+	for (size_t p = 0; p < DDL_NPOL; p++) {
+		json_t *j = ddl_sim_json(t, "2x4x8", ddl_sim_policies[p], NULL);
+		CHECK(j, "%s", ddl_sim_policies[p]);
+		CHECK(json_integer_value(json_object_get(j, "jobs_completed")) == 200, "%s",
+		      ddl_sim_policies[p]);
+		jct[p] = ddl_num(j, "jct_mean_s");
+		comm[p] = ddl_num(j, "comm_overhead_s");
+		json_decref(j);
+	}
+	/* indices: 0 fifo, 2 gandiva, 3 dally, 4 sensitivity */
+	for (int p = 3; p <= 4; p++)
+		for (int q = 0; q <= 2; q += 2) {
+			CHECK(jct[p] < jct[q], "%s mean JCT %.0f not below %s's %.0f", ddl_sim_policies[p],
+			      jct[p], ddl_sim_policies[q], jct[q]);
+			CHECK(comm[p] < comm[q], "%s comm overhead %.0f not below %s's %.0f",
+			      ddl_sim_policies[p], comm[p], ddl_sim_policies[q], comm[q]);
+		}
+	return DDL_PASS;
+}
+
+/* --check on generated traces of every shape, under every policy. */
+int test_sim_invariants(void)
+{
+	char *dir = tmpdir(), path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/gen.csv", dir);
+	const char *clusters[] = {"2x4x4", "1x2x8", "3x2x2"};
+	for (int s = 0; s < 3; s++) {
+		char seed[16];
+		snprintf(seed, sizeof seed, "%d", s + 11);
+		char *gen[] = {"--generate", "1500", "--seed", seed, "--cluster", (char *)clusters[s],
+		               "--load", "1.2", NULL};
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec(gen, &r) == 0 && ddl_sim_status(&r) == 0, "generate: %s", r.err);
+		FILE *f = fopen(path, "w");
+		CHECK(f && fwrite(r.out, 1, r.nout, f) == r.nout && fclose(f) == 0, "write %s", path);
+		trun_free(&r);
+		for (size_t p = 0; p < DDL_NPOL; p++) {
+			json_t *j = ddl_sim_json(path, clusters[s], ddl_sim_policies[p], "--restart-cost=45");
+			CHECK(j, "%s on %s", ddl_sim_policies[p], clusters[s]);
+			CHECK(json_integer_value(json_object_get(j, "jobs_completed")) == 1500, "%s",
+			      ddl_sim_policies[p]);
+			json_decref(j);
+		}
+	}
+	trm(dir);
+	free(dir);
+	/* The samples of the other formats too. */
+	json_t *j = ddl_sim_json(ddl_sim_data("helios_sample.csv"), "1x2x8", "dally", NULL);
+	CHECK(j && json_integer_value(json_object_get(j, "jobs_completed")) == 3, "helios sample");
+	json_decref(j);
+	return DDL_PASS;
+}
+
+int test_sim_bad_records(void)
+{
+	const char *t = ddl_sim_data("bad_records.csv");
+	char *args[] = {"--trace", (char *)t, "--format", "csv", "--cluster", "1x1x4", "--json", NULL};
+	struct ddl_run_result r;
+	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "%s", r.err);
+	/* lines: 3 negative arrival, 5 zero GPUs, 7 short, 8 slowdown < 1
+	 * (line 6 is empty and not a record) */
+	const char *want[] = {":3: arrival_s", ":5: gpus", ":7: too few", ":8: slowdown_rack"};
+	for (size_t i = 0; i < 4; i++)
+		CHECK(strstr(r.err, want[i]), "no '%s' in '%s'", want[i], r.err);
+	json_t *j = json_loads(r.out, 0, NULL);
+	CHECK(j && json_integer_value(json_object_get(j, "jobs")) == 3 &&
+	              json_integer_value(json_object_get(j, "jobs_skipped")) == 4,
+	      "jobs/skipped: %s", r.out);
+	json_decref(j);
+	trun_free(&r);
+
+	char *strict[] = {"--trace", (char *)t, "--strict", NULL};
+	CHECK(ddl_sim_exec(strict, &r) == 0 && ddl_sim_status(&r) == 1, "--strict status %d",
+	      ddl_sim_status(&r));
+	CHECK(strstr(r.err, ":3:") && strstr(r.err, "--strict") && !strstr(r.err, ":5:") && !r.nout,
+	      "--strict: '%s' / '%s'", r.err, r.out);
+	trun_free(&r);
+
+	/* A job larger than the cluster is a bad record of that run. */
+	char *big[] = {"--trace", (char *)ddl_sim_data("fifo_backfill.csv"), "--cluster", "1x1x4",
+	               "--strict", NULL};
+	CHECK(ddl_sim_exec(big, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, "needs 8 GPUs"),
+	      "too big: %d '%s'", ddl_sim_status(&r), r.err);
+	trun_free(&r);
+	return DDL_PASS;
+}
+
+/*
+ * philly_sample.json: job 1's last attempt spans two machines with 4 GPUs
+ * each (8 GPUs) for an hour; job 2 uses 2 GPUs for 10 minutes, submitted
+ * 30 minutes after job 1; record 3 has not finished, record 4 never ran.
+ */
+int test_sim_philly(void)
+{
+	const char *t = ddl_sim_data("philly_sample.json");
+	char *dir = tmpdir(), out[PATH_MAX];
+	snprintf(out, sizeof out, "%s/jobs.csv", dir);
+	char *args[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--policy", "gandiva",
+	                "--check", "--jobs-out", out, "--json", NULL};
+	struct ddl_run_result r;
+	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "%s", r.err);
+	CHECK(strstr(r.err, "record 3 application_1506638472019_10240") && strstr(r.err, "end_time") &&
+	              strstr(r.err, "record 4") && strstr(r.err, "no attempts"),
+	      "stderr: %s", r.err);
+	json_t *j = json_loads(r.out, 0, NULL);
+	CHECK(j && json_integer_value(json_object_get(j, "jobs_completed")) == 2, "%s", r.out);
+	json_decref(j);
+	trun_free(&r);
+	FILE *f = fopen(out, "r");
+	CHECK(f, "no %s", out);
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	CHECK(strstr(buf, "id,model,gpus,arrival_s") &&
+	              strstr(buf, "application_1506638472019_10238,default,8,0.000,0.000,3600.000") &&
+	              strstr(buf, "application_1506638472019_10239,default,2,1800.000,1800.000,2400.000"),
+	      "jobs: %s", buf);
+	/* --jobs-out does not overwrite without --force. */
+	char *again[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--jobs-out", out, NULL};
+	CHECK(ddl_sim_exec(again, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, "--force"),
+	      "overwrite: %d %s", ddl_sim_status(&r), r.err);
+	trun_free(&r);
+	char *force[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--jobs-out", out, "--force",
+	                 NULL};
+	CHECK(ddl_sim_exec(force, &r) == 0 && ddl_sim_status(&r) == 0, "--force: %s", r.err);
+	trun_free(&r);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* Same seed, same trace and same results, byte for byte. */
+int test_sim_deterministic(void)
+{
+	char *g1[] = {"--generate", "300", "--seed", "5", NULL};
+	char *g2[] = {"--generate", "300", "--seed", "6", NULL};
+	struct ddl_run_result a, b, c;
+	CHECK(ddl_sim_exec(g1, &a) == 0 && ddl_sim_exec(g1, &b) == 0 && ddl_sim_exec(g2, &c) == 0,
+	      "generate");
+	CHECK(a.nout > 1000 && a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "same seed differs");
+	CHECK(a.nout != c.nout || memcmp(a.out, c.out, a.nout), "seeds 5 and 6 give the same trace");
+	trun_free(&a);
+	trun_free(&b);
+	trun_free(&c);
+	const char *t = ddl_sim_data("sensitive_mix.csv");
+	for (size_t p = 0; p < DDL_NPOL; p++) {
+		char *args[] = {"--trace", (char *)t, "--cluster", "2x4x8", "--policy",
+		                (char *)ddl_sim_policies[p], NULL};
+		CHECK(ddl_sim_exec(args, &a) == 0 && ddl_sim_exec(args, &b) == 0, "run");
+		CHECK(ddl_sim_status(&a) == 0 && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
+		      "%s: text output differs between runs", ddl_sim_policies[p]);
+		trun_free(&a);
+		trun_free(&b);
+	}
+	return DDL_PASS;
+}
