@@ -42,3 +42,5 @@ done
 if [ -d $B/demo-trace ]; then
 	echo "   the demo job's traces (real socket traffic): $($B/bench/readspeed 5 $B/demo-trace/*.ddlt)"
 fi
+echo "-- scheduler simulator"
+bench/sim_bench.sh | sed 's/^/   /'
