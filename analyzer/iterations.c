@@ -44,13 +44,18 @@ struct ddl_open {
 	int matching;                 /* open iteration ranges */
 };
 
-static int ddl_push_iter(struct ddl_proc *p, double s)
+static int ddl_push_iter(struct ddl_proc *p, int64_t start, int64_t end, uint32_t tid)
 {
 	double *q = realloc(p->iter_s, (p->niter + 1) * sizeof *q);
-	if (!q)
+	if (q)
+		p->iter_s = q;
+	struct ddl_iter *it = realloc(p->iter, (p->niter + 1) * sizeof *it);
+	if (it)
+		p->iter = it;
+	if (!q || !it)
 		return -1;
-	p->iter_s = q;
-	p->iter_s[p->niter++] = s;
+	p->iter_s[p->niter] = (double)(end - start) / 1e9;
+	p->iter[p->niter++] = (struct ddl_iter){start, end, tid};
 	return 0;
 }
 
@@ -95,7 +100,8 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 				o->depth--;
 				if (o->depth < DDL_DEPTH_MAX && o->match[o->depth]) {
 					o->matching--;
-					ddl_push_iter(p, (double)(now - o->start[o->depth]) / 1e9);
+					ddl_push_iter(p, o->start[o->depth], now,
+					              e->tid < t->nthreads ? t->threads[e->tid].tid : 0);
 				}
 			}
 		}
@@ -263,7 +269,7 @@ static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
 			}
 		}
 		if (prev != SIZE_MAX && at > prev) {
-			ddl_push_iter(p, (double)((int64_t)(at - prev) * w) / 1e9);
+			ddl_push_iter(p, t0 + (int64_t)prev * w, t0 + (int64_t)at * w, 0);
 			cnt++;
 		}
 		prev = at;
@@ -304,6 +310,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		}
 		size_t skip = (size_t)warmup < p->niter ? (size_t)warmup : p->niter - 1;
 		memmove(p->iter_s, p->iter_s + skip, (p->niter - skip) * sizeof *p->iter_s);
+		memmove(p->iter, p->iter + skip, (p->niter - skip) * sizeof *p->iter);
 		p->niter -= skip;
 		p->warmup_skipped = (int)skip;
 		double sum = 0;

@@ -27,6 +27,15 @@ static json_t *ddl_jstr(const char *s)
 	return j ? j : json_null();
 }
 
+static json_t *ddl_json_parts(const struct ddl_parts *p)
+{
+	json_t *j = json_object();
+#define DDL_X_JSON(f) json_object_set_new(j, #f, json_real(p->f));
+	DDL_PARTS(DDL_X_JSON)
+#undef DDL_X_JSON
+	return j;
+}
+
 static json_t *ddl_json_net(const struct ddl_netsum *n)
 {
 	json_t *j = json_pack("{s:I, s:I, s:I, s:f, s:f, s:i, s:i}", "calls", (json_int_t)n->calls,
@@ -89,6 +98,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_object_set_new(job, "iteration_mean_s", have ? json_real(r->iter_mean_s) : json_null());
 	json_object_set_new(job, "iteration_p50_s", have ? json_real(r->iter_p50_s) : json_null());
 	json_object_set_new(job, "iteration_p99_s", have ? json_real(r->iter_p99_s) : json_null());
+	json_object_set_new(job, "breakdown_pct", have ? ddl_json_parts(&r->pct) : json_null());
 	json_object_set_new(root, "job", job);
 	json_t *ranks = json_array();
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -98,6 +108,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_t *jr = json_pack("{s:i, s:o, s:i, s:i}", "rank", p->rank, "host", ddl_jstr(p->host),
 		                       "pid", (int)p->pid, "iterations", (int)p->niter);
 		json_object_set_new(jr, "iteration_mean_s", p->niter ? json_real(p->iter_mean_s) : json_null());
+		json_object_set_new(jr, "breakdown_s", p->niter ? ddl_json_parts(&p->per_iter) : json_null());
 		json_array_append_new(ranks, jr);
 	}
 	json_object_set_new(root, "ranks", ranks);

@@ -68,6 +68,23 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 				        p->host, p->pid, p->rank, p->niter, p->iteration_method, p->warmup_skipped,
 				        p->iter_mean_s * 1e3);
 		}
+		fprintf(f, "\nWhere an iteration's time goes (training thread; mean ms per iteration)\n");
+		fprintf(f, "  %-28s %10s %10s %12s %10s %10s\n", "rank", "compute", "data", "interconnect",
+		        "network", "idle");
+		for (size_t i = 0; i < r->nprocs; i++) {
+			const struct ddl_proc *p = &r->procs[i];
+			if (!p->niter)
+				continue;
+			char label[96];
+			snprintf(label, sizeof label, "%s:%u rank %d", p->host, p->pid, p->rank);
+			fprintf(f, "  %-28s %10.2f %10.2f %12.2f %10.2f %10.2f\n", label,
+			        p->per_iter.compute * 1e3, p->per_iter.data_stall * 1e3,
+			        p->per_iter.interconnect_stall * 1e3, p->per_iter.network_stall * 1e3,
+			        p->per_iter.idle * 1e3);
+		}
+		fprintf(f, "  %-28s %9.1f%% %9.1f%% %11.1f%% %9.1f%% %9.1f%%\n", "job (share of time)",
+		        r->pct.compute, r->pct.data_stall, r->pct.interconnect_stall, r->pct.network_stall,
+		        r->pct.idle);
 	} else {
 		fprintf(f, "\nIterations: none found (no marker ranges matching %s, and no rhythm in the "
 		        "socket traffic)\n", r->iteration_names);

@@ -133,6 +133,7 @@ int main(int argc, char **argv)
 	rep.iteration_names = iter_names;
 	rep.warmup = warmup;
 	ddl_report_iterations(&rep, iter_names, warmup);
+	ddl_report_breakdown(&rep);
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];

@@ -18,6 +18,27 @@ struct ddl_netsum {
 	uint32_t peers_local, peers_remote;
 };
 
+/* One iteration: its span on the real-time clock, and the thread that ran
+ * it (its OS thread id; 0 when found from traffic, meaning the main thread). */
+struct ddl_iter {
+	int64_t start_ns, end_ns;
+	uint32_t tid;
+};
+
+/* Where an iteration's time went (DESIGN.md section 7); parts sum to it. */
+#define DDL_PARTS(X) \
+	X(compute) \
+	X(data_stall) \
+	X(interconnect_stall) \
+	X(network_stall) \
+	X(idle)
+
+struct ddl_parts {
+#define DDL_X_PART(n) double n;
+	DDL_PARTS(DDL_X_PART)
+#undef DDL_X_PART
+};
+
 struct ddl_threadsum {
 	uint32_t tid;
 	char name[32];
@@ -39,6 +60,8 @@ struct ddl_proc {
 	struct ddl_trace **tr; /* this process's traces, in exec order */
 	size_t ntr;
 	double *iter_s;       /* iteration durations after warm-up, in order */
+	struct ddl_iter *iter; /* the same iterations' spans */
+	struct ddl_parts per_iter; /* mean seconds per iteration of each part */
 	size_t niter;
 	int warmup_skipped;
 	double iter_mean_s;
@@ -58,12 +81,15 @@ struct ddl_report {
 	int warmup;
 	long iterations;              /* per rank, the fewest after warm-up */
 	double iter_mean_s, iter_p50_s, iter_p99_s;
+	struct ddl_parts pct;          /* share of all iteration time, percent */
 };
 
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run);
 void ddl_report_free(struct ddl_report *r);
 /* Finds iterations (iterations.c); PATTERNS are comma-separated globs. */
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
+/* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
+void ddl_report_breakdown(struct ddl_report *r);
 
 /* Output formats; each returns 0 or -1 on a write error. */
 int ddl_out_text(const struct ddl_report *r, FILE *f);

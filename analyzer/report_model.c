@@ -61,8 +61,8 @@ static struct ddl_threadsum *ddl_thread_get(struct ddl_proc *p, const struct ddl
 static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const struct ddl_event *e)
 {
 	int cls = ddl_event_class(e->kind);
-	if (cls == DDL_CLASS_MARK || cls == 0)
-		return; /* markers and kinds newer than us are not network calls */
+	if (!ddl_event_is_net(e->kind))
+		return; /* markers, waits on threads, and kinds newer than us */
 	int64_t d = ddl_trace_dur_ns(t, e);
 	int remote = e->peer && e->peer < t->npeers && t->peers[e->peer].text && !t->peers[e->peer].local;
 	n->calls++;
@@ -127,7 +127,7 @@ static void ddl_proc_fill(struct ddl_proc *p)
 	/* First pass: the threads, so per-thread peer sets can be sized. */
 	for (size_t k = 0; k < p->ntr; k++)
 		for (size_t i = 0; i < p->tr[k]->nev; i++)
-			if (ddl_event_class(p->tr[k]->ev[i].kind) != DDL_CLASS_MARK)
+			if (ddl_event_is_net(p->tr[k]->ev[i].kind))
 				ddl_thread_get(p, p->tr[k], p->tr[k]->ev[i].tid);
 	struct ddl_peerset all = {0};
 	struct ddl_peerset *per = calloc(p->nthreads + 1, sizeof *per);
@@ -137,7 +137,7 @@ static void ddl_proc_fill(struct ddl_proc *p)
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			if (ddl_event_class(e->kind) == DDL_CLASS_MARK)
+			if (!ddl_event_is_net(e->kind))
 				continue;
 			struct ddl_threadsum *th = ddl_thread_get(p, t, e->tid);
 			ddl_net_add(&p->net, t, e);
@@ -223,6 +223,7 @@ void ddl_report_free(struct ddl_report *r)
 		free(r->procs[i].threads);
 		free(r->procs[i].tr);
 		free(r->procs[i].iter_s);
+		free(r->procs[i].iter);
 	}
 	free(r->procs);
 	memset(r, 0, sizeof *r);

@@ -41,6 +41,12 @@ int ddl_event_class(unsigned kind)
 	return kind < DDL_EV_COUNT ? ddl_kinds[kind].cls : 0;
 }
 
+int ddl_event_is_net(unsigned kind)
+{
+	int c = ddl_event_class(kind);
+	return c == DDL_CLASS_TX || c == DDL_CLASS_RX || c == DDL_CLASS_WAIT || c == DDL_CLASS_CONN;
+}
+
 static void ddl_problem(struct ddl_trace *t, size_t off, const char *fmt, ...)
 {
 	if (t->nproblems >= DDL_READ_MAX_PROBLEMS)

@@ -74,5 +74,7 @@ const char *ddl_trace_meta(const struct ddl_trace *t, const char *key);
 /* Names and classes of event kinds; "unknown" / 0 for kinds newer than us. */
 const char *ddl_event_name(unsigned kind);
 int ddl_event_class(unsigned kind);
+/* Whether a kind is a socket call (send, receive, wait, connection). */
+int ddl_event_is_net(unsigned kind);
 
 #endif

@@ -331,7 +331,8 @@ void ddl_init(void)
 	}
 	ddl_signal_init();
 	pthread_atfork(ddl_atfork_prepare, ddl_atfork_parent, ddl_atfork_child);
-	atomic_store(&ddl_g.enabled, (ddl_g.cfg.trace_socket ? DDL_FAM_SOCKET : 0) | DDL_FAM_MARK);
+	atomic_store(&ddl_g.enabled,
+	             (ddl_g.cfg.trace_socket ? DDL_FAM_SOCKET | DDL_FAM_SYNC : 0) | DDL_FAM_MARK);
 }
 
 __attribute__((destructor(101))) static void ddl_destructor(void)

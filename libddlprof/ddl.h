@@ -91,7 +91,10 @@
 	X(fclose, int, (FILE *)) \
 	X(unshare, int, (int)) \
 	X(setns, int, (int, int)) \
-	X(daemon, int, (int, int))
+	X(daemon, int, (int, int)) \
+	X(pthread_cond_wait, int, (pthread_cond_t *, pthread_mutex_t *)) \
+	X(pthread_cond_timedwait, int, (pthread_cond_t *, pthread_mutex_t *, const struct timespec *)) \
+	X(pthread_cond_clockwait, int, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))
 
 struct ddl_real {
 #define DDL_X_FIELD(n, r, p) r(*n) p;
@@ -116,6 +119,7 @@ struct ddl_settings {
 /* Families of recorded calls: the bits of ddl_g.enabled. */
 #define DDL_FAM_SOCKET 1u
 #define DDL_FAM_MARK   2u /* the marker API, always on with profiling */
+#define DDL_FAM_SYNC   4u /* condition-variable waits: where a training thread blocks */
 
 /* Global state. enabled is read on every call: the families recording. */
 struct ddl_global {

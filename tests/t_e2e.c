@@ -617,6 +617,13 @@ int test_e2e_pytorch_two_hosts(void)
 	        method ? method : "?");
 	CHECK(method && !strcmp(method, "socket") && mean > step * 0.85 && mean < step * 1.15,
 	      "iterations from traffic: %s, mean %.3f s against %.3f s", method ? method : "?", mean, step);
+	/* at 200 Mbit/s the gradients' all-reduce is a real network stall */
+	json_t *pct = json_object_get(job, "breakdown_pct");
+	double net = json_real_value(json_object_get(pct, "network_stall"));
+	double ic = json_real_value(json_object_get(pct, "interconnect_stall"));
+	fprintf(stderr, "    breakdown: network stall %.1f%%, interconnect %.1f%%, compute %.1f%%\n", net, ic,
+	        json_real_value(json_object_get(pct, "compute")));
+	CHECK(net > 15 && ic < 5, "network stall %.1f%%, interconnect %.1f%%", net, ic);
 	CHECK(rep && json_integer_value(json_object_get(json_object_get(rep, "job"), "hosts")) == 2,
 	      "report: two hosts");
 	size_t i;
@@ -726,6 +733,27 @@ int test_e2e_socket_iterations(void)
 	        ms, mean, (long long)n);
 	CHECK(n >= 20 && n <= 26, "30 steps less 5 warm-up: found %lld", (long long)n);
 	CHECK(mean > ms * 0.85 && mean < ms * 1.15, "mean %.1f ms against %.1f ms", mean, ms);
+	/* The breakdown: every rank's parts add up to its iteration; the ranks
+	 * talk over loopback, so no network stall; compute is the planned 30 ms
+	 * of busy loop plus the reductions' arithmetic. */
+	size_t i;
+	json_t *rk;
+	json_array_foreach(json_object_get(rep, "ranks"), i, rk) {
+		json_t *b = json_object_get(rk, "breakdown_s");
+		double parts = 0, it = json_real_value(json_object_get(rk, "iteration_mean_s"));
+		const char *names[] = {"compute", "data_stall", "interconnect_stall", "network_stall", "idle"};
+		for (int k = 0; k < 5; k++)
+			parts += json_real_value(json_object_get(b, names[k]));
+		double comp = json_real_value(json_object_get(b, "compute")) * 1e3;
+		double ic = json_real_value(json_object_get(b, "interconnect_stall")) * 1e3;
+		fprintf(stderr, "    rank %zu: compute %.1f ms, interconnect stall %.1f ms of %.1f ms\n", i, comp,
+		        ic, it * 1e3);
+		CHECK(parts > it - 1e-6 && parts < it + 1e-6, "rank %zu: parts %.6f s, iteration %.6f s", i,
+		      parts, it);
+		CHECK(json_real_value(json_object_get(b, "network_stall")) == 0 && ic > 1,
+		      "rank %zu: loopback traffic must be interconnect stall", i);
+		CHECK(comp > 30 * 0.8 && comp < 30 * 1.6, "rank %zu: compute %.1f ms, planned 30", i, comp);
+	}
 	json_decref(rep);
 	trm(dir);
 	return DDL_PASS;

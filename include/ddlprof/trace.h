@@ -94,7 +94,10 @@ struct ddl_chunk {
  * Event kinds. X(NAME, "name", class): class tells the analyzer what the
  * call does with bytes. Append only; the numeric value is the position.
  */
-enum ddl_class { DDL_CLASS_TX = 1, DDL_CLASS_RX, DDL_CLASS_WAIT, DDL_CLASS_CONN, DDL_CLASS_MARK };
+enum ddl_class {
+	DDL_CLASS_TX = 1, DDL_CLASS_RX, DDL_CLASS_WAIT, DDL_CLASS_CONN, DDL_CLASS_MARK,
+	DDL_CLASS_SYNC, /* a thread waiting on another (condition variables) */
+};
 
 #define DDL_EVENT_KINDS(X) \
 	X(SEND, "send", DDL_CLASS_TX) \
@@ -120,7 +123,10 @@ enum ddl_class { DDL_CLASS_TX = 1, DDL_CLASS_RX, DDL_CLASS_WAIT, DDL_CLASS_CONN,
 	X(EPOLL_PWAIT, "epoll_pwait", DDL_CLASS_WAIT) \
 	X(RANGE_PUSH, "range_push", DDL_CLASS_MARK) \
 	X(RANGE_POP, "range_pop", DDL_CLASS_MARK) \
-	X(MARK, "mark", DDL_CLASS_MARK)
+	X(MARK, "mark", DDL_CLASS_MARK) \
+	X(COND_WAIT, "cond_wait", DDL_CLASS_SYNC) \
+	X(COND_TIMEDWAIT, "cond_timedwait", DDL_CLASS_SYNC) \
+	X(COND_CLOCKWAIT, "cond_clockwait", DDL_CLASS_SYNC)
 
 enum ddl_event_kind {
 	DDL_EV_NONE = 0,

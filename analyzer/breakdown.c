@@ -1,0 +1,158 @@
+/*
+ * Stall attribution for jobs without a GPU (DESIGN.md section 7, from the
+ * training thread's side). In each iteration the training thread (the one
+ * whose marker range it is, or the main thread) is either running or
+ * blocked: in a socket call, a poll/select/epoll wait, or a condition
+ * variable (a gloo or MPI thread moving its bytes). Blocked time while the
+ * process's traffic is in flight is network stall when that traffic goes to
+ * other hosts, interconnect stall when it stays on this one; blocked time
+ * with no traffic in flight is idle; the rest is compute. Traffic is "in
+ * flight" from the start of one send or receive to the end of the next
+ * when they are less than 2 ms apart. The parts add up to the iteration
+ * exactly. Data stall needs the input pipeline's calls, which are not
+ * intercepted yet: it is 0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define DDL_GAP_NS 2000000 /* traffic closer than this is one window */
+
+struct ddl_span {
+	int64_t a, b;
+	int remote;
+};
+
+static int ddl_cmp_span(const void *x, const void *y)
+{
+	const struct ddl_span *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+static int ddl_span_push(struct ddl_span **v, size_t *n, size_t *cap, struct ddl_span s)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct ddl_span *q = realloc(*v, c * sizeof *q);
+		if (!q)
+			return -1;
+		*v = q;
+		*cap = c;
+	}
+	(*v)[(*n)++] = s;
+	return 0;
+}
+
+/* Sorts spans and merges those that overlap or are closer than GAP. */
+static size_t ddl_merge(struct ddl_span *v, size_t n, int64_t gap)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof *v, ddl_cmp_span);
+	size_t m = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (v[i].a <= v[m].b + gap) {
+			if (v[i].b > v[m].b)
+				v[m].b = v[i].b;
+			v[m].remote |= v[i].remote;
+		} else {
+			v[++m] = v[i];
+		}
+	}
+	return m + 1;
+}
+
+/* Nanoseconds of [a,b) covered by the windows w (sorted, disjoint), split
+ * into remote and local; *from is where to resume the search. */
+static void ddl_covered(const struct ddl_span *w, size_t nw, size_t *from, int64_t a, int64_t b,
+                        int64_t *remote, int64_t *local)
+{
+	size_t i = *from;
+	while (i < nw && w[i].b <= a)
+		i++;
+	*from = i;
+	for (; i < nw && w[i].a < b; i++) {
+		int64_t lo = w[i].a > a ? w[i].a : a, hi = w[i].b < b ? w[i].b : b;
+		if (hi > lo)
+			*(w[i].remote ? remote : local) += hi - lo;
+	}
+}
+
+static void ddl_proc_breakdown(struct ddl_proc *p)
+{
+	struct ddl_span *blk = NULL, *win = NULL;
+	size_t nb = 0, cb = 0, nw = 0, cw = 0;
+	uint32_t tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			int c = ddl_event_class(e->kind);
+			if (!c || c == DDL_CLASS_MARK)
+				continue;
+			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
+			uint32_t etid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+			if (etid == tid)
+				ddl_span_push(&blk, &nb, &cb, (struct ddl_span){a, b, 0});
+			if ((c == DDL_CLASS_TX || c == DDL_CLASS_RX) && e->result > 0) {
+				int remote = e->peer && e->peer < t->npeers && t->peers[e->peer].text &&
+				             !t->peers[e->peer].local;
+				ddl_span_push(&win, &nw, &cw, (struct ddl_span){a, b, remote});
+			}
+		}
+	}
+	nb = ddl_merge(blk, nb, 0);
+	nw = ddl_merge(win, nw, DDL_GAP_NS);
+	struct ddl_parts sum = {0};
+	size_t bi = 0, wi = 0;
+	for (size_t k = 0; k < p->niter; k++) {
+		int64_t a = p->iter[k].start_ns, b = p->iter[k].end_ns;
+		int64_t blocked = 0, net = 0, ic = 0;
+		while (bi < nb && blk[bi].b <= a)
+			bi++;
+		for (size_t j = bi; j < nb && blk[j].a < b; j++) {
+			int64_t lo = blk[j].a > a ? blk[j].a : a, hi = blk[j].b < b ? blk[j].b : b;
+			if (hi <= lo)
+				continue;
+			blocked += hi - lo;
+			size_t from = wi;
+			ddl_covered(win, nw, &from, lo, hi, &net, &ic);
+		}
+		while (wi < nw && win[wi].b <= a)
+			wi++;
+		double len = (double)(b - a) / 1e9;
+		sum.network_stall += (double)net / 1e9;
+		sum.interconnect_stall += (double)ic / 1e9;
+		sum.idle += (double)(blocked - net - ic) / 1e9;
+		sum.compute += len - (double)blocked / 1e9;
+	}
+	free(blk);
+	free(win);
+	double n = (double)p->niter;
+#define DDL_X_MEAN(f) p->per_iter.f = sum.f / n;
+	DDL_PARTS(DDL_X_MEAN)
+#undef DDL_X_MEAN
+}
+
+void ddl_report_breakdown(struct ddl_report *r)
+{
+	struct ddl_parts total = {0};
+	double all = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		if (!p->niter)
+			continue;
+		ddl_proc_breakdown(p);
+		double n = (double)p->niter;
+#define DDL_X_ADD(f) total.f += p->per_iter.f * n;
+		DDL_PARTS(DDL_X_ADD)
+#undef DDL_X_ADD
+		all += p->iter_mean_s * n;
+	}
+	if (all <= 0)
+		return;
+#define DDL_X_PCT(f) r->pct.f = 100.0 * total.f / all;
+	DDL_PARTS(DDL_X_PCT)
+#undef DDL_X_PCT
+}
