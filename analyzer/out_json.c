@@ -99,6 +99,8 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_object_set_new(job, "iteration_p50_s", have ? json_real(r->iter_p50_s) : json_null());
 	json_object_set_new(job, "iteration_p99_s", have ? json_real(r->iter_p99_s) : json_null());
 	json_object_set_new(job, "breakdown_pct", have ? ddl_json_parts(&r->pct) : json_null());
+	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
+	json_object_set_new(job, "perturb_net", ddl_jstr(pert));
 	json_object_set_new(root, "job", job);
 	json_t *ranks = json_array();
 	for (size_t i = 0; i < r->nprocs; i++) {

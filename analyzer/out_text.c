@@ -52,6 +52,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			        r->set->runs[k].ntraces == 1 ? "" : "s", r->set->runs[k].id);
 	if (r->truncated)
 		fprintf(f, "  TRUNCATED: some traces were cut short; figures cover what was written\n");
+	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
+	if (pert)
+		fprintf(f, "  PERTURBED: the job's sends were slowed on purpose (--perturb-net %s)\n", pert);
 	if (r->iterations > 0) {
 		if (!strcmp(r->iteration_method, "markers"))
 			fprintf(f, "\nIterations (markers matching %s): %ld per rank after warm-up\n",

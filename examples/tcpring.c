@@ -10,7 +10,8 @@
  * `ddlprof -- tcpring` profiles a whole job.
  *
  * Options: -n ITER (20), -m MB of gradients (8), -c MS of compute (20),
- * -p PORT base (29400 + pid % 1000 * 8).
+ * -p PORT base (29400 + pid % 1000 * 8), -k to name each step "step" with
+ * ddlprof's marker API (a no-op without ddlprof).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +26,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "ddlprof/ddlprof.h"
 
 static double now_s(void)
 {
@@ -125,17 +128,18 @@ static int connect_to(int port)
 
 int main(int argc, char **argv)
 {
-	int iters = 20, mb = 8, c;
+	int iters = 20, mb = 8, c, markers = 0;
 	double ms = 20;
 	int port = 29400 + (int)(getpid() % 1000) * 8;
-	while ((c = getopt(argc, argv, "n:m:c:p:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:c:p:k")) != -1) {
 		switch (c) {
 		case 'n': iters = atoi(optarg); break;
 		case 'm': mb = atoi(optarg); break;
 		case 'c': ms = atof(optarg); break;
 		case 'p': port = atoi(optarg); break;
+		case 'k': markers = 1; break;
 		default:
-			fprintf(stderr, "usage: tcpring [-n ITER] [-m MB] [-c MS] [-p PORT]\n");
+			fprintf(stderr, "usage: tcpring [-n ITER] [-m MB] [-c MS] [-p PORT] [-k]\n");
 			return 2;
 		}
 	}
@@ -188,10 +192,14 @@ int main(int argc, char **argv)
 		die("calloc");
 	double t0 = now_s(), comm = 0;
 	for (int it = 0; it < iters; it++) {
+		if (markers && ddlprof_range_push)
+			ddlprof_range_push("step");
 		compute(g, n, ms, it);
 		double a = now_s();
 		ring_allreduce(g, n, rank, world, out, in, tmp);
 		comm += now_s() - a;
+		if (markers && ddlprof_range_pop)
+			ddlprof_range_pop();
 	}
 	double total = now_s() - t0;
 	if (rank == 0)

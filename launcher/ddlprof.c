@@ -36,6 +36,8 @@ static void ddl_usage(FILE *f)
 	        "  --trace LIST       families to trace: all, socket, cuda, nccl, nvtx (default all)\n"
 	        "  --run-id ID        run id shared by every rank (default: the scheduler's job id)\n"
 	        "  --flush-ms N       writer period in milliseconds, 1..60000 (default 100)\n"
+	        "  --perturb-net SPEC slow the job's own sends: delay=USEC each, or rate=RATE\n"
+	        "                     (e.g. rate=100mbit), to measure its network sensitivity\n"
 	        "  -q, --quiet        no messages from the launcher (the library still reports\n"
 	        "                     failures, one line each)\n"
 	        "See ddlprof(1).\n");
@@ -207,8 +209,9 @@ int main(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'}, {"trace", required_argument, NULL, 't'},
 		{"run-id", required_argument, NULL, 'r'}, {"flush-ms", required_argument, NULL, 'F'},
 		{"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
+		{"perturb-net", required_argument, NULL, 'P'},
 		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
-	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL;
+	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL, *perturb = NULL;
 	int quiet = 0, c;
 	while ((c = getopt_long(argc, argv, "+o:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -217,6 +220,7 @@ int main(int argc, char **argv)
 		case 'r': run_id = optarg; break;
 		case 'F': flush = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'P': perturb = optarg; break;
 		case 'h': ddl_usage(stdout); return 0;
 		case 'V': printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
 		default: ddl_usage(stderr); return DDL_EXIT_OWN;
@@ -235,6 +239,11 @@ int main(int argc, char **argv)
 	if (run_id && !ddl_valid_id(run_id)) {
 		fprintf(stderr, "ddlprof: --run-id '%s': 1 to %d characters of A-Z a-z 0-9 - _ . :\n",
 		        run_id, DDL_RUNID_MAX - 1);
+		return DDL_EXIT_OWN;
+	}
+	if (perturb && strncmp(perturb, "delay=", 6) && strncmp(perturb, "rate=", 5)) {
+		fprintf(stderr, "ddlprof: --perturb-net '%s': delay=USEC or rate=RATE (e.g. rate=100mbit)\n",
+		        perturb);
 		return DDL_EXIT_OWN;
 	}
 	if (flush) {
@@ -276,6 +285,7 @@ int main(int argc, char **argv)
 	if (setenv("LD_PRELOAD", preload, 1) || setenv("DDLPROF_DIR", absdir, 1) ||
 	    setenv("DDLPROF_RUN_ID", id, 1) || (trace && setenv("DDLPROF_TRACE", trace, 1)) ||
 	    (flush && setenv("DDLPROF_FLUSH_MS", flush, 1)) ||
+	    (perturb && setenv("DDLPROF_PERTURB_NET", perturb, 1)) ||
 	    (quiet && setenv("DDLPROF_QUIET", "1", 1))) {
 		fprintf(stderr, "ddlprof: cannot set the environment: %s\n", strerror(errno));
 		return DDL_EXIT_OWN;

@@ -174,6 +174,11 @@ static int ddl_settings_load(struct ddl_settings *c)
 			}
 		}
 	}
+	if ((v = ddl_env("DDLPROF_PERTURB_NET")) && ddl_perturb_parse(v) < 0) {
+		ddl_warn("DDLPROF_PERTURB_NET='%.40s' is not delay=USEC or rate=RATE (e.g. rate=100mbit); "
+		         "profiling is off", v);
+		rc = -EINVAL;
+	}
 	if ((v = ddl_env("DDLPROF_CLOCK"))) {
 		if (!strcmp(v, "tsc"))
 			c->clock = DDL_CLOCK_TSC;
@@ -238,7 +243,7 @@ static void ddl_meta_record(void)
 		"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
 		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
 		"SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODEID",
-		"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", NULL};
+		"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "DDLPROF_PERTURB_NET", NULL};
 	char buf[1024];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {

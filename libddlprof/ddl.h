@@ -264,6 +264,9 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 
 /* ---- socket.c ---- */
 void ddl_socket_init(void) DDL_HIDDEN;
+extern int ddl_perturb_on DDL_HIDDEN;
+void ddl_perturb(uint64_t bytes) DDL_HIDDEN;
+int ddl_perturb_parse(const char *spec) DDL_HIDDEN;
 
 /* ---- core.c ---- */
 /* Turn profiling off for good in this process, with one line on stderr. */

@@ -12,6 +12,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <ifaddrs.h>
 #include <stdarg.h>
 #include <netinet/in.h>
@@ -347,6 +348,87 @@ static inline unsigned ddl_peek(int flags)
 	return flags & MSG_PEEK ? DDL_EVF_PEEK : 0;
 }
 
+/*
+ * ddlprof --perturb-net: the job's own sends made slower on purpose, so its
+ * sensitivity to the network can be measured. delay=USEC adds that much to
+ * every send; rate=RATE lets the process's sends through at RATE bytes per
+ * second at most (a token bucket shared by its threads). The time spent is
+ * inside the call, as a slower network's would be. Keeps errno.
+ */
+int ddl_perturb_on;
+static int64_t ddl_perturb_delay_ns;
+static double ddl_perturb_ns_per_byte;
+static _Atomic int64_t ddl_perturb_free_ns; /* when the bucket is next empty */
+
+static int64_t ddl_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void ddl_sleep_until(int64_t when)
+{
+	struct timespec ts = {(time_t)(when / 1000000000), (long)(when % 1000000000)};
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+void ddl_perturb(uint64_t bytes)
+{
+	int saved = errno;
+	int64_t now = ddl_mono_ns();
+	if (ddl_perturb_delay_ns) {
+		ddl_sleep_until(now + ddl_perturb_delay_ns);
+	} else {
+		int64_t need = (int64_t)((double)bytes * ddl_perturb_ns_per_byte);
+		int64_t free_at = atomic_load(&ddl_perturb_free_ns), done;
+		do {
+			int64_t start = free_at > now ? free_at : now;
+			done = start + need;
+		} while (!atomic_compare_exchange_weak(&ddl_perturb_free_ns, &free_at, done));
+		if (done > now)
+			ddl_sleep_until(done);
+	}
+	errno = saved;
+}
+
+/* Parses "delay=USEC" or "rate=N[kbit|mbit|gbit|KB|MB|GB]"; 0 or -EINVAL. */
+int ddl_perturb_parse(const char *spec)
+{
+	char *end;
+	if (!strncmp(spec, "delay=", 6)) {
+		long us = strtol(spec + 6, &end, 10);
+		if (*end || end == spec + 6 || us < 1 || us > 10000000)
+			return -EINVAL;
+		ddl_perturb_delay_ns = (int64_t)us * 1000;
+	} else if (!strncmp(spec, "rate=", 5)) {
+		double v = strtod(spec + 5, &end);
+		double mult = 1;
+		if (!strcmp(end, "kbit"))
+			mult = 1e3 / 8;
+		else if (!strcmp(end, "mbit"))
+			mult = 1e6 / 8;
+		else if (!strcmp(end, "gbit"))
+			mult = 1e9 / 8;
+		else if (!strcmp(end, "KB"))
+			mult = 1e3;
+		else if (!strcmp(end, "MB"))
+			mult = 1e6;
+		else if (!strcmp(end, "GB"))
+			mult = 1e9;
+		else if (*end)
+			return -EINVAL;
+		if (end == spec + 5 || !(v * mult >= 1000) || v * mult > 1e12)
+			return -EINVAL;
+		ddl_perturb_ns_per_byte = 1e9 / (v * mult);
+	} else {
+		return -EINVAL;
+	}
+	ddl_perturb_on = 1;
+	return 0;
+}
+
 /* ---- send family ---- */
 
 DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -359,6 +441,8 @@ DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.send(fd, buf, len, flags);
+	if (ddl_unlikely(ddl_perturb_on) && r > 0)
+		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_SEND, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
@@ -375,6 +459,8 @@ DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendto(fd, buf, len, flags, to, tolen);
+	if (ddl_unlikely(ddl_perturb_on) && r > 0)
+		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 && to ? ddl_peer_intern(to, tolen) : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_SENDTO, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
@@ -391,6 +477,8 @@ DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.sendmsg(fd, msg, flags);
+	if (ddl_unlikely(ddl_perturb_on) && r > 0)
+		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg, msg->msg_namelen) : ddl_fd_peer(fd);
 	ddl_ring_put(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
@@ -407,6 +495,8 @@ DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 	}
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.sendmmsg(fd, vec, n, flags);
+	if (ddl_unlikely(ddl_perturb_on) && r > 0)
+		ddl_perturb((uint64_t)ddl_mmsg_bytes(vec, r));
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr, vec[0].msg_hdr.msg_namelen)
 	                      : ddl_fd_peer(fd);
@@ -517,6 +607,8 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.write(fd, buf, len);
+	if (ddl_unlikely(ddl_perturb_on) && r > 0)
+		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_WRITE, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
@@ -553,6 +645,8 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.writev(fd, iov, n);
+	if (ddl_unlikely(ddl_perturb_on) && r > 0)
+		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;

@@ -758,3 +758,60 @@ int test_e2e_socket_iterations(void)
 	trm(dir);
 	return DDL_PASS;
 }
+
+/*
+ * ddlprof --perturb-net slows the job's own sends: tcpring's ranks each
+ * send 1.5 MB a step (a ring all-reduce of 1 MiB over 4 ranks); at 10 MB/s
+ * per process that is 150 ms a step more, and the report must show it
+ * (steps named with the marker API: slowed sends leave no quiet phase).
+ */
+static double ddl_ring_step_ms(const char *dir, const char *perturb)
+{
+	char t[PATH_MAX];
+	snprintf(t, sizeof t, "%s/%s", dir, perturb ? "slow" : "fast");
+	char *argv[16] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t};
+	int n = 4;
+	if (perturb) {
+		argv[n++] = "--perturb-net";
+		argv[n++] = (char *)perturb;
+	}
+	char *rest[] = {"--", (char *)tbuild("examples/tcpring"), "-k", "-n", "16", "-m", "1", "-c", "10",
+	                NULL};
+	for (int i = 0; rest[i]; i++)
+		argv[n++] = rest[i];
+	argv[n] = NULL;
+	struct ddl_run_result r;
+	if (trun(argv, NULL, 120, &r) < 0 || r.status != 0) {
+		trun_free(&r);
+		return -1;
+	}
+	trun_free(&r);
+	json_t *rep = treport(t, NULL);
+	json_t *job = json_object_get(rep, "job");
+	double ms = json_real_value(json_object_get(job, "iteration_mean_s")) * 1e3;
+	const char *p = json_string_value(json_object_get(job, "perturb_net"));
+	if ((perturb && (!p || strcmp(p, perturb))) || (!perturb && p))
+		ms = -2;
+	json_decref(rep);
+	return ms;
+}
+
+int test_e2e_perturb_net(void)
+{
+	char *dir = tmpdir();
+	double fast = ddl_ring_step_ms(dir, NULL);
+	double slow = ddl_ring_step_ms(dir, "rate=80mbit");
+	fprintf(stderr, "    tcpring step: %.1f ms as it is, %.1f ms with rate=80mbit (1.5 MB a step: +150 ms)\n",
+	        fast, slow);
+	CHECK(fast > 0 && slow > 0, "runs failed or did not report their perturbation (%.1f, %.1f)", fast,
+	      slow);
+	CHECK(slow > fast + 150 * 0.7 && slow < fast + 150 * 1.6, "slowed step %.1f ms, expected about %.1f",
+	      slow, fast + 150);
+	char *bad[] = {(char *)tbuild("bin/ddlprof"), "--perturb-net", "slow", "true", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(bad, NULL, 10, &r) == 0 && WEXITSTATUS(r.status) == 125 && strstr(r.err, "perturb"),
+	      "bad --perturb-net accepted");
+	trun_free(&r);
+	trm(dir);
+	return DDL_PASS;
+}
