@@ -12,6 +12,7 @@
  * exactly. Data stall needs the input pipeline's calls, which are not
  * intercepted yet: it is 0.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,7 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
 	nb = ddl_merge(blk, nb, 0);
 	nw = ddl_merge(win, nw, DDL_GAP_NS);
 	struct ddl_parts sum = {0};
+	double traffic = 0, bytes = 0;
 	size_t bi = 0, wi = 0;
 	for (size_t k = 0; k < p->niter; k++) {
 		int64_t a = p->iter[k].start_ns, b = p->iter[k].end_ns;
@@ -121,6 +123,10 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
 		}
 		while (wi < nw && win[wi].b <= a)
 			wi++;
+		int64_t tr = 0, tl = 0;
+		size_t from = wi;
+		ddl_covered(win, nw, &from, a, b, &tr, &tl);
+		traffic += (double)(tr + tl) / 1e9;
 		double len = (double)(b - a) / 1e9;
 		sum.network_stall += (double)net / 1e9;
 		sum.interconnect_stall += (double)ic / 1e9;
@@ -129,10 +135,115 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
 	}
 	free(blk);
 	free(win);
+	/* bytes sent inside the iterations */
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (ddl_event_class(e->kind) != DDL_CLASS_TX || e->result <= 0)
+				continue;
+			int64_t at = ddl_trace_real_ns(t, e->start);
+			for (size_t j = 0; j < p->niter; j++)
+				if (at >= p->iter[j].start_ns && at < p->iter[j].end_ns) {
+					bytes += (double)e->result;
+					break;
+				}
+		}
+	}
 	double n = (double)p->niter;
+	p->traffic_s = traffic / n;
+	p->bytes_sent = bytes / n;
 #define DDL_X_MEAN(f) p->per_iter.f = sum.f / n;
 	DDL_PARTS(DDL_X_MEAN)
 #undef DDL_X_MEAN
+}
+
+/*
+ * Network sensitivity: the iteration time predicted at each placement
+ * level from what this run measured. A rank sends B bytes an iteration;
+ * over a link of bandwidth bw that takes B/bw. Of the traffic time W this
+ * run measured, the part not stalled (W - S, S the interconnect and network
+ * stall) was hidden under compute, and would hide as much again:
+ *     T(level) = T - S + max(0, B / bw(level) - (W - S))
+ * slowdown(level) = T(level) / T(machine); score = 1 - T(machine)/T(cluster),
+ * the share of time lost when the job spreads over several racks.
+ */
+static void ddl_report_sensitivity(struct ddl_report *r)
+{
+	double t = 0, s = 0, w = 0, b = 0;
+	size_t np = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter)
+			continue;
+		t += p->iter_mean_s;
+		s += p->per_iter.network_stall + p->per_iter.interconnect_stall;
+		w += p->traffic_s;
+		b += p->bytes_sent;
+		np++;
+	}
+	if (!np || b <= 0)
+		return;
+	t /= (double)np;
+	s /= (double)np;
+	w /= (double)np;
+	b /= (double)np;
+	double hidden = w > s ? w - s : 0;
+	for (int l = 0; l < 3; l++) {
+		double comm = b / r->bw[l];
+		r->predicted_s[l] = t - s + (comm > hidden ? comm - hidden : 0);
+	}
+	for (int l = 0; l < 3; l++)
+		r->slowdown[l] = r->predicted_s[l] / r->predicted_s[DDL_LEVEL_MACHINE];
+	r->sensitivity = 1 - r->predicted_s[DDL_LEVEL_MACHINE] / r->predicted_s[DDL_LEVEL_CLUSTER];
+	r->have_sensitivity = 1;
+}
+
+/* A rate: a number with kbit, mbit, gbit, KB, MB, GB, or bytes/s; < 0 if bad. */
+static double ddl_rate(const char *s, size_t n)
+{
+	char buf[64], *end;
+	if (n == 0 || n >= sizeof buf)
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	double v = strtod(buf, &end);
+	static const struct {
+		const char *unit;
+		double mult;
+	} units[] = {{"", 1}, {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8},
+	             {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
+	if (end == buf)
+		return -1;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (!strcmp(end, units[i].unit))
+			return v > 0 ? v * units[i].mult : -1;
+	return -1;
+}
+
+int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errlen)
+{
+	static const char *const names[] = {"machine", "rack", "cluster"};
+	r->bw[DDL_LEVEL_MACHINE] = 100e9 / 8; /* shared memory or NVLink inside a machine */
+	r->bw[DDL_LEVEL_RACK] = 25e9 / 8;     /* one top-of-rack switch */
+	r->bw[DDL_LEVEL_CLUSTER] = 10e9 / 8;  /* across racks, oversubscribed */
+	for (const char *p = spec; p && *p;) {
+		const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+		const char *end = comma ? comma : p + strlen(p);
+		int l = -1;
+		for (int k = 0; k < 3 && eq && eq < end; k++)
+			if ((size_t)(eq - p) == strlen(names[k]) && !strncmp(p, names[k], strlen(names[k])))
+				l = k;
+		double v = l >= 0 ? ddl_rate(eq + 1, (size_t)(end - eq - 1)) : -1;
+		if (v <= 0) {
+			snprintf(err, errlen, "--bw '%.*s': use machine=, rack= or cluster= with a rate such "
+			         "as 25gbit", (int)(end - p), p);
+			return -1;
+		}
+		r->bw[l] = v;
+		p = comma ? comma + 1 : end;
+	}
+	return 0;
 }
 
 void ddl_report_breakdown(struct ddl_report *r)
@@ -155,4 +266,5 @@ void ddl_report_breakdown(struct ddl_report *r)
 #define DDL_X_PCT(f) r->pct.f = 100.0 * total.f / all;
 	DDL_PARTS(DDL_X_PCT)
 #undef DDL_X_PCT
+	ddl_report_sensitivity(r);
 }

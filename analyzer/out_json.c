@@ -99,6 +99,20 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_object_set_new(job, "iteration_p50_s", have ? json_real(r->iter_p50_s) : json_null());
 	json_object_set_new(job, "iteration_p99_s", have ? json_real(r->iter_p99_s) : json_null());
 	json_object_set_new(job, "breakdown_pct", have ? ddl_json_parts(&r->pct) : json_null());
+	if (r->have_sensitivity) {
+		json_t *sd = json_pack("{s:f, s:f, s:f}", "machine", r->slowdown[DDL_LEVEL_MACHINE], "rack",
+		                       r->slowdown[DDL_LEVEL_RACK], "cluster", r->slowdown[DDL_LEVEL_CLUSTER]);
+		json_t *pr = json_pack("{s:f, s:f, s:f}", "machine", r->predicted_s[DDL_LEVEL_MACHINE],
+		                       "rack", r->predicted_s[DDL_LEVEL_RACK], "cluster",
+		                       r->predicted_s[DDL_LEVEL_CLUSTER]);
+		json_t *bwj = json_pack("{s:f, s:f, s:f}", "machine", r->bw[DDL_LEVEL_MACHINE] * 8, "rack",
+		                        r->bw[DDL_LEVEL_RACK] * 8, "cluster", r->bw[DDL_LEVEL_CLUSTER] * 8);
+		json_object_set_new(job, "sensitivity",
+		                    json_pack("{s:f, s:o, s:o, s:o}", "score", r->sensitivity, "slowdown", sd,
+		                              "iteration_s", pr, "bandwidth_bps", bwj));
+	} else {
+		json_object_set_new(job, "sensitivity", json_null());
+	}
 	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
 	json_object_set_new(job, "perturb_net", ddl_jstr(pert));
 	json_object_set_new(root, "job", job);

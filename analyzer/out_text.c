@@ -88,6 +88,13 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		fprintf(f, "  %-28s %9.1f%% %9.1f%% %11.1f%% %9.1f%% %9.1f%%\n", "job (share of time)",
 		        r->pct.compute, r->pct.data_stall, r->pct.interconnect_stall, r->pct.network_stall,
 		        r->pct.idle);
+		if (r->have_sensitivity)
+			fprintf(f, "\nNetwork sensitivity %.2f: predicted iteration %.1f ms in one machine, "
+			        "%.1f ms in a rack (x%.2f), %.1f ms across racks (x%.2f)\n"
+			        "  at %.3g, %.3g and %.3g Gbit/s (--bw)\n",
+			        r->sensitivity, r->predicted_s[0] * 1e3, r->predicted_s[1] * 1e3, r->slowdown[1],
+			        r->predicted_s[2] * 1e3, r->slowdown[2], r->bw[0] * 8 / 1e9, r->bw[1] * 8 / 1e9,
+			        r->bw[2] * 8 / 1e9);
 	} else {
 		fprintf(f, "\nIterations: none found (no marker ranges matching %s, and no rhythm in the "
 		        "socket traffic)\n", r->iteration_names);

@@ -31,6 +31,7 @@ static void ddl_usage(FILE *f)
 {
 	fprintf(f, "usage: ddlprof-report [--json | --dump | --format text|json|dump] [--run ID]\n"
 	           "                      [--warmup N] [--iteration-name GLOBS]\n"
+	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE]\n"
 	           "                      [-o FILE [--force]] DIR|FILE...\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
 }
@@ -59,8 +60,10 @@ int main(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
 		{"warmup", required_argument, NULL, 'w'}, {"iteration-name", required_argument, NULL, 'n'},
+		{"bw", required_argument, NULL, 'b'},
 		{NULL, 0, NULL, 0}};
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
+	const char *bw = NULL;
 	int force = 0, c, warmup = 5;
 	char *end;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -80,6 +83,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'b': bw = optarg; break;
 		case 'n':
 			if (!*optarg || strlen(optarg) > 400) {
 				fprintf(stderr, "ddlprof-report: --iteration-name: 1 to 400 characters of globs\n");
@@ -129,6 +133,12 @@ int main(int argc, char **argv)
 	if (ddl_report_build(&rep, &set, run) < 0) {
 		fprintf(stderr, "ddlprof-report: out of memory\n");
 		return 1;
+	}
+	if (ddl_report_bw(&rep, bw, err, sizeof err) < 0) {
+		fprintf(stderr, "ddlprof-report: %s\n", err);
+		ddl_report_free(&rep);
+		ddl_traceset_free(&set);
+		return 2;
 	}
 	rep.iteration_names = iter_names;
 	rep.warmup = warmup;

@@ -62,6 +62,8 @@ struct ddl_proc {
 	double *iter_s;       /* iteration durations after warm-up, in order */
 	struct ddl_iter *iter; /* the same iterations' spans */
 	struct ddl_parts per_iter; /* mean seconds per iteration of each part */
+	double traffic_s;     /* mean seconds per iteration with traffic in flight */
+	double bytes_sent;    /* mean bytes sent per iteration */
 	size_t niter;
 	int warmup_skipped;
 	double iter_mean_s;
@@ -82,7 +84,15 @@ struct ddl_report {
 	long iterations;              /* per rank, the fewest after warm-up */
 	double iter_mean_s, iter_p50_s, iter_p99_s;
 	struct ddl_parts pct;          /* share of all iteration time, percent */
+	/* network sensitivity (breakdown.c): link bandwidth per placement level
+	 * in bytes/s, and the predicted iteration time and slowdown at each */
+	double bw[3];
+	double predicted_s[3], slowdown[3];
+	double sensitivity;            /* 1 - T(one machine) / T(several racks) */
+	int have_sensitivity;
 };
+
+enum { DDL_LEVEL_MACHINE, DDL_LEVEL_RACK, DDL_LEVEL_CLUSTER };
 
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run);
 void ddl_report_free(struct ddl_report *r);
@@ -90,6 +100,9 @@ void ddl_report_free(struct ddl_report *r);
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
 void ddl_report_breakdown(struct ddl_report *r);
+/* Parses "machine=100gbit,rack=25gbit,cluster=10gbit" (any subset) into
+ * r->bw; 0, or -1 with the reason in ERR. */
+int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errlen);
 
 /* Output formats; each returns 0 or -1 on a write error. */
 int ddl_out_text(const struct ddl_report *r, FILE *f);

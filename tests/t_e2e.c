@@ -624,6 +624,25 @@ int test_e2e_pytorch_two_hosts(void)
 	fprintf(stderr, "    breakdown: network stall %.1f%%, interconnect %.1f%%, compute %.1f%%\n", net, ic,
 	        json_real_value(json_object_get(pct, "compute")));
 	CHECK(net > 15 && ic < 5, "network stall %.1f%%, interconnect %.1f%%", net, ic);
+	/* sensitivity: predicted at the bandwidth this run had, the iteration
+	 * time must come back to what was measured */
+	char bwt[PATH_MAX];
+	snprintf(bwt, sizeof bwt, "%s/t", dir);
+	char *a2[] = {(char *)tbuild("bin/ddlprof-report"), "--json", "--bw",
+	              "machine=200mbit,rack=200mbit,cluster=200mbit", bwt, NULL};
+	struct ddl_run_result r2;
+	CHECK(trun(a2, NULL, 60, &r2) == 0 && r2.status == 0, "report --bw");
+	json_t *rep2 = json_loads(r2.out, 0, NULL);
+	json_t *sens = json_object_get(json_object_get(rep2, "job"), "sensitivity");
+	double pred = json_real_value(json_object_get(json_object_get(sens, "iteration_s"), "cluster"));
+	fprintf(stderr, "    predicted at 200 Mbit/s: %.3f s, measured %.3f s\n", pred, mean);
+	CHECK(pred > mean * 0.8 && pred < mean * 1.2, "prediction %.3f s against %.3f s", pred, mean);
+	json_decref(rep2);
+	trun_free(&r2);
+	json_t *s1 = json_object_get(job, "sensitivity");
+	double sd_rack = json_real_value(json_object_get(json_object_get(s1, "slowdown"), "rack"));
+	double sd_cl = json_real_value(json_object_get(json_object_get(s1, "slowdown"), "cluster"));
+	CHECK(sd_rack >= 1 && sd_cl >= sd_rack, "slowdowns rack %.3f cluster %.3f", sd_rack, sd_cl);
 	CHECK(rep && json_integer_value(json_object_get(json_object_get(rep, "job"), "hosts")) == 2,
 	      "report: two hosts");
 	size_t i;
