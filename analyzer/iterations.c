@@ -59,13 +59,15 @@ static int ddl_push_iter(struct ddl_proc *p, int64_t start, int64_t end, uint32_
 	return 0;
 }
 
-/* Fills p->iter_s with the durations of its iterations, in time order. */
+/* Adds the iterations of every thread's marker ranges (then see
+ * ddl_keep_training_thread). */
 static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 {
 	struct ddl_open *open = NULL;
 	size_t nopen = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
+		nopen = 0; /* ranges left open when an image exec'd end with it */
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			if (e->kind != DDL_EV_RANGE_PUSH && e->kind != DDL_EV_RANGE_POP)
@@ -206,45 +208,29 @@ static size_t ddl_period(const double *x, size_t n)
 	return period;
 }
 
-/* Smoothed activity at bin i (a window of w bins centred on it). */
-static double ddl_activity(const double *x, size_t n, size_t i, size_t w)
+/* Sum of x over [a, b), clipped to the series. */
+static double ddl_sum(const double *x, size_t n, size_t a, size_t b)
 {
-	size_t a = i > w / 2 ? i - w / 2 : 0, b = i + w / 2 + 1 < n ? i + w / 2 + 1 : n;
 	double s = 0;
-	for (size_t k = a; k < b; k++)
+	for (size_t k = a; k < b && k < n; k++)
 		s += x[k];
 	return s;
 }
 
-/* Iterations from the rhythm of socket traffic; returns how many. */
-static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
+/* Where in one period (folded over [s, e)) the activity falls most. */
+static size_t ddl_phase(const double *x, size_t s, size_t e, size_t per, size_t sw)
 {
-	size_t n;
-	int64_t t0, w;
-	double *x = ddl_traffic_series(p, &n, &t0, &w);
-	if (!x)
-		return 0;
-	size_t per = ddl_period(x, n);
-	if (!per) {
-		free(x);
-		return 0;
-	}
-	/* Fold: where in the period does activity fall the most? There the
-	 * quiet (compute) phase begins, and with it an iteration. */
-	size_t sw = per / 16 + 1;
 	double *f = calloc(per, sizeof *f);
-	if (!f) {
-		free(x);
+	if (!f)
 		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		f[i % per] += x[i];
+	for (size_t i = s; i < e; i++)
+		f[(i - s) % per] += x[i];
 	size_t phase = 0;
 	double drop = -1;
 	for (size_t j = 0; j < per; j++) {
 		double before = 0, after = 0;
 		for (size_t k = 1; k <= sw; k++) {
-			before += f[(j + per - k) % per];
+			before += f[(j + per - k % per) % per];
 			after += f[(j + k - 1) % per];
 		}
 		if (before - after > drop) {
@@ -253,29 +239,117 @@ static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
 		}
 	}
 	free(f);
-	/* Each boundary one period after the last one found, moved to the
-	 * sharpest fall of the real series within a quarter period, so an
-	 * estimate a little off does not drift across the run. */
-	size_t prev = SIZE_MAX, cnt = 0;
-	for (size_t b = phase; b < n; b = (prev == SIZE_MAX ? b : prev) + per) {
-		size_t a = b > per / 4 ? b - per / 4 : 0, z = b + per / 4 < n ? b + per / 4 : n - 1;
-		size_t at = b;
-		double bestd = -1;
-		for (size_t i = a + 1; i <= z; i++) {
-			double d = ddl_activity(x, n, i - 1 - sw / 2, sw) - ddl_activity(x, n, i + sw / 2, sw);
-			if (d > bestd) {
-				bestd = d;
-				at = i;
+	return phase;
+}
+
+/*
+ * Iterations from the rhythm of socket traffic; returns how many. The
+ * series is cut into active segments at quiet stretches of a second or
+ * more (set-up, evaluation, checkpoints): the period comes from the longest
+ * segment, and iterations are only found inside segments.
+ */
+static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
+{
+	size_t n;
+	int64_t t0, w;
+	double *x = ddl_traffic_series(p, &n, &t0, &w);
+	if (!x)
+		return 0;
+	size_t quiet = (size_t)(1000000000 / w);
+	if (quiet < 8)
+		quiet = 8;
+	size_t seg[64][2], nseg = 0, s = SIZE_MAX, last = 0;
+	for (size_t i = 0; i <= n && nseg < 64; i++) {
+		if (i < n && x[i] > 0) {
+			if (s == SIZE_MAX)
+				s = i;
+			last = i;
+		} else if (s != SIZE_MAX && (i == n || i - last > quiet)) {
+			seg[nseg][0] = s;
+			seg[nseg++][1] = last + 1;
+			s = SIZE_MAX;
+		}
+	}
+	size_t longest = 0;
+	for (size_t k = 1; k < nseg; k++)
+		if (seg[k][1] - seg[k][0] > seg[longest][1] - seg[longest][0])
+			longest = k;
+	size_t per = nseg ? ddl_period(x + seg[longest][0], seg[longest][1] - seg[longest][0]) : 0;
+	size_t cnt = 0;
+	for (size_t k = 0; per && k < nseg; k++) {
+		size_t a0 = seg[k][0], e = seg[k][1];
+		if (e - a0 < 2 * per)
+			continue;
+		size_t sw = per / 16 + 1, reach = per / 5;
+		/* Each boundary one period after the last one found, moved to the
+		 * sharpest fall of the series nearby, so an estimate a little off
+		 * does not drift; an iteration must hold some traffic. */
+		size_t prev = SIZE_MAX;
+		for (size_t b = a0 + ddl_phase(x, a0, e, per, sw); b < e;
+		     b = (prev == SIZE_MAX ? b + per : prev + per)) {
+			size_t lo = b > a0 + reach ? b - reach : a0, hi = b + reach < e ? b + reach : e - 1;
+			size_t at = b;
+			double bestd = -1;
+			for (size_t i = lo; i <= hi; i++) {
+				double d = ddl_sum(x, n, i >= sw ? i - sw : 0, i) - ddl_sum(x, n, i, i + sw);
+				if (d > bestd) {
+					bestd = d;
+					at = i;
+				}
 			}
+			if (prev != SIZE_MAX && at > prev && ddl_sum(x, n, prev, at) > 0) {
+				ddl_push_iter(p, t0 + (int64_t)prev * w, t0 + (int64_t)at * w, 0);
+				cnt++;
+			}
+			prev = at;
 		}
-		if (prev != SIZE_MAX && at > prev) {
-			ddl_push_iter(p, t0 + (int64_t)prev * w, t0 + (int64_t)at * w, 0);
-			cnt++;
-		}
-		prev = at;
 	}
 	free(x);
 	return cnt;
+}
+
+static int ddl_cmp_iter(const void *a, const void *b)
+{
+	const struct ddl_iter *x = a, *y = b;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/*
+ * Several threads may name steps (a prefetcher's "prefetch_step" beside the
+ * trainer's "train_step"): the training thread is the one whose iterations
+ * cover the most time, and only its iterations count. Then in time order.
+ */
+static void ddl_keep_training_thread(struct ddl_proc *p)
+{
+	uint32_t tids[64], best = p->niter ? p->iter[0].tid : 0;
+	double sums[64];
+	size_t nt = 0;
+	for (size_t i = 0; i < p->niter; i++) {
+		size_t k = 0;
+		while (k < nt && tids[k] != p->iter[i].tid)
+			k++;
+		if (k == nt && nt < 64) {
+			tids[nt] = p->iter[i].tid;
+			sums[nt++] = 0;
+		}
+		if (k < nt)
+			sums[k] += p->iter_s[i];
+	}
+	double best_s = -1;
+	for (size_t k = 0; k < nt; k++)
+		if (sums[k] > best_s) {
+			best_s = sums[k];
+			best = tids[k];
+		}
+	size_t m = 0;
+	for (size_t i = 0; i < p->niter; i++)
+		if (p->iter[i].tid == best)
+			p->iter[m++] = p->iter[i];
+	p->niter = m;
+	if (m)
+		qsort(p->iter, m, sizeof *p->iter, ddl_cmp_iter);
+	for (size_t i = 0; i < m; i++)
+		p->iter_s[i] = (double)(p->iter[i].end_ns - p->iter[i].start_ns) / 1e9;
 }
 
 static int ddl_cmp_double(const void *a, const void *b)
@@ -299,8 +373,10 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
 		ddl_proc_iterations(p, patterns);
+		ddl_keep_training_thread(p);
 		p->iteration_method = "markers";
 		if (!p->niter && ddl_proc_socket_iterations(p)) {
+			ddl_keep_training_thread(p); /* in time order */
 			p->iteration_method = "socket";
 			by_socket = 1;
 		}

@@ -140,6 +140,8 @@ static void ddl_proc_fill(struct ddl_proc *p)
 			if (!ddl_event_is_net(e->kind))
 				continue;
 			struct ddl_threadsum *th = ddl_thread_get(p, t, e->tid);
+			if (!th)
+				continue; /* out of memory */
 			ddl_net_add(&p->net, t, e);
 			ddl_net_add(&th->net, t, e);
 			ddl_peerset_add(&all, t, e->peer);
