@@ -7,9 +7,10 @@
  * Our format, one job per line after a header naming the columns, in any
  * order (ddlprof-sim --generate writes it):
  *   id            job name (any text without commas)
- *   arrival_s     submission time, seconds (>= 0)
+ *   arrival_s     submission time, seconds (0 .. DDL_SIM_MAX_TIME, 1e10)
  *   gpus          GPUs the job needs (>= 1)
- *   duration_s    run time on its tightest feasible placement, seconds (> 0)
+ *   duration_s    run time on its tightest feasible placement, seconds
+ *                 (> 0, at most DDL_SIM_MAX_TIME)
  *   model         optional; picks the slowdown row of models.c
  *   slowdown_rack, slowdown_cluster
  *                 optional; the job's own slowdowns (>= 1) when spread over
@@ -94,20 +95,41 @@ int ddl_sim_parse_int(const char *s, long *v)
 	return 0;
 }
 
+int ddl_sim_time_ok(double v)
+{
+	return isfinite(v) && v >= 0 && v <= DDL_SIM_MAX_TIME;
+}
+
+static int ddl_sim_leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
 int ddl_sim_parse_time(const char *s, double *v)
 {
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	struct tm tm = {0};
+	int y, mo, d, h, mi, sec;
 	char extra;
-	if (sscanf(s, "%d-%d-%d %d:%d:%d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-	           &tm.tm_min, &tm.tm_sec, &extra) == 6) {
-		if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31)
+	double x;
+	if (sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &extra) == 6) {
+		if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 ||
+		    d > mdays[mo - 1] + (mo == 2 && ddl_sim_leap(y)) || h < 0 || h > 23 || mi < 0 ||
+		    mi > 59 || sec < 0 || sec > 60)
 			return -1;
-		tm.tm_year -= 1900;
-		tm.tm_mon -= 1;
-		*v = (double)timegm(&tm);
-		return 0;
-	}
-	return ddl_sim_parse_double(s, v);
+		tm.tm_year = y - 1900;
+		tm.tm_mon = mo - 1;
+		tm.tm_mday = d;
+		tm.tm_hour = h;
+		tm.tm_min = mi;
+		tm.tm_sec = sec;
+		x = (double)timegm(&tm);
+	} else if (ddl_sim_parse_double(s, &x) < 0)
+		return -1;
+	if (!ddl_sim_time_ok(x))
+		return -1;
+	*v = x;
+	return 0;
 }
 
 /* Splits line in place on commas; trims blanks and one pair of quotes. */
@@ -230,12 +252,14 @@ int ddl_sim_load_csv(const char *path, struct ddl_sim_trace *t, const struct ddl
 		const char *why = NULL;
 		if (c.nfield < c.nhead)
 			why = "too few fields";
-		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, carr), &arr) < 0 || arr < 0)
-			why = "arrival_s is not a time >= 0";
+		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, carr), &arr) < 0 ||
+		         !ddl_sim_time_ok(arr))
+			why = "arrival_s is not a time in 0..1e10 s";
 		else if (ddl_sim_parse_int(ddl_sim_csv_get(&c, cg), &g) < 0 || g < 1 || g > 1000000)
 			why = "gpus is not a count >= 1";
-		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 || dur <= 0)
-			why = "duration_s is not a time > 0";
+		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 || dur <= 0 ||
+		         !ddl_sim_time_ok(dur))
+			why = "duration_s is not a time in (0, 1e10] s";
 		else if (csr >= 0 && *ddl_sim_csv_get(&c, csr) &&
 		         (ddl_sim_parse_double(ddl_sim_csv_get(&c, csr), &sr) < 0 || sr < 1))
 			why = "slowdown_rack is not a factor >= 1";

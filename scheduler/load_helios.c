@@ -4,7 +4,9 @@
  * start_time, end_time, duration, queue. We take job_id, gpu_num,
  * submit_time and duration (or end_time - start_time when there is no
  * duration column). Times may be "YYYY-MM-DD HH:MM:SS" (read as UTC) or
- * seconds; arrivals are made relative to the earliest submission. Jobs
+ * seconds, either way within 0..1e10 s (DDL_SIM_MAX_TIME; a date from
+ * 1970 to 2286); arrivals are made relative to the earliest submission.
+ * Durations above 1e10 s are bad records too. Jobs
  * that used no GPU, or never ran (duration 0), are left out without a
  * message each and counted in one line; the logs hold many of both. The
  * trace names no model: jobs get the default slowdowns (models.c).
@@ -44,12 +46,13 @@ int ddl_sim_load_helios(const char *path, struct ddl_sim_trace *t,
 		else if (ddl_sim_parse_int(ddl_sim_csv_get(&c, cg), &g) < 0 || g < 0 || g > 1000000)
 			why = "gpu_num is not a count";
 		else if (ddl_sim_parse_time(ddl_sim_csv_get(&c, csub), &sub) < 0)
-			why = "submit_time is not a time";
-		else if (cdur >= 0 && (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 || dur < 0))
-			why = "duration is not a time >= 0";
+			why = "submit_time is not a time (a date or 0..1e10 s)";
+		else if (cdur >= 0 && (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 ||
+		                       !ddl_sim_time_ok(dur)))
+			why = "duration is not a time in 0..1e10 s";
 		else if (cdur < 0 && (ddl_sim_parse_time(ddl_sim_csv_get(&c, cst), &st) < 0 ||
 		                      ddl_sim_parse_time(ddl_sim_csv_get(&c, cend), &en) < 0))
-			why = "start_time or end_time is not a time";
+			why = "start_time or end_time is not a time (a date or 0..1e10 s)";
 		if (!why && cdur < 0)
 			dur = en - st;
 		if (!why && dur < 0)
@@ -80,8 +83,15 @@ int ddl_sim_load_helios(const char *path, struct ddl_sim_trace *t,
 			t0 = sub;
 	}
 	ddl_sim_csv_close(&c);
-	for (size_t i = first; i < t->n; i++)
+	for (size_t i = first; i < t->n; i++) {
 		t->jobs[i].arrival -= t0;
+		if (!ddl_sim_time_ok(t->jobs[i].arrival)) {
+			/* Cannot happen with every submit_time in 0..1e10 s. */
+			fprintf(stderr, "ddlprof-sim: %s: job %s arrives at %g s, not a time\n", path,
+			        t->jobs[i].id, t->jobs[i].arrival);
+			rc = -1;
+		}
+	}
 	if (idle)
 		fprintf(stderr, "ddlprof-sim: %s: left out %zu jobs that used no GPU or never ran\n", path,
 		        idle);

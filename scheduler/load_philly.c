@@ -7,7 +7,9 @@
  * the last attempt's detail (across its machines); the duration is that
  * attempt's end_time - start_time (the run that finished the job, whatever
  * its status). Records without attempts, with an unfinished last attempt
- * (end_time null or "None") or with no GPUs are bad records. The trace
+ * (end_time null or "None") or with no GPUs are bad records, and so are
+ * times outside 0..1e10 s (DDL_SIM_MAX_TIME: dates from 1970 to 2286,
+ * fields in range) and runs longer than that. The trace
  * names no model: jobs get the default slowdowns. Called from sim.c for
  * --format philly.
  */
@@ -31,18 +33,22 @@ static const char *ddl_sim_philly_job(json_t *rec, double *sub, int *gpus, doubl
 	json_t *jid = json_object_get(rec, "jobid");
 	*id = json_is_string(jid) ? json_string_value(jid) : "";
 	if (ddl_sim_philly_time(json_object_get(rec, "submitted_time"), sub) < 0)
-		return "submitted_time is missing or not a time";
+		return "submitted_time is missing or not a time (a date from 1970 or 0..1e10 s)";
 	json_t *att = json_object_get(rec, "attempts");
 	if (!json_is_array(att) || !json_array_size(att))
 		return "no attempts";
 	json_t *last = json_array_get(att, json_array_size(att) - 1);
 	double st, en;
 	if (ddl_sim_philly_time(json_object_get(last, "start_time"), &st) < 0)
-		return "the last attempt has no start_time";
+		return "the last attempt's start_time is missing or not a time "
+		       "(a date from 1970 or 0..1e10 s)";
 	if (ddl_sim_philly_time(json_object_get(last, "end_time"), &en) < 0)
-		return "the last attempt has no end_time";
+		return "the last attempt's end_time is missing or not a time "
+		       "(a date from 1970 or 0..1e10 s)";
 	if (en <= st)
 		return "the last attempt ends before it starts";
+	if (!ddl_sim_time_ok(en - st))
+		return "the last attempt runs longer than 1e10 s";
 	json_t *detail = json_object_get(last, "detail"), *d;
 	size_t i;
 	long n = 0;
@@ -105,7 +111,14 @@ int ddl_sim_load_philly(const char *path, struct ddl_sim_trace *t,
 			t0 = sub;
 	}
 	json_decref(root);
-	for (size_t k = first; k < t->n; k++)
+	for (size_t k = first; k < t->n; k++) {
 		t->jobs[k].arrival -= t0;
+		if (!ddl_sim_time_ok(t->jobs[k].arrival)) {
+			/* Cannot happen with every submitted_time in 0..1e10 s. */
+			fprintf(stderr, "ddlprof-sim: %s: job %s arrives at %g s, not a time\n", path,
+			        t->jobs[k].id, t->jobs[k].arrival);
+			rc = -1;
+		}
+	}
 	return rc;
 }

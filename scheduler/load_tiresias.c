@@ -4,7 +4,8 @@
  * duration (s), interval. We take job_id, num_gpu, submit_time, duration
  * and model_name; iterations and interval are not needed (duration already
  * gives the run time, submit_time the arrival). Columns are found by
- * header name. Called from sim.c for --format tiresias.
+ * header name. Times outside 0..1e10 s (DDL_SIM_MAX_TIME) are bad
+ * records. Called from sim.c for --format tiresias.
  */
 #include <stdlib.h>
 
@@ -36,10 +37,12 @@ int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
 			why = "too few fields";
 		else if (ddl_sim_parse_int(ddl_sim_csv_get(&c, cg), &g) < 0 || g < 1 || g > 1000000)
 			why = "num_gpu is not a count >= 1";
-		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, csub), &sub) < 0 || sub < 0)
-			why = "submit_time is not a time >= 0";
-		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 || dur <= 0)
-			why = "duration is not a time > 0";
+		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, csub), &sub) < 0 ||
+		         !ddl_sim_time_ok(sub))
+			why = "submit_time is not a time in 0..1e10 s";
+		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 || dur <= 0 ||
+		         !ddl_sim_time_ok(dur))
+			why = "duration is not a time in (0, 1e10] s";
 		if (why) {
 			char where[4200];
 			snprintf(where, sizeof where, "%s:%ld", path, c.lineno);

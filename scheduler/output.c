@@ -17,6 +17,22 @@
 
 static const char *const ddl_sim_level_names[DDL_SIM_LEVELS] = {"machine", "rack", "cluster"};
 
+/* A JSON number, or null for a non-finite one (json_real(NaN) is NULL,
+ * which json_object_set_new would silently drop). */
+static json_t *ddl_sim_json_num(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* A number for the text output, or "n/a" when it is not finite. */
+static const char *ddl_sim_text_num(char *buf, size_t n, const char *fmt, double x)
+{
+	if (!isfinite(x))
+		return "n/a";
+	snprintf(buf, n, fmt, x);
+	return buf;
+}
+
 static int ddl_sim_cmp_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
@@ -79,12 +95,19 @@ int ddl_sim_print_text(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
 	        c->mpr, c->gpm, c->gpus, s->cfg.lease, s->cfg.restart_cost);
 	fprintf(f, "jobs            %zu simulated, %zu completed, %zu skipped\n", m->jobs, m->completed,
 	        skipped);
-	fprintf(f, "makespan        %.1f s\n", m->makespan);
-	fprintf(f, "JCT             mean %.1f s, p50 %.1f s, p90 %.1f s, p99 %.1f s\n", m->jct_mean,
-	        m->jct_p50, m->jct_p90, m->jct_p99);
-	fprintf(f, "queueing        mean %.1f s\n", m->queue_mean);
-	fprintf(f, "comm overhead   %.1f s in all (time lost to loose placement)\n", m->comm_overhead);
-	fprintf(f, "GPU utilization %.1f%%\n", 100 * m->utilization);
+	char b[5][64];
+	fprintf(f, "makespan        %s s\n", ddl_sim_text_num(b[0], sizeof b[0], "%.1f", m->makespan));
+	fprintf(f, "JCT             mean %s s, p50 %s s, p90 %s s, p99 %s s\n",
+	        ddl_sim_text_num(b[0], sizeof b[0], "%.1f", m->jct_mean),
+	        ddl_sim_text_num(b[1], sizeof b[1], "%.1f", m->jct_p50),
+	        ddl_sim_text_num(b[2], sizeof b[2], "%.1f", m->jct_p90),
+	        ddl_sim_text_num(b[3], sizeof b[3], "%.1f", m->jct_p99));
+	fprintf(f, "queueing        mean %s s\n",
+	        ddl_sim_text_num(b[0], sizeof b[0], "%.1f", m->queue_mean));
+	fprintf(f, "comm overhead   %s s in all (time lost to loose placement)\n",
+	        ddl_sim_text_num(b[0], sizeof b[0], "%.1f", m->comm_overhead));
+	fprintf(f, "GPU utilization %s%%\n",
+	        ddl_sim_text_num(b[0], sizeof b[0], "%.1f", 100 * m->utilization));
 	fprintf(f, "first placed    machine %zu, rack %zu, cluster %zu\n", m->placed[0], m->placed[1],
 	        m->placed[2]);
 	fprintf(f, "preemptions     %zu; migrations %zu\n", s->preemptions, s->migrations);
@@ -106,23 +129,23 @@ int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
 	json_object_set_new(cl, "gpus", json_integer(c->gpus));
 	for (int l = 0; l < DDL_SIM_LEVELS; l++)
 		json_object_set_new(bw, ddl_sim_level_names[l],
-		                    c->bw[l] > 0 ? json_real(c->bw[l]) : json_null());
+		                    c->bw[l] > 0 ? ddl_sim_json_num(c->bw[l]) : json_null());
 	json_object_set_new(cl, "bw_gbps", bw);
 	json_object_set_new(o, "cluster", cl);
-	json_object_set_new(o, "lease_s", json_real(s->cfg.lease));
-	json_object_set_new(o, "restart_cost_s", json_real(s->cfg.restart_cost));
+	json_object_set_new(o, "lease_s", ddl_sim_json_num(s->cfg.lease));
+	json_object_set_new(o, "restart_cost_s", ddl_sim_json_num(s->cfg.restart_cost));
 	json_object_set_new(o, "seed", json_integer((json_int_t)s->cfg.seed));
 	json_object_set_new(o, "jobs", json_integer((json_int_t)m->jobs));
 	json_object_set_new(o, "jobs_completed", json_integer((json_int_t)m->completed));
 	json_object_set_new(o, "jobs_skipped", json_integer((json_int_t)skipped));
-	json_object_set_new(o, "makespan_s", json_real(m->makespan));
-	json_object_set_new(o, "jct_mean_s", json_real(m->jct_mean));
-	json_object_set_new(o, "jct_p50_s", json_real(m->jct_p50));
-	json_object_set_new(o, "jct_p90_s", json_real(m->jct_p90));
-	json_object_set_new(o, "jct_p99_s", json_real(m->jct_p99));
-	json_object_set_new(o, "queue_mean_s", json_real(m->queue_mean));
-	json_object_set_new(o, "comm_overhead_s", json_real(m->comm_overhead));
-	json_object_set_new(o, "gpu_utilization", json_real(m->utilization));
+	json_object_set_new(o, "makespan_s", ddl_sim_json_num(m->makespan));
+	json_object_set_new(o, "jct_mean_s", ddl_sim_json_num(m->jct_mean));
+	json_object_set_new(o, "jct_p50_s", ddl_sim_json_num(m->jct_p50));
+	json_object_set_new(o, "jct_p90_s", ddl_sim_json_num(m->jct_p90));
+	json_object_set_new(o, "jct_p99_s", ddl_sim_json_num(m->jct_p99));
+	json_object_set_new(o, "queue_mean_s", ddl_sim_json_num(m->queue_mean));
+	json_object_set_new(o, "comm_overhead_s", ddl_sim_json_num(m->comm_overhead));
+	json_object_set_new(o, "gpu_utilization", ddl_sim_json_num(m->utilization));
 	for (int l = 0; l < DDL_SIM_LEVELS; l++)
 		json_object_set_new(pl, ddl_sim_level_names[l], json_integer((json_int_t)m->placed[l]));
 	json_object_set_new(o, "first_placement", pl);
@@ -168,14 +191,14 @@ int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s)
 		json_object_set_new(o, "id", json_string(j->id));
 		json_object_set_new(o, "model", json_string(j->model));
 		json_object_set_new(o, "gpus", json_integer(j->gpus));
-		json_object_set_new(o, "arrival_s", json_real(j->arrival));
-		json_object_set_new(o, "start_s", json_real(j->first_start));
-		json_object_set_new(o, "finish_s", json_real(j->finish));
-		json_object_set_new(o, "jct_s", json_real(j->finish - j->arrival));
-		json_object_set_new(o, "queue_s", json_real(j->queued));
-		json_object_set_new(o, "duration_s", json_real(j->work));
-		json_object_set_new(o, "comm_overhead_s", json_real(j->comm_lost));
-		json_object_set_new(o, "restart_s", json_real(j->restart_s));
+		json_object_set_new(o, "arrival_s", ddl_sim_json_num(j->arrival));
+		json_object_set_new(o, "start_s", ddl_sim_json_num(j->first_start));
+		json_object_set_new(o, "finish_s", ddl_sim_json_num(j->finish));
+		json_object_set_new(o, "jct_s", ddl_sim_json_num(j->finish - j->arrival));
+		json_object_set_new(o, "queue_s", ddl_sim_json_num(j->queued));
+		json_object_set_new(o, "duration_s", ddl_sim_json_num(j->work));
+		json_object_set_new(o, "comm_overhead_s", ddl_sim_json_num(j->comm_lost));
+		json_object_set_new(o, "restart_s", ddl_sim_json_num(j->restart_s));
 		json_object_set_new(o, "first_level", json_string(lvl));
 		json_object_set_new(o, "preemptions", json_integer(j->preemptions));
 		json_object_set_new(o, "migrations", json_integer(j->migrations));

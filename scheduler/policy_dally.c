@@ -86,12 +86,13 @@ static void ddl_sim_dally_placed(struct ddl_sim *s, const struct ddl_sim_job *j,
 	for (int i = 0; i < t->n; i++)
 		sq += (t->wait[i] - mean) * (t->wait[i] - mean);
 	double x = mean + 2 * sqrt(sq / t->n);
-	int leases = (int)ceil(x / s->cfg.lease - 1e-9);
-	if (leases < DDL_SIM_TIMER_MIN)
+	/* Clamped as a double: long waits over short leases overflow an int. */
+	double leases = ceil(x / s->cfg.lease - 1e-9);
+	if (!(leases >= DDL_SIM_TIMER_MIN))
 		leases = DDL_SIM_TIMER_MIN;
 	if (leases > DDL_SIM_TIMER_MAX)
 		leases = DDL_SIM_TIMER_MAX;
-	t->leases = leases;
+	t->leases = (int)leases;
 }
 
 const struct ddl_sim_policy ddl_sim_policy_dally = {

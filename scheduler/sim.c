@@ -51,8 +51,8 @@ static void ddl_sim_usage(FILE *f)
 	        "  --cluster RxMxG     racks x machines per rack x GPUs per machine (default 4x32x8)\n"
 	        "  --bw LIST           bandwidths in Gbit/s; rack and cluster scale the slowdowns\n"
 	        "  --policy P          scheduling policy (default fifo)\n"
-	        "  --lease S           GPU lease, seconds (default 300)\n"
-	        "  --restart-cost S    checkpoint-and-restart cost, seconds (default 30)\n"
+	        "  --lease S           GPU lease, s, 0.001..1e10 (default 300)\n"
+	        "  --restart-cost S    checkpoint-and-restart cost, s, 0..1e10 (default 30)\n"
 	        "  --json              print the summary as ddlprof-sim/1 JSON\n"
 	        "  --jobs-out FILE     per-job records: CSV when FILE ends in .csv, JSON lines else\n"
 	        "  --force             overwrite an existing --jobs-out file\n"
@@ -205,12 +205,16 @@ int main(int argc, char **argv)
 			break;
 		case O_POLICY: policy_name = optarg; break;
 		case O_LEASE:
-			if (ddl_sim_parse_seconds(optarg, &cfg.lease, 1) < 0)
-				return ddl_sim_usage_error("--lease '%s': expected seconds > 0", optarg);
+			if (ddl_sim_parse_seconds(optarg, &cfg.lease, 1) < 0 || cfg.lease < DDL_SIM_MIN_LEASE ||
+			    cfg.lease > DDL_SIM_MAX_TIME)
+				return ddl_sim_usage_error("--lease '%s': expected seconds in 0.001..1e10",
+				                           optarg);
 			break;
 		case O_RESTART:
-			if (ddl_sim_parse_seconds(optarg, &cfg.restart_cost, 0) < 0)
-				return ddl_sim_usage_error("--restart-cost '%s': expected seconds >= 0", optarg);
+			if (ddl_sim_parse_seconds(optarg, &cfg.restart_cost, 0) < 0 ||
+			    cfg.restart_cost > DDL_SIM_MAX_TIME)
+				return ddl_sim_usage_error("--restart-cost '%s': expected seconds in 0..1e10",
+				                           optarg);
 			break;
 		case O_JSON: json = 1; break;
 		case O_JOBS_OUT: jobs_out = optarg; break;

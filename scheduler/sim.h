@@ -118,7 +118,20 @@ void ddl_sim_csv_close(struct ddl_sim_csv *c);
 /* Parses a double / a positive int, whole field; 0 or -1. */
 int ddl_sim_parse_double(const char *s, double *v);
 int ddl_sim_parse_int(const char *s, long *v);
-/* "YYYY-MM-DD HH:MM:SS" (UTC) or seconds, to seconds; 0 or -1. */
+/*
+ * The largest time a trace may give, as an arrival (absolute or relative)
+ * or a duration: 1e10 s, about 317 years. It keeps every simulated time
+ * well inside the range where doubles resolve milliseconds (2^52 ms is
+ * about 4.5e12 s), so leases and job ends stay distinct instants.
+ */
+#define DDL_SIM_MAX_TIME 1e10
+/* The shortest --lease, s: finer leases only multiply lease ends. */
+#define DDL_SIM_MIN_LEASE 1e-3
+/* V is finite and 0 <= V <= DDL_SIM_MAX_TIME. */
+int ddl_sim_time_ok(double v);
+/* "YYYY-MM-DD HH:MM:SS" (UTC; year 1970..9999, each field in range) or
+ * seconds, to seconds; 0, or -1 when it is neither or the time is outside
+ * 0..DDL_SIM_MAX_TIME. */
 int ddl_sim_parse_time(const char *s, double *v);
 
 /* The model table (models.c). */

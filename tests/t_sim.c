@@ -5,7 +5,9 @@
  * invariants the simulator checks itself under --check, small scenarios
  * whose job completion times are worked out by hand below, a
  * network-sensitive mix on which the delay policies must beat fifo and
- * gandiva, determinism, and --jobs-out's refusal to overwrite.
+ * gandiva, determinism, and --jobs-out's refusal to overwrite; times past
+ * the 1e10 s bound in every loader, the --lease bound, jobs running 1e9 s,
+ * and summaries whose every number is present and finite.
  *
  * The small traces live in tests/sim/; the runner finds them through the
  * source tree, next to the build directory.
@@ -450,5 +452,237 @@ int test_sim_deterministic(void)
 		trun_free(&a);
 		trun_free(&b);
 	}
+	return DDL_PASS;
+}
+
+/* Runs ddlprof-sim with ARGS under a TIMEOUT_S limit; 0, or -1 when it
+ * could not run or ran past the limit. */
+static int ddl_sim_exec_within(char *const args[], int timeout_s, struct ddl_run_result *r)
+{
+	char *argv[32] = {(char *)tbuild("bin/ddlprof-sim")};
+	int n = 1;
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	return trun(argv, NULL, timeout_s, r);
+}
+
+/* Writes TEXT to DIR/NAME; the path, or NULL. */
+static const char *ddl_sim_write(const char *dir, const char *name, const char *text)
+{
+	static char buf[4][PATH_MAX];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+	FILE *f = fopen(buf[k], "w");
+	if (!f)
+		return NULL;
+	size_t n = strlen(text);
+	if (fwrite(text, 1, n, f) != n) {
+		fclose(f);
+		return NULL;
+	}
+	return fclose(f) == 0 ? buf[k] : NULL;
+}
+
+/*
+ * Times that are not finite, negative or above 1e10 s (and dates with a
+ * field out of range) are bad records in every loader: reported with
+ * their line or record number and skipped, or rejecting the file under
+ * --strict. huge_times.csv: lines 3 (1e17), 4 (inf), 8 (-1) bad arrivals,
+ * 5 (1e300) and 6 (nan) bad durations; line 7 arrives at exactly 1e10 s.
+ * huge_times_helios.csv: lines 3 (1e308), 4 (99:99:99), 6 (February 30)
+ * bad submit times, 5 a 2e10 s duration. huge_times_philly.json: records
+ * 2 (-1e308), 3 (1e308), 4 (24:00:00) bad submissions, 5 an end at
+ * 04:61:00.
+ */
+int test_sim_huge_times(void)
+{
+	char *dir = tmpdir();
+	const char *tir = ddl_sim_write(dir, "tiresias.csv",
+	                                "job_id,num_gpu,submit_time,iterations,model_name,duration,"
+	                                "interval\n"
+	                                "1,1,0,10,resnet50,100,1\n"
+	                                "2,1,1e20,10,resnet50,100,1\n"
+	                                "3,1,10,10,resnet50,-inf,1\n"
+	                                "4,1,20,10,resnet50,1e11,1\n"
+	                                "5,1,30,10,resnet50,60,1\n");
+	CHECK(tir, "writing the Tiresias trace");
+	struct {
+		const char *file, *format;
+		int jobs, skipped;
+		const char *says[5];
+	} c[] = {
+		{ddl_sim_data("huge_times.csv"), "csv", 3, 5,
+		 {":3: arrival_s", ":4: arrival_s", ":5: duration_s", ":6: duration_s", ":8: arrival_s"}},
+		{ddl_sim_data("huge_times_helios.csv"), "helios", 2, 4,
+		 {":3: submit_time", ":4: submit_time", ":5: duration", ":6: submit_time", NULL}},
+		{ddl_sim_data("huge_times_philly.json"), "philly", 2, 4,
+		 {"record 2 p2: submitted_time", "record 3 p3: submitted_time",
+		  "record 4 p4: submitted_time", "record 5 p5: the last attempt's end_time", NULL}},
+		{tir, "tiresias", 2, 3, {":3: submit_time", ":4: duration", ":5: duration", NULL}},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char *args[] = {"--trace", (char *)c[i].file, "--format", (char *)c[i].format,
+		                "--cluster", "1x1x2", "--policy", "las", "--check", "--json", NULL};
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "%s: did not finish in 20 s", c[i].file);
+		CHECK(ddl_sim_status(&r) == 0, "%s: status %d: %s", c[i].file, ddl_sim_status(&r), r.err);
+		for (size_t k = 0; k < 5 && c[i].says[k]; k++)
+			CHECK(strstr(r.err, c[i].says[k]), "%s: no '%s' in '%s'", c[i].file, c[i].says[k],
+			      r.err);
+		CHECK(strstr(r.err, "invariants held"), "%s: %s", c[i].file, r.err);
+		json_t *j = json_loads(r.out, 0, NULL);
+		CHECK(j && json_integer_value(json_object_get(j, "jobs")) == c[i].jobs &&
+		              json_integer_value(json_object_get(j, "jobs_completed")) == c[i].jobs &&
+		              json_integer_value(json_object_get(j, "jobs_skipped")) == c[i].skipped,
+		      "%s: %s", c[i].file, r.out);
+		CHECK(isfinite(ddl_num(j, "makespan_s")) && ddl_num(j, "makespan_s") < 2e10,
+		      "%s: makespan %g", c[i].file, ddl_num(j, "makespan_s"));
+		json_decref(j);
+		trun_free(&r);
+
+		char *strict[] = {"--trace", (char *)c[i].file, "--format", (char *)c[i].format,
+		                  "--strict", NULL};
+		CHECK(ddl_sim_exec_within(strict, 20, &r) == 0, "%s --strict", c[i].file);
+		CHECK(ddl_sim_status(&r) == 1 && strstr(r.err, c[i].says[0]) &&
+		              strstr(r.err, "rejected (--strict)") && !strstr(r.err, c[i].says[1]) &&
+		              !r.nout,
+		      "%s --strict: status %d, '%s' / '%s'", c[i].file, ddl_sim_status(&r), r.err, r.out);
+		trun_free(&r);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* --lease below 1 ms is a usage error; a 1 ms lease late in a 1.7e9 s
+ * trace still moves time forward (it once stood still where doubles are
+ * coarser than the lease). */
+int test_sim_lease_bound(void)
+{
+	char *bad[] = {"0.0009", "1e-7", "-1", "nan", "inf", "1e11"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *args[] = {"--trace", "x.csv", "--lease", bad[i], NULL};
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "--lease %s", bad[i]);
+		CHECK(ddl_sim_status(&r) == 2 && strstr(r.err, "--lease") && strstr(r.err, "0.001"),
+		      "--lease %s: status %d, '%s'", bad[i], ddl_sim_status(&r), r.err);
+		trun_free(&r);
+	}
+	char *dir = tmpdir();
+	const char *t = ddl_sim_write(dir, "late.csv",
+	                              "id,arrival_s,gpus,duration_s\na,1.7e9,1,10\nb,1e10,1,2.5\n");
+	CHECK(t, "writing the trace");
+	for (size_t p = 0; p < DDL_NPOL; p++) {
+		char *args[] = {"--trace", (char *)t, "--cluster", "1x1x1", "--lease", "0.001",
+		                "--policy", (char *)ddl_sim_policies[p], "--check", "--json", NULL};
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "%s: did not finish in 20 s",
+		      ddl_sim_policies[p]);
+		CHECK(ddl_sim_status(&r) == 0 && strstr(r.err, "invariants held"), "%s: status %d: %s",
+		      ddl_sim_policies[p], ddl_sim_status(&r), r.err);
+		json_t *j = json_loads(r.out, 0, NULL);
+		CHECK(j && json_integer_value(json_object_get(j, "jobs_completed")) == 2 &&
+		              ddl_near(ddl_num(j, "jct_mean_s"), 6.25),
+		      "%s: %s", ddl_sim_policies[p], r.out);
+		json_decref(j);
+		trun_free(&r);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Jobs that run 1e9 s, some arriving at the 1e10 s bound, finish under
+ * every policy in bounded time, with --check holding and sane JCTs: on
+ * one 4-GPU machine, a (4 GPUs) and b (2) cannot share it; c arrives at
+ * 1e10 s, long after both, and runs alone.
+ */
+int test_sim_long_jobs(void)
+{
+	char *dir = tmpdir();
+	const char *t = ddl_sim_write(dir, "long.csv",
+	                              "id,arrival_s,gpus,duration_s\n"
+	                              "a,0,4,1e9\n"
+	                              "b,10,2,1e9\n"
+	                              "c,1e10,1,1e9\n");
+	CHECK(t, "writing the trace");
+	for (size_t p = 0; p < DDL_NPOL; p++) {
+		char *args[] = {"--trace", (char *)t, "--cluster", "1x1x4", "--policy",
+		                (char *)ddl_sim_policies[p], "--check", "--json", NULL};
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "%s: did not finish in 20 s",
+		      ddl_sim_policies[p]);
+		CHECK(ddl_sim_status(&r) == 0 && strstr(r.err, "invariants held"), "%s: status %d: %s",
+		      ddl_sim_policies[p], ddl_sim_status(&r), r.err);
+		json_t *j = json_loads(r.out, 0, NULL);
+		CHECK(j && json_integer_value(json_object_get(j, "jobs_completed")) == 3, "%s: %s",
+		      ddl_sim_policies[p], r.out);
+		/* c alone takes 1e9 s; a and b together take at least 2e9 s of the
+		 * machine, plus restarts. */
+		double mean = ddl_num(j, "jct_mean_s"), util = ddl_num(j, "gpu_utilization");
+		CHECK(mean >= 4e9 / 3 - 10 && mean < 2e9, "%s: JCT mean %g", ddl_sim_policies[p], mean);
+		CHECK(ddl_near(ddl_num(j, "makespan_s"), 1.1e10), "%s: makespan %g", ddl_sim_policies[p],
+		      ddl_num(j, "makespan_s"));
+		CHECK(util > 0 && util <= 1, "%s: utilization %g", ddl_sim_policies[p], util);
+		json_decref(j);
+		trun_free(&r);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Every number of the summary is present and finite (never NaN, never
+ * silently dropped from the JSON), in the text too, also for a run whose
+ * makespan is zero: a job too short to move the clock at 1e10 s.
+ */
+int test_sim_output_numbers(void)
+{
+	static const char *const keys[] = {
+		"lease_s", "restart_cost_s", "makespan_s", "jct_mean_s", "jct_p50_s", "jct_p90_s",
+		"jct_p99_s", "queue_mean_s", "comm_overhead_s", "gpu_utilization",
+	};
+	char *dir = tmpdir();
+	const char *tiny = ddl_sim_write(dir, "tiny.csv", "id,arrival_s,gpus,duration_s\n"
+	                                                  "a,1e10,1,1e-9\n");
+	CHECK(tiny, "writing the trace");
+	const char *traces[] = {tiny, ddl_sim_data("sensitive_mix.csv"),
+	                        ddl_sim_data("huge_times.csv")};
+	for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++) {
+		for (size_t p = 0; p < DDL_NPOL; p++) {
+			char *args[] = {"--trace", (char *)traces[i], "--cluster", "2x4x8", "--policy",
+			                (char *)ddl_sim_policies[p], "--json", NULL};
+			struct ddl_run_result r;
+			CHECK(ddl_sim_exec_within(args, 20, &r) == 0 && ddl_sim_status(&r) == 0,
+			      "%s %s: %s", traces[i], ddl_sim_policies[p], r.err);
+			json_t *j = json_loads(r.out, 0, NULL);
+			CHECK(j, "%s %s: not JSON: %s", traces[i], ddl_sim_policies[p], r.out);
+			for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+				json_t *v = json_object_get(j, keys[k]);
+				CHECK(json_is_number(v) && isfinite(json_number_value(v)),
+				      "%s %s: %s missing or not a number: %s", traces[i], ddl_sim_policies[p],
+				      keys[k], r.out);
+			}
+			double u = ddl_num(j, "gpu_utilization");
+			CHECK(u >= 0 && u <= 1, "%s %s: utilization %g", traces[i], ddl_sim_policies[p], u);
+			json_decref(j);
+			trun_free(&r);
+
+			char *text[] = {"--trace", (char *)traces[i], "--cluster", "2x4x8", "--policy",
+			                (char *)ddl_sim_policies[p], NULL};
+			CHECK(ddl_sim_exec_within(text, 20, &r) == 0 && ddl_sim_status(&r) == 0, "%s %s: %s",
+			      traces[i], ddl_sim_policies[p], r.err);
+			CHECK(strstr(r.out, "GPU utilization ") && !strstr(r.out, "nan") &&
+			              !strstr(r.out, " inf") && !strstr(r.out, "n/a"),
+			      "%s %s: %s", traces[i], ddl_sim_policies[p], r.out);
+			trun_free(&r);
+		}
+	}
+	trm(dir);
+	free(dir);
 	return DDL_PASS;
 }

@@ -66,7 +66,11 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sim_invariants) \
 	X(sim_bad_records) \
 	X(sim_philly) \
-	X(sim_deterministic)
+	X(sim_deterministic) \
+	X(sim_huge_times) \
+	X(sim_lease_bound) \
+	X(sim_long_jobs) \
+	X(sim_output_numbers)
 
 #define DDL_X_DECL(n) int test_##n(void);
 DDL_TESTS(DDL_X_DECL)
