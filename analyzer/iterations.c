@@ -117,6 +117,12 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64_t *t0,
                                   int64_t *bin_ns)
 {
+	/* Each send or receive, at its midpoint, with its bytes. */
+	struct {
+		int64_t at;
+		double bytes;
+	} *pt = NULL;
+	size_t npt = 0, cap = 0;
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -125,35 +131,34 @@ static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64
 			int c = ddl_event_class(e->kind);
 			if ((c != DDL_CLASS_TX && c != DDL_CLASS_RX) || e->result <= 0)
 				continue;
+			if (npt == cap) {
+				cap = cap ? cap * 2 : 4096;
+				void *q = realloc(pt, cap * sizeof *pt);
+				if (!q) {
+					free(pt);
+					return NULL;
+				}
+				pt = q;
+			}
 			int64_t m = ddl_trace_real_ns(t, e->start) + ddl_trace_dur_ns(t, e) / 2;
+			pt[npt].at = m;
+			pt[npt++].bytes = (double)e->result;
 			lo = m < lo ? m : lo;
 			hi = m > hi ? m : hi;
 		}
 	}
-	if (lo >= hi)
-		return NULL;
 	/* 2 ms bins: single calls are points, and only at this scale do they
 	 * add up to the phases of an iteration. */
-	int64_t w = (hi - lo) / DDL_BINS_MAX + 1;
+	int64_t w = lo < hi ? (hi - lo) / DDL_BINS_MAX + 1 : 1;
 	if (w < 2000000)
 		w = 2000000;
-	size_t n = (size_t)((hi - lo) / w) + 1;
-	if (n < 32)
-		return NULL;
-	double *x = calloc(n, sizeof *x);
+	size_t n = lo < hi ? (size_t)((hi - lo) / w) + 1 : 0;
+	double *x = n >= 32 ? calloc(n, sizeof *x) : NULL;
+	for (size_t i = 0; x && i < npt; i++)
+		x[(size_t)((pt[i].at - lo) / w)] += pt[i].bytes;
+	free(pt);
 	if (!x)
 		return NULL;
-	for (size_t k = 0; k < p->ntr; k++) {
-		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct ddl_event *e = &t->ev[i];
-			int c = ddl_event_class(e->kind);
-			if ((c != DDL_CLASS_TX && c != DDL_CLASS_RX) || e->result <= 0)
-				continue;
-			int64_t m = ddl_trace_real_ns(t, e->start) + ddl_trace_dur_ns(t, e) / 2;
-			x[(size_t)((m - lo) / w)] += (double)e->result;
-		}
-	}
 	for (size_t i = 0; i < n; i++)
 		x[i] = sqrt(x[i]); /* a few huge transfers must not drown the rhythm */
 	*nbins = n;
