@@ -142,12 +142,18 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
 			const struct ddl_event *e = &t->ev[i];
 			if (ddl_event_class(e->kind) != DDL_CLASS_TX || e->result <= 0)
 				continue;
+			/* iterations are in time order: the last one starting by `at` */
 			int64_t at = ddl_trace_real_ns(t, e->start);
-			for (size_t j = 0; j < p->niter; j++)
-				if (at >= p->iter[j].start_ns && at < p->iter[j].end_ns) {
-					bytes += (double)e->result;
-					break;
-				}
+			size_t lo = 0, hi = p->niter;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (p->iter[mid].start_ns <= at)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo > 0 && at < p->iter[lo - 1].end_ns)
+				bytes += (double)e->result;
 		}
 	}
 	double n = (double)p->niter;
