@@ -4,7 +4,8 @@
  * format. Formats dispatch from a static table.
  *
  * Exit status: 0 done; 1 bad input (a path that does not exist, a file that
- * is not a readable trace, damaged chunks, no traces); 2 usage error.
+ * is not a readable trace, damaged chunks, no traces); 2 usage error; 3 a
+ * --fail-if condition held (or could not be measured).
  * Truncated traces are reported, not an error: a killed job is a normal
  * thing to profile.
  */
@@ -31,7 +32,7 @@ static void ddl_usage(FILE *f)
 {
 	fprintf(f, "usage: ddlprof-report [--json | --dump | --format text|json|dump] [--run ID]\n"
 	           "                      [--warmup N] [--iteration-name GLOBS]\n"
-	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE]\n"
+	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
 	           "                      [-o FILE [--force]] DIR|FILE...\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
 }
@@ -60,10 +61,12 @@ int main(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
 		{"warmup", required_argument, NULL, 'w'}, {"iteration-name", required_argument, NULL, 'n'},
-		{"bw", required_argument, NULL, 'b'},
+		{"bw", required_argument, NULL, 'b'}, {"fail-if", required_argument, NULL, 'x'},
 		{NULL, 0, NULL, 0}};
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
-	const char *bw = NULL;
+	const char *bw = NULL, *fail_if[16];
+	int nfail = 0;
+	char err[1024];
 	int force = 0, c, warmup = 5;
 	char *end;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -84,6 +87,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'b': bw = optarg; break;
+		case 'x':
+			if (nfail == 16 || ddl_failif_check(optarg, err, sizeof err) < 0) {
+				fprintf(stderr, "ddlprof-report: %s\n",
+				        nfail == 16 ? "at most 16 --fail-if conditions" : err);
+				return 2;
+			}
+			fail_if[nfail++] = optarg;
+			break;
 		case 'n':
 			if (!*optarg || strlen(optarg) > 400) {
 				fprintf(stderr, "ddlprof-report: --iteration-name: 1 to 400 characters of globs\n");
@@ -108,7 +119,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct ddl_traceset set;
-	char err[1024];
 	if (ddl_traceset_load(&set, argv + optind, argc - optind, err, sizeof err) < 0) {
 		fprintf(stderr, "ddlprof-report: %s\n", err);
 		ddl_traceset_free(&set);
@@ -173,6 +183,12 @@ int main(int argc, char **argv)
 		if (rc != 0)
 			status = 1;
 	}
+	/* The CI gate, after the report is written: exit 3 when it trips. */
+	int tripped = 0;
+	for (int k = 0; k < nfail; k++)
+		tripped |= ddl_failif_eval(&rep, fail_if[k], stderr);
+	if (tripped && status == 0)
+		status = 3;
 	ddl_report_free(&rep);
 	ddl_traceset_free(&set);
 	return status;

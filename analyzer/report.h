@@ -103,6 +103,10 @@ void ddl_report_breakdown(struct ddl_report *r);
 /* Parses "machine=100gbit,rack=25gbit,cluster=10gbit" (any subset) into
  * r->bw; 0, or -1 with the reason in ERR. */
 int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errlen);
+/* --fail-if (failif.c): checks a condition's form (0, or -1 with ERR), and
+ * evaluates it: 1 when it holds or cannot be measured (one line on F). */
+int ddl_failif_check(const char *cond, char *err, size_t errlen);
+int ddl_failif_eval(const struct ddl_report *r, const char *cond, FILE *f);
 
 /* Output formats; each returns 0 or -1 on a write error. */
 int ddl_out_text(const struct ddl_report *r, FILE *f);

@@ -201,3 +201,40 @@ int test_report_errors(void)
 	trm(dir);
 	return DDL_PASS;
 }
+
+/* --fail-if: a CI gate, exit 3 with one line per condition that trips. */
+int test_report_fail_if(void)
+{
+	char *dir = tmpdir(), t[PATH_MAX], k[PATH_MAX];
+	const char *R = tbuild("bin/ddlprof-report");
+	snprintf(t, sizeof t, "%s/m", dir);
+	snprintf(k, sizeof k, "%s/k", dir);
+	char *a1[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--", (char *)tbuild("tests/progs/markers"), NULL};
+	char *a2[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", k, "--", (char *)tbuild("tests/progs/crash"), "term", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(a1, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "markers");
+	trun_free(&r);
+	CHECK(trun(a2, NULL, 30, &r) == 0, "crash");
+	trun_free(&r);
+	struct {
+		const char *dir, *cond;
+		int status;
+		const char *says;
+	} c[] = {
+		{t, "iteration_mean_ms>5", 3, "fail-if iteration_mean_ms>5: iteration_mean_ms is 2"},
+		{t, "iteration_mean_ms>500", 0, NULL},
+		{t, "compute_pct<=100", 3, "compute_pct is"},
+		{k, "iteration_p99_ms>1", 3, "was not measured"},
+		{t, "network_stall>1", 2, "METRIC OP NUMBER"},
+		{t, "idle_pct>>1", 2, "METRIC OP NUMBER"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char *argv[] = {(char *)R, "--fail-if", (char *)c[i].cond, (char *)c[i].dir, NULL};
+		CHECK(trun(argv, NULL, 30, &r) == 0, "report");
+		CHECK(ddl_status(&r) == c[i].status && (!c[i].says || strstr(r.err, c[i].says)),
+		      "%s: status %d, stderr '%s'", c[i].cond, ddl_status(&r), r.err);
+		trun_free(&r);
+	}
+	trm(dir);
+	return DDL_PASS;
+}

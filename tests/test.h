@@ -57,6 +57,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(launcher_dir_safety) \
 	X(launcher_runs) \
 	X(report_errors) \
+	X(report_fail_if) \
 	X(sim_usage) \
 	X(sim_hand_fifo_gandiva) \
 	X(sim_hand_consolidation) \
