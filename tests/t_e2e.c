@@ -835,3 +835,51 @@ int test_e2e_perturb_net(void)
 	trm(dir);
 	return DDL_PASS;
 }
+
+/*
+ * A setuid program run by an ordinary user: the loader ignores LD_PRELOAD
+ * for it (secure execution), so nothing is profiled, and nothing must
+ * break: same output, same status as without ddlprof.
+ */
+int test_e2e_setuid_program(void)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+		return DDL_SKIP;
+	char *dir = tmpdir(), prog[PATH_MAX], out[PATH_MAX], cmd[4 * PATH_MAX];
+	chmod(dir, 0755);
+	snprintf(prog, sizeof prog, "%s/exitcode-suid", dir);
+	snprintf(out, sizeof out, "%s/t", dir);
+	mkdir(out, 0700);
+	CHECK(chown(out, 65534, 65534) == 0, "chown");
+	snprintf(cmd, sizeof cmd, "cp %s %s && chmod 4755 %s", tbuild("tests/progs/exitcode"), prog, prog);
+	CHECK(system(cmd) == 0, "copy the program");
+	/* the build tree must be reachable by that user (not under a 0700 home) */
+	snprintf(cmd, sizeof cmd, "test -x %s", tbuild("bin/ddlprof"));
+	char *probe[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh",
+	                 "-c", cmd, NULL};
+	struct ddl_run_result pr;
+	if (trun(probe, NULL, 30, &pr) != 0 || pr.status != 0) {
+		fprintf(stderr, "    the build tree is not reachable by an ordinary user: skipped\n");
+		trun_free(&pr);
+		trm(dir);
+		return DDL_SKIP;
+	}
+	trun_free(&pr);
+	char *plain[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", prog, NULL};
+	char *prof[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+	                (char *)tbuild("bin/ddlprof"), "-q", "-o", out, "--", prog, NULL};
+	struct ddl_run_result a, b;
+	CHECK(trun(plain, NULL, 30, &a) == 0 && trun(prof, NULL, 30, &b) == 0, "runs");
+	if (WIFEXITED(b.status) && WEXITSTATUS(b.status) == 125) {
+		fprintf(stderr, "    the launcher cannot run as an ordinary user here (%s): skipped\n", b.err);
+		trm(dir);
+		return DDL_SKIP;
+	}
+	CHECK(a.status == b.status && WIFEXITED(a.status) && WEXITSTATUS(a.status) == 7,
+	      "status %#x without, %#x with ddlprof", a.status, b.status);
+	CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "stdout differs");
+	trun_free(&a);
+	trun_free(&b);
+	trm(dir);
+	return DDL_PASS;
+}

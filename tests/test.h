@@ -47,6 +47,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_signal_storm) \
 	X(e2e_descriptor_exhaustion) \
 	X(e2e_file_size_limit) \
+	X(e2e_setuid_program) \
 	X(e2e_rank_env) \
 	X(e2e_two_hosts) \
 	X(e2e_marker_iterations) \
