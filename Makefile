@@ -29,26 +29,75 @@ REPORT_SRC := $(filter-out $(READ_SRC),$(wildcard analyzer/*.c))
 REPORT_OBJ := $(REPORT_SRC:%.c=$(B)/obj/%.o)
 SIM_SRC := $(wildcard scheduler/*.c)
 SIM_OBJ := $(SIM_SRC:%.c=$(B)/obj/%.o)
+REC_SRC := $(wildcard recommender/*.c)
+REC_OBJ := $(REC_SRC:%.c=$(B)/obj/%.o)
+
+# The GPU path. CUDA headers (and nvcc) from CUDA_HOME; without them the
+# library is built without its CUDA and NCCL wrappers and the GPU examples
+# are skipped. Nothing here links the library against CUDA: it is found at
+# run time.
+CUDA_HOME ?= /usr/local/cuda
+HAVE_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),1)
+NVCC ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
+ifeq ($(HAVE_CUDA),1)
+CUDA_CPPFLAGS := -DDDL_HAVE_CUDA -isystem $(CUDA_HOME)/include
+CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+EMU_SRC := $(wildcard kernels/emu/*.c)
+EMU_OBJ := $(EMU_SRC:%.c=$(B)/obj/%.o)
+EMU_LIB := $(if $(EMU_SRC),$(B)/lib/libddlemu.so)
+SYNTH := $(if $(wildcard examples/ddlsynth.c),$(B)/examples/ddlsynth $(if $(NVCC),$(B)/examples/ddlsynth-gpu))
+endif
 TEST_SRC := $(wildcard tests/*.c)
 PROG_SRC := $(wildcard tests/progs/*.c)
-EXAMPLE_SRC := $(wildcard examples/*.c)
-BENCH_SRC := $(wildcard bench/*.c)
+EXAMPLE_SRC := $(filter-out examples/ddlsynth.c,$(wildcard examples/*.c))
+BENCH_SRC := $(if $(HAVE_CUDA),$(wildcard bench/*.c),$(filter-out bench/launch.c,$(wildcard bench/*.c)))
 
-BINS := $(B)/bin/ddlprof $(B)/bin/ddlprof-report $(if $(SIM_SRC),$(B)/bin/ddlprof-sim)
-LIBS := $(B)/lib/libddlprof.so $(B)/lib/libddlread.a
+BINS := $(B)/bin/ddlprof $(B)/bin/ddlprof-report $(if $(SIM_SRC),$(B)/bin/ddlprof-sim) \
+	$(if $(REC_SRC),$(B)/bin/ddlprof-recommend)
+LIBS := $(B)/lib/libddlprof.so $(B)/lib/libddlread.a $(EMU_LIB)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
+# Test programs on the real CUDA runtime and NCCL (they run without a GPU too).
+GPU_TEST_SRC := $(if $(HAVE_CUDA),$(wildcard tests/gpu/*.c))
+PROGS += $(GPU_TEST_SRC:tests/gpu/%.c=$(B)/tests/gpu/%)
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
-BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
+BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%) $(if $(HAVE_CUDA),$(B)/bench/libfakecudart.so)
 
-all: $(LIBS) $(BINS) $(EXAMPLES)
+all: $(LIBS) $(BINS) $(EXAMPLES) $(SYNTH)
 
 $(B)/obj/libddlprof/%.o: libddlprof/%.c $(wildcard libddlprof/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
 
-$(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h analyzer/*.h scheduler/*.h)
+# The CPU emulation of the CUDA runtime and NCCL subset (DESIGN.md section 9):
+# a shared library exporting the real API names, so the preload library
+# interposes on it exactly as on libcudart and libnccl.
+$(B)/obj/kernels/%.o: kernels/%.c $(wildcard kernels/*.h kernels/emu/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer -Ischeduler $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -c $< -o $@
+
+$(B)/lib/libddlemu.so: $(EMU_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_SAN) -shared -Wl,-soname,libddlemu.so -o $@ $^ -lpthread -lm
+
+# ddlsynth on the emulation, and on the real CUDA runtime and NCCL when nvcc
+# is here (it builds in CI; it runs only where there is a GPU).
+$(B)/examples/ddlsynth: examples/ddlsynth.c $(B)/obj/kernels/emu_kernels.o $(EMU_LIB) kernels/kernels.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) -pthread -o $@ examples/ddlsynth.c \
+		$(B)/obj/kernels/emu_kernels.o -L$(B)/lib -lddlemu -Wl,-rpath,'$$ORIGIN/../lib' -lm
+
+$(B)/obj/kernels/kernels_cu.o: kernels/kernels.cu kernels/kernels.h
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -Ikernels -Xcompiler -fPIC -c $< -o $@
+
+$(B)/examples/ddlsynth-gpu: examples/ddlsynth.c $(B)/obj/kernels/kernels_cu.o kernels/kernels.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -DDDL_REAL_CUDA -Ikernels $(WARN) $(CFLAGS) -pthread -o $@ examples/ddlsynth.c \
+		$(B)/obj/kernels/kernels_cu.o -L$(CUDA_LIBDIR) -lcudart -lnccl -Wl,-rpath,$(CUDA_LIBDIR) -lstdc++ -lm
+
+$(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h analyzer/*.h scheduler/*.h recommender/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Ianalyzer -Ischeduler -Irecommender $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
 
 $(B)/lib/libddlprof.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -66,6 +115,10 @@ $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
 	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) -lm
 
+$(B)/bin/ddlprof-recommend: $(REC_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) -lm
+
 $(B)/bin/ddlprof-sim: $(SIM_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) -lm
@@ -74,9 +127,22 @@ $(B)/tests/progs/%: tests/progs/%.c tests/progs/progs.h
 	@mkdir -p $(@D)
 	$(CC) -Iinclude $(WARN) $(CFLAGS) -pthread -o $@ $<
 
+$(B)/tests/gpu/%: tests/gpu/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< \
+		-L$(CUDA_LIBDIR) -lcudart -lnccl -Wl,-rpath,$(CUDA_LIBDIR)
+
 $(B)/examples/%: examples/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< -lm
+
+$(B)/bench/libfakecudart.so: bench/lib/fakecudart.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) -O2 -fPIC -shared -o $@ $<
+
+$(B)/bench/launch: bench/launch.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< -ldl
 
 $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
@@ -122,6 +188,9 @@ install: all
 	install -D -m 0755 $(B)/bin/ddlprof $(DESTDIR)$(PREFIX)/bin/ddlprof
 	install -D -m 0755 $(B)/bin/ddlprof-report $(DESTDIR)$(PREFIX)/bin/ddlprof-report
 	$(if $(SIM_SRC),install -D -m 0755 $(B)/bin/ddlprof-sim $(DESTDIR)$(PREFIX)/bin/ddlprof-sim)
+	$(if $(REC_SRC),install -D -m 0755 $(B)/bin/ddlprof-recommend $(DESTDIR)$(PREFIX)/bin/ddlprof-recommend)
+	$(if $(REC_SRC),for f in recommender/catalog/*.json; do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/ddlprof/catalog/$${f##*/}; done)
 	install -D -m 0755 $(B)/lib/libddlprof.so $(DESTDIR)$(PREFIX)/lib/libddlprof.so
 	install -D -m 0644 include/ddlprof/trace.h $(DESTDIR)$(PREFIX)/include/ddlprof/trace.h
 	install -D -m 0644 include/ddlprof/ddlprof.h $(DESTDIR)$(PREFIX)/include/ddlprof/ddlprof.h

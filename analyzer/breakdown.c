@@ -90,8 +90,8 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int c = ddl_event_class(e->kind);
-			if (!c || c == DDL_CLASS_MARK)
-				continue;
+			if (!c || c == DDL_CLASS_MARK || c >= DDL_CLASS_LAUNCH)
+				continue; /* GPU calls and their args records are not socket waits */
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
 			uint32_t etid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 			if (etid == tid)
@@ -260,7 +260,8 @@ void ddl_report_breakdown(struct ddl_report *r)
 		struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)
 			continue;
-		ddl_proc_breakdown(p);
+		if (ddl_proc_breakdown_gpu(r, p) < 0)
+			ddl_proc_breakdown(p);
 		double n = (double)p->niter;
 #define DDL_X_ADD(f) total.f += p->per_iter.f * n;
 		DDL_PARTS(DDL_X_ADD)

@@ -10,8 +10,13 @@
  *     data-parallel job does not communicate) is where iterations start,
  *     and each boundary is then moved to the nearest quiet point of the
  *     real series, so jitter does not accumulate.
+ *  2. collectives (before socket): the sequence of NCCL calls of the thread
+ *     that issues most of them, each known by its operation, bytes and
+ *     communicator, repeats with the training step; the shortest period
+ *     that repeats (95% of calls equal one period later) is the step, and
+ *     each step starts at the call of the period that follows the longest
+ *     pause (the compute before a step's first collective).
  * The first warm-up iterations of each process are skipped, but never all.
- * Detection from the sequence of collectives comes with the GPU path.
  */
 #include <fnmatch.h>
 #include <math.h>
@@ -370,16 +375,109 @@ static double ddl_quantile(const double *v, size_t n, double q)
 	return v[i ? i - 1 : 0];
 }
 
+struct ddl_collcall {
+	int64_t a, b;
+	uint64_t sig;
+};
+
+/* Iterations from the repeating sequence of collectives; 1 when found. */
+static int ddl_proc_coll_iterations(struct ddl_proc *p)
+{
+	/* the thread with most collectives */
+	uint32_t best = 0;
+	size_t best_n = 0;
+	uint32_t tids[64];
+	size_t cnt[64], nt = 0;
+	for (size_t k = 0; k < p->ntr; k++)
+		for (size_t i = 0; i < p->tr[k]->nev; i++) {
+			const struct ddl_event *e = &p->tr[k]->ev[i];
+			if (ddl_event_class(e->kind) != DDL_CLASS_COLL)
+				continue;
+			uint32_t tid = e->tid < p->tr[k]->nthreads ? p->tr[k]->threads[e->tid].tid : 0;
+			size_t j = 0;
+			while (j < nt && tids[j] != tid)
+				j++;
+			if (j == nt && nt < 64) {
+				tids[nt] = tid;
+				cnt[nt++] = 0;
+			}
+			if (j < nt && ++cnt[j] > best_n) {
+				best_n = cnt[j];
+				best = tid;
+			}
+		}
+	if (best_n < 4)
+		return 0;
+	struct ddl_collcall *v = malloc(best_n * sizeof *v);
+	if (!v)
+		return 0;
+	size_t n = 0;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev && n < best_n; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (ddl_event_class(e->kind) != DDL_CLASS_COLL)
+				continue;
+			uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+			if (tid != best)
+				continue;
+			const struct ddl_args *a = ddl_event_args(t, i);
+			const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
+			uint64_t sig = e->kind * 0x9E3779B97F4A7C15ull;
+			sig ^= (a ? a->bytes : 0) + 0x632BE59BD9B4E019ull + (sig << 6);
+			sig ^= (ci ? ci->key : 0) + (sig >> 3);
+			int64_t at = ddl_trace_real_ns(t, e->start);
+			v[n++] = (struct ddl_collcall){at, at + ddl_trace_dur_ns(t, e), sig};
+		}
+	}
+	size_t period = 0;
+	for (size_t P = 1; P <= n / 2 && P <= 8192 && !period; P++) {
+		size_t same = 0;
+		for (size_t i = 0; i + P < n; i++)
+			same += v[i].sig == v[i + P].sig;
+		if ((double)same >= 0.95 * (double)(n - P))
+			period = P;
+	}
+	if (!period || n / period < 2) {
+		free(v);
+		return 0;
+	}
+	/* the phase after the longest mean pause starts a step */
+	size_t phase = 0;
+	double best_gap = -1;
+	for (size_t j = 0; j < period; j++) {
+		double gap = 0;
+		size_t m = 0;
+		for (size_t i = j; i < n; i += period)
+			if (i > 0) {
+				gap += (double)(v[i].a - v[i - 1].b);
+				m++;
+			}
+		if (m && gap / (double)m > best_gap) {
+			best_gap = gap / (double)m;
+			phase = j;
+		}
+	}
+	for (size_t i = phase; i + period < n; i += period)
+		ddl_push_iter(p, v[i].a, v[i + period].a, best);
+	free(v);
+	return p->niter > 0;
+}
+
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup)
 {
 	size_t total = 0;
 	r->iterations = -1;
-	int by_socket = 0;
+	int by_socket = 0, by_coll = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
 		ddl_proc_iterations(p, patterns);
 		ddl_keep_training_thread(p);
 		p->iteration_method = "markers";
+		if (!p->niter && ddl_proc_coll_iterations(p)) {
+			p->iteration_method = "collectives";
+			by_coll = 1;
+		}
 		if (!p->niter && ddl_proc_socket_iterations(p)) {
 			ddl_keep_training_thread(p); /* in time order */
 			p->iteration_method = "socket";
@@ -407,7 +505,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		r->iteration_method = "none";
 		return;
 	}
-	r->iteration_method = by_socket ? "socket" : "markers";
+	r->iteration_method = by_socket ? "socket" : by_coll ? "collectives" : "markers";
 	double *all = malloc(total * sizeof *all);
 	if (!all)
 		return;

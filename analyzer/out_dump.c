@@ -6,6 +6,55 @@
 
 #include "report.h"
 
+/*
+ * CUDA, NCCL and device records: their details as one token of
+ * key=value pairs joined by commas (the fd column is the device).
+ */
+static const char *ddl_dump_gpu(const struct ddl_trace *t, size_t i, char *buf, size_t n)
+{
+	const struct ddl_event *e = &t->ev[i];
+	const struct ddl_args *a = ddl_event_args(t, i);
+	size_t len = 0;
+#define DDL_ADD(...) \
+	do { \
+		int w = snprintf(buf + len, n - len, __VA_ARGS__); \
+		if (w > 0 && (size_t)w < n - len) \
+			len += (size_t)w; \
+	} while (0)
+	DDL_ADD("stream=%u", e->peer);
+	if (ddl_event_class(e->kind) == DDL_CLASS_DEVICE)
+		DDL_ADD(",src=%s", e->flags & DDL_EVF_CUPTI ? "cupti" : "events");
+	if (a) {
+		if (a->bytes)
+			DDL_ADD(",%s=%" PRIu64, ddl_event_class(e->kind) == DDL_CLASS_LAUNCH ? "blocks" : "bytes",
+			        a->bytes);
+		const char *name = ddl_trace_name(t, a->name);
+		if (name)
+			DDL_ADD(",name=%s", name);
+		if (a->comm) {
+			const struct ddl_comm_info *ci = ddl_trace_comm(t, a->comm);
+			DDL_ADD(",comm=%u", a->comm);
+			if (ci)
+				DDL_ADD(",comm_key=%016llx,comm_rank=%d,comm_size=%d", (unsigned long long)ci->key,
+				        ci->rank, ci->nranks);
+		}
+		if (ddl_event_class(e->kind) == DDL_CLASS_COLL)
+			DDL_ADD(",op=%u,dtype=%u", a->op, a->dtype);
+		if (a->peer >= 0)
+			DDL_ADD(",peer=%d", a->peer);
+		DDL_ADD(",corr=%u", a->corr);
+		if (a->flags & DDL_ARGF_TIMED)
+			DDL_ADD(",timed");
+		if (a->flags & DDL_ARGF_GROUPED)
+			DDL_ADD(",grouped");
+	}
+#undef DDL_ADD
+	for (size_t k = 0; k < len; k++)
+		if (buf[k] == ' ' || buf[k] == '\n')
+			buf[k] = '_';
+	return buf;
+}
+
 int ddl_out_dump(const struct ddl_report *r, FILE *f)
 {
 	fprintf(f, "# host pid tid time_s event fd result dur_us peer_or_name\n");
@@ -15,12 +64,17 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f)
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t j = 0; j < t->nev; j++) {
 				const struct ddl_event *e = &t->ev[j];
+				if (e->kind == DDL_EV_ARGS)
+					continue; /* printed with its event */
 				uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 				const char *peer = e->peer && e->peer < t->npeers && t->peers[e->peer].text
 				                       ? t->peers[e->peer].text : "-";
 				if (ddl_event_class(e->kind) == DDL_CLASS_MARK)
 					peer = e->result > 0 && (size_t)e->result < t->nnames && t->names[e->result]
 					           ? t->names[e->result] : "-"; /* markers: the name */
+				char gpu[512];
+				if (ddl_event_class(e->kind) >= DDL_CLASS_LAUNCH)
+					peer = ddl_dump_gpu(t, j, gpu, sizeof gpu);
 				double ts = (double)(ddl_trace_real_ns(t, e->start) - r->start_real_ns) / 1e9;
 				fprintf(f, "%s %u %u %.9f %s%s %d %" PRId64 " %.3f %s\n", p->host, p->pid, tid, ts,
 				        ddl_event_name(e->kind),

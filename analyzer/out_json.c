@@ -49,6 +49,46 @@ static json_t *ddl_json_net(const struct ddl_netsum *n)
 	return j;
 }
 
+static json_t *ddl_json_coll(const struct ddl_collsum *c)
+{
+	json_t *j = json_pack("{s:I, s:I, s:I, s:I}", "count", (json_int_t)c->count, "bytes",
+	                      (json_int_t)c->bytes, "intra_bytes", (json_int_t)c->intra_bytes,
+	                      "inter_bytes", (json_int_t)c->inter_bytes);
+	json_object_set_new(j, "unknown_span_bytes", json_integer((json_int_t)c->unknown_bytes));
+	json_object_set_new(j, "timed", json_integer((json_int_t)c->timed));
+	json_object_set_new(j, "device_s", json_real(c->device_s));
+	json_object_set_new(j, "host_s", json_real(c->host_s));
+	json_t *ops = json_object();
+	for (unsigned k = 0; k < DDL_NCCL_OPS; k++)
+		if (c->op_count[k])
+			json_object_set_new(ops, ddl_nccl_op_name(DDL_EV_NCCL_ALLREDUCE + k),
+			                    json_pack("{s:I, s:I}", "count", (json_int_t)c->op_count[k],
+			                              "bytes", (json_int_t)c->op_bytes[k]));
+	json_object_set_new(j, "by_op", ops);
+	return j;
+}
+
+static json_t *ddl_json_gpu(const struct ddl_gpusum *g)
+{
+	json_t *j = json_pack("{s:I, s:I, s:f, s:I, s:I, s:f, s:I}", "launches",
+	                      (json_int_t)g->launches, "kernels_timed", (json_int_t)g->kernels_timed,
+	                      "kernel_s", g->kernel_s, "memcpys", (json_int_t)g->memcpys,
+	                      "memcpy_bytes", (json_int_t)g->memcpy_bytes, "memcpy_s", g->memcpy_s,
+	                      "memsets", (json_int_t)g->memsets);
+	json_object_set_new(j, "syncs", json_integer((json_int_t)g->syncs));
+	json_object_set_new(j, "sync_host_s", json_real(g->sync_host_s));
+	json_object_set_new(j, "launch_host_s", json_real(g->launch_host_s));
+	json_object_set_new(j, "device_intervals", json_integer((json_int_t)g->device_intervals));
+	json_object_set_new(j, "devices", json_integer(g->devices));
+	json_object_set_new(j, "timing", g->backend ? json_string(g->backend) : json_null());
+	return j;
+}
+
+static const char *ddl_span_name(int span)
+{
+	return span == DDL_SPAN_INTRA ? "intra" : span == DDL_SPAN_INTER ? "inter" : "unknown";
+}
+
 int ddl_out_json(const struct ddl_report *r, FILE *f)
 {
 	json_t *root = json_object();
@@ -72,6 +112,10 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_object_set_new(jp, "command", ddl_jstr(p->command));
 		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
 		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
+		if (p->has_gpu) {
+			json_object_set_new(jp, "gpu", ddl_json_gpu(&p->gpu));
+			json_object_set_new(jp, "collectives", ddl_json_coll(&p->coll));
+		}
 		json_array_append_new(procs, jp);
 		for (size_t k = 0; k < p->ntr; k++)
 			for (int j = 0; j < p->tr[k]->nproblems; j++)
@@ -115,6 +159,36 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	}
 	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
 	json_object_set_new(job, "perturb_net", ddl_jstr(pert));
+	json_t *comms = json_array();
+	struct ddl_collsum tot = {0};
+	for (size_t i = 0; i < r->ncomms; i++) {
+		const struct ddl_commjob *c = &r->comms[i];
+		char key[24];
+		snprintf(key, sizeof key, "%016llx", (unsigned long long)c->key);
+		json_array_append_new(comms, json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:s}", "key", key,
+		                                       "nranks", c->nranks, "members_traced", c->members,
+		                                       "hosts", c->nhosts, "span", ddl_span_name(c->span),
+		                                       "host_names", ddl_jstr(c->hosts), "created_by",
+		                                       c->how));
+	}
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_collsum *c = &r->procs[i].coll;
+		tot.count += c->count;
+		tot.bytes += c->bytes;
+		tot.intra_bytes += c->intra_bytes;
+		tot.inter_bytes += c->inter_bytes;
+		tot.unknown_bytes += c->unknown_bytes;
+		tot.timed += c->timed;
+		tot.device_s += c->device_s;
+		tot.host_s += c->host_s;
+		for (unsigned k = 0; k < DDL_NCCL_OPS; k++) {
+			tot.op_count[k] += c->op_count[k];
+			tot.op_bytes[k] += c->op_bytes[k];
+		}
+	}
+	json_object_set_new(job, "gpu", json_boolean(r->has_gpu));
+	json_object_set_new(job, "communicators", comms);
+	json_object_set_new(job, "collectives", ddl_json_coll(&tot));
 	json_object_set_new(root, "job", job);
 	json_t *ranks = json_array();
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -125,6 +199,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		                       "pid", (int)p->pid, "iterations", (int)p->niter);
 		json_object_set_new(jr, "iteration_mean_s", p->niter ? json_real(p->iter_mean_s) : json_null());
 		json_object_set_new(jr, "breakdown_s", p->niter ? ddl_json_parts(&p->per_iter) : json_null());
+		json_object_set_new(jr, "collectives", ddl_json_coll(&p->coll));
 		json_array_append_new(ranks, jr);
 	}
 	json_object_set_new(root, "ranks", ranks);

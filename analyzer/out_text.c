@@ -24,6 +24,46 @@ static const char *ddl_human_bytes(uint64_t b, char *buf, size_t n)
 	return buf;
 }
 
+static const char *ddl_span_word(int span)
+{
+	return span == DDL_SPAN_INTRA ? "inside one machine"
+	       : span == DDL_SPAN_INTER ? "across machines" : "span unknown (members missing)";
+}
+
+/* CUDA and NCCL: communicators, then per rank what went through them. */
+static void ddl_gpu_section(const struct ddl_report *r, FILE *f)
+{
+	char b1[32], b2[32], b3[32];
+	fprintf(f, "\nCommunicators\n");
+	for (size_t i = 0; i < r->ncomms; i++) {
+		const struct ddl_commjob *c = &r->comms[i];
+		fprintf(f, "  %016llx  %d ranks (%d traced) on %d host%s, %s (%s)\n",
+		        (unsigned long long)c->key, c->nranks, c->members, c->nhosts,
+		        c->nhosts == 1 ? "" : "s", ddl_span_word(c->span), c->how);
+	}
+	if (!r->ncomms)
+		fprintf(f, "  none created under ddlprof\n");
+	fprintf(f, "\nGPU work by process (device time from %s)\n",
+	        r->nprocs && r->procs[0].gpu.backend ? r->procs[0].gpu.backend : "no timed intervals");
+	fprintf(f, "  %-28s %9s %9s %10s %8s %12s %12s %12s %10s\n", "process", "launches", "kernels",
+	        "kernel s", "colls", "coll bytes", "intra", "inter", "coll dev s");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->has_gpu)
+			continue;
+		char label[96];
+		if (p->rank >= 0)
+			snprintf(label, sizeof label, "%s:%u rank %d", p->host, p->pid, p->rank);
+		else
+			snprintf(label, sizeof label, "%s:%u", p->host, p->pid);
+		fprintf(f, "  %-28s %9" PRIu64 " %9" PRIu64 " %10.4f %8" PRIu64 " %12s %12s %12s %10.4f\n",
+		        label, p->gpu.launches, p->gpu.kernels_timed, p->gpu.kernel_s, p->coll.count,
+		        ddl_human_bytes(p->coll.bytes, b1, sizeof b1),
+		        ddl_human_bytes(p->coll.intra_bytes, b2, sizeof b2),
+		        ddl_human_bytes(p->coll.inter_bytes, b3, sizeof b3), p->coll.device_s);
+	}
+}
+
 static void ddl_net_row(FILE *f, const char *label, const struct ddl_netsum *n)
 {
 	char s[32], r[32];
@@ -59,6 +99,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		if (!strcmp(r->iteration_method, "markers"))
 			fprintf(f, "\nIterations (markers matching %s): %ld per rank after warm-up\n",
 			        r->iteration_names, r->iterations);
+		else if (!strcmp(r->iteration_method, "collectives"))
+			fprintf(f, "\nIterations (from the repeating sequence of collectives): %ld per rank "
+			        "after warm-up\n", r->iterations);
 		else
 			fprintf(f, "\nIterations (from the rhythm of socket traffic): %ld per rank after warm-up\n",
 			        r->iterations);
@@ -99,6 +142,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		fprintf(f, "\nIterations: none found (no marker ranges matching %s, and no rhythm in the "
 		        "socket traffic)\n", r->iteration_names);
 	}
+
+	if (r->has_gpu)
+		ddl_gpu_section(r, f);
 
 	fprintf(f, "\nNetwork activity by process and thread\n");
 	fprintf(f, "  %-28s %9s %12s %12s %10s %10s %11s\n", "process / thread", "calls", "sent",

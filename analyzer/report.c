@@ -31,7 +31,7 @@ static const struct {
 static void ddl_usage(FILE *f)
 {
 	fprintf(f, "usage: ddlprof-report [--json | --dump | --format text|json|dump] [--run ID]\n"
-	           "                      [--warmup N] [--iteration-name GLOBS]\n"
+	           "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
 	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
 	           "                      [-o FILE [--force]] DIR|FILE...\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
@@ -62,9 +62,10 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
 		{"warmup", required_argument, NULL, 'w'}, {"iteration-name", required_argument, NULL, 'n'},
 		{"bw", required_argument, NULL, 'b'}, {"fail-if", required_argument, NULL, 'x'},
+		{"data-names", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0}};
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
-	const char *bw = NULL, *fail_if[16];
+	const char *bw = NULL, *fail_if[16], *data_names = "data*,*dataload*,*data_load*,input*";
 	int nfail = 0;
 	char err[1024];
 	int force = 0, c, warmup = 5;
@@ -101,6 +102,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			iter_names = optarg;
+			break;
+		case 'D':
+			if (!*optarg || strlen(optarg) > 200) {
+				fprintf(stderr, "ddlprof-report: --data-names: 1 to 200 characters of globs\n");
+				return 2;
+			}
+			data_names = optarg;
 			break;
 		default: ddl_usage(stderr); return 2;
 		}
@@ -151,7 +159,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rep.iteration_names = iter_names;
+	rep.data_names = data_names;
 	rep.warmup = warmup;
+	ddl_report_gpu(&rep);
 	ddl_report_iterations(&rep, iter_names, warmup);
 	ddl_report_breakdown(&rep);
 	for (size_t i = 0; i < rep.nprocs; i++)

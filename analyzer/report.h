@@ -39,6 +39,39 @@ struct ddl_parts {
 #undef DDL_X_PART
 };
 
+/* NCCL work of one process (gpu.c). Bytes are count x type size, as the
+ * call gave them; intra and inter by the span of the call's communicator. */
+#define DDL_NCCL_OPS 11 /* DDL_EV_NCCL_ALLREDUCE .. DDL_EV_NCCL_RECV */
+struct ddl_collsum {
+	uint64_t count, bytes, intra_bytes, inter_bytes, unknown_bytes;
+	uint64_t op_count[DDL_NCCL_OPS], op_bytes[DDL_NCCL_OPS];
+	uint64_t timed;      /* with a device interval */
+	double device_s;     /* device time of collectives (or groups of them) */
+	double host_s;       /* time inside the NCCL calls on the host */
+};
+
+/* CUDA work of one process. */
+struct ddl_gpusum {
+	uint64_t launches, kernels_timed, memcpys, memcpy_bytes, memsets;
+	uint64_t syncs, device_intervals;
+	double kernel_s, memcpy_s;      /* device time, from the timed ones */
+	double launch_host_s, sync_host_s;
+	int devices;                    /* distinct devices used */
+	const char *backend;            /* "cupti", "events", "cupti+events" or NULL */
+};
+
+/* A communicator across the run: every member's records, merged. */
+struct ddl_commjob {
+	uint64_t key;
+	int nranks;          /* as the members said */
+	int members;         /* members whose traces we have */
+	int nhosts;          /* distinct hosts among them */
+	int span;            /* DDL_SPAN_* */
+	const char *how;
+	char hosts[256];     /* comma-separated */
+};
+enum { DDL_SPAN_UNKNOWN = 0, DDL_SPAN_INTRA = 1, DDL_SPAN_INTER = 2 };
+
 struct ddl_threadsum {
 	uint32_t tid;
 	char name[32];
@@ -68,6 +101,10 @@ struct ddl_proc {
 	int warmup_skipped;
 	double iter_mean_s;
 	const char *iteration_method; /* "markers", "socket" or "none" */
+	struct ddl_collsum coll;
+	struct ddl_gpusum gpu;
+	int has_gpu;          /* made CUDA or NCCL calls */
+	int gpu_breakdown;    /* per_iter from the device timeline (breakdown_gpu.c) */
 };
 
 struct ddl_report {
@@ -80,6 +117,7 @@ struct ddl_report {
 	int64_t start_real_ns, end_real_ns;
 	const char *iteration_method; /* "markers", "socket" (any process) or "none" */
 	const char *iteration_names;  /* the patterns used */
+	const char *data_names;       /* marker ranges that are data loading */
 	int warmup;
 	long iterations;              /* per rank, the fewest after warm-up */
 	double iter_mean_s, iter_p50_s, iter_p99_s;
@@ -90,6 +128,9 @@ struct ddl_report {
 	double predicted_s[3], slowdown[3];
 	double sensitivity;            /* 1 - T(one machine) / T(several racks) */
 	int have_sensitivity;
+	struct ddl_commjob *comms;     /* gpu.c */
+	size_t ncomms;
+	int has_gpu;                   /* some process made CUDA or NCCL calls */
 };
 
 enum { DDL_LEVEL_MACHINE, DDL_LEVEL_RACK, DDL_LEVEL_CLUSTER };
@@ -100,6 +141,15 @@ void ddl_report_free(struct ddl_report *r);
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
 void ddl_report_breakdown(struct ddl_report *r);
+/* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
+void ddl_report_gpu(struct ddl_report *r);
+/* The span of communicator ID in trace T: DDL_SPAN_*. */
+int ddl_comm_span(const struct ddl_report *r, const struct ddl_trace *t, uint32_t id);
+/* Short name of an NCCL collective kind ("allreduce"), or NULL. */
+const char *ddl_nccl_op_name(unsigned kind);
+/* The device-timeline breakdown of one process; -1 when it has no device
+ * intervals (then the host-side one of breakdown.c applies). */
+int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p);
 /* Parses "machine=100gbit,rack=25gbit,cluster=10gbit" (any subset) into
  * r->bw; 0, or -1 with the reason in ERR. */
 int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errlen);

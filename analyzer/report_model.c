@@ -228,5 +228,6 @@ void ddl_report_free(struct ddl_report *r)
 		free(r->procs[i].iter);
 	}
 	free(r->procs);
+	free(r->comms);
 	memset(r, 0, sizeof *r);
 }

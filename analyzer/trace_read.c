@@ -153,6 +153,55 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			}
 			if (!t->names[r.id])
 				t->names[r.id] = ddl_strndup(text, r.len);
+		} else if (r.kind == DDL_STR_COMM) {
+			if (r.id == 0 || r.id > (1u << 16))
+				continue;
+			if (r.id >= t->ncomms) {
+				size_t nn = (size_t)r.id + 1;
+				struct ddl_comm_info *q = realloc(t->comms, nn * sizeof *q);
+				if (!q)
+					return;
+				memset(q + t->ncomms, 0, (nn - t->ncomms) * sizeof *q);
+				t->comms = q;
+				t->ncomms = nn;
+			}
+			struct ddl_comm_info *ci = &t->comms[r.id];
+			char buf[512];
+			size_t len = r.len < sizeof buf - 1 ? r.len : sizeof buf - 1;
+			memcpy(buf, text, len);
+			buf[len] = 0;
+			unsigned long long key = 0, parent = 0;
+			int rank = -1, nranks = -1, dev = -1, color = -1;
+			char host[64] = "", how[16] = "";
+			if (sscanf(buf, "key=%llx rank=%d nranks=%d dev=%d host=%63s how=%15s parent=%llx color=%d",
+			           &key, &rank, &nranks, &dev, host, how, &parent, &color) < 5)
+				continue; /* not a record we understand: the communicator stays unknown */
+			ci->id = r.id;
+			ci->key = key;
+			ci->parent = parent;
+			ci->rank = rank;
+			ci->nranks = nranks;
+			ci->dev = dev;
+			ci->color = color;
+			snprintf(ci->host, sizeof ci->host, "%s", host);
+			snprintf(ci->how, sizeof ci->how, "%s", how[0] ? how : "init");
+		} else if (r.kind == DDL_STR_STREAM) {
+			if (r.id > (1u << 20))
+				continue;
+			if (r.id >= t->nstreams) {
+				size_t nn = (size_t)r.id + 1;
+				struct ddl_stream_info *q = realloc(t->streams, nn * sizeof *q);
+				if (!q)
+					return;
+				for (size_t k = t->nstreams; k < nn; k++)
+					q[k] = (struct ddl_stream_info){-1, NULL};
+				t->streams = q;
+				t->nstreams = nn;
+			}
+			if (!t->streams[r.id].text) {
+				t->streams[r.id].dev = (int)r.value;
+				t->streams[r.id].text = ddl_strndup(text, r.len);
+			}
 		} else if (r.kind == DDL_STR_META) {
 			char **q = realloc(t->meta, (t->nmeta + 1) * sizeof *q);
 			if (!q)
@@ -267,6 +316,24 @@ int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)
 	if (e->flags & DDL_EVF_LONG)
 		d *= (double)(1u << DDL_DUR_LONG_SHIFT);
 	return (int64_t)(d * t->ns_per_tick);
+}
+
+const struct ddl_args *ddl_event_args(const struct ddl_trace *t, size_t i)
+{
+	if (i + 1 >= t->nev || !(t->ev[i].flags & DDL_EVF_ARGS) ||
+	    ddl_event_class(t->ev[i].kind) == DDL_CLASS_ARGS || t->ev[i + 1].kind != DDL_EV_ARGS)
+		return NULL;
+	return (const struct ddl_args *)&t->ev[i + 1];
+}
+
+const char *ddl_trace_name(const struct ddl_trace *t, uint64_t id)
+{
+	return id && id < t->nnames ? t->names[id] : NULL;
+}
+
+const struct ddl_comm_info *ddl_trace_comm(const struct ddl_trace *t, uint32_t id)
+{
+	return id && id < t->ncomms && t->comms[id].id ? &t->comms[id] : NULL;
 }
 
 const char *ddl_trace_meta(const struct ddl_trace *t, const char *key)
@@ -448,6 +515,10 @@ void ddl_trace_free(struct ddl_trace *t)
 	for (size_t i = 0; i < t->nnames; i++)
 		free(t->names[i]);
 	free(t->names);
+	for (size_t i = 0; i < t->nstreams; i++)
+		free(t->streams[i].text);
+	free(t->streams);
+	free(t->comms);
 	for (int i = 0; i < t->nproblems; i++)
 		free(t->problems[i]);
 	free(t->peers);

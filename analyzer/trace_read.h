@@ -23,6 +23,21 @@ struct ddl_thread_info {
 	char *name;
 };
 
+/* A communicator as one member recorded it at creation (DDL_STR_COMM). */
+struct ddl_comm_info {
+	uint32_t id;        /* 0: unseen */
+	uint64_t key;       /* shared by every member */
+	uint64_t parent;    /* the parent's key for split and shrink, else 0 */
+	int rank, nranks, dev, color;
+	char host[64];
+	char how[16];       /* init, split, shrink, all, unknown */
+};
+
+struct ddl_stream_info {
+	int dev;            /* -1: unseen */
+	char *text;         /* the handle */
+};
+
 #define DDL_READ_MAX_PROBLEMS 8
 
 struct ddl_trace {
@@ -38,8 +53,12 @@ struct ddl_trace {
 	size_t nthreads;
 	char **meta;               /* "key=value" */
 	size_t nmeta;
-	char **names;              /* marker names, indexed by id; NULL when unseen */
+	char **names;              /* marker and kernel names, indexed by id; NULL when unseen */
 	size_t nnames;
+	struct ddl_comm_info *comms; /* indexed by communicator id */
+	size_t ncomms;
+	struct ddl_stream_info *streams; /* indexed by stream id */
+	size_t nstreams;
 	int ended;                 /* an end (or exec) chunk closes the file */
 	struct ddl_end end;
 	int exec_end;              /* the image ended by exec */
@@ -70,6 +89,16 @@ int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks);
 int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e);
 /* The value of a meta key, or NULL. */
 const char *ddl_trace_meta(const struct ddl_trace *t, const char *key);
+
+/*
+ * The args record of event I (DDL_EVF_ARGS), or NULL when it has none or
+ * the record that should follow is missing (a lost chunk).
+ */
+const struct ddl_args *ddl_event_args(const struct ddl_trace *t, size_t i);
+/* A name by id (markers, kernels), or NULL. */
+const char *ddl_trace_name(const struct ddl_trace *t, uint64_t id);
+/* A communicator by id, or NULL when this trace never described it. */
+const struct ddl_comm_info *ddl_trace_comm(const struct ddl_trace *t, uint32_t id);
 
 /* Names and classes of event kinds; "unknown" / 0 for kinds newer than us. */
 const char *ddl_event_name(unsigned kind);

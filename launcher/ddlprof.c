@@ -38,6 +38,9 @@ static void ddl_usage(FILE *f)
 	        "  --flush-ms N       writer period in milliseconds, 1..60000 (default 100)\n"
 	        "  --perturb-net SPEC slow the job's own sends: delay=USEC each, or rate=RATE\n"
 	        "                     (e.g. rate=100mbit), to measure its network sensitivity\n"
+	        "  --kernel-sample N  time 1 kernel launch in N on the device with CUDA events\n"
+	        "                     (0 never; default 16; every launch when CUPTI runs)\n"
+	        "  --cupti MODE       auto (when a GPU driver is present), on or off\n"
 	        "  -q, --quiet        no messages from the launcher (the library still reports\n"
 	        "                     failures, one line each)\n"
 	        "See ddlprof(1).\n");
@@ -210,8 +213,11 @@ int main(int argc, char **argv)
 		{"run-id", required_argument, NULL, 'r'}, {"flush-ms", required_argument, NULL, 'F'},
 		{"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
 		{"perturb-net", required_argument, NULL, 'P'},
+		{"kernel-sample", required_argument, NULL, 'K'},
+		{"cupti", required_argument, NULL, 'C'},
 		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
 	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL, *perturb = NULL;
+	const char *ksample = NULL, *cupti = NULL;
 	int quiet = 0, c;
 	while ((c = getopt_long(argc, argv, "+o:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -221,6 +227,8 @@ int main(int argc, char **argv)
 		case 'F': flush = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'P': perturb = optarg; break;
+		case 'K': ksample = optarg; break;
+		case 'C': cupti = optarg; break;
 		case 'h': ddl_usage(stdout); return 0;
 		case 'V': printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
 		default: ddl_usage(stderr); return DDL_EXIT_OWN;
@@ -244,6 +252,18 @@ int main(int argc, char **argv)
 	if (perturb && strncmp(perturb, "delay=", 6) && strncmp(perturb, "rate=", 5)) {
 		fprintf(stderr, "ddlprof: --perturb-net '%s': delay=USEC or rate=RATE (e.g. rate=100mbit)\n",
 		        perturb);
+		return DDL_EXIT_OWN;
+	}
+	if (ksample) {
+		char *end;
+		long v = strtol(ksample, &end, 10);
+		if (*end || end == ksample || v < 0 || v > (1 << 20)) {
+			fprintf(stderr, "ddlprof: --kernel-sample '%s': a whole number in 0..1048576\n", ksample);
+			return DDL_EXIT_OWN;
+		}
+	}
+	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off")) {
+		fprintf(stderr, "ddlprof: --cupti '%s': auto, on or off\n", cupti);
 		return DDL_EXIT_OWN;
 	}
 	if (flush) {
@@ -286,6 +306,11 @@ int main(int argc, char **argv)
 	    setenv("DDLPROF_RUN_ID", id, 1) || (trace && setenv("DDLPROF_TRACE", trace, 1)) ||
 	    (flush && setenv("DDLPROF_FLUSH_MS", flush, 1)) ||
 	    (perturb && setenv("DDLPROF_PERTURB_NET", perturb, 1)) ||
+	    (ksample && setenv("DDLPROF_KERNEL_SAMPLE", ksample, 1)) ||
+	    (cupti && setenv("DDLPROF_CUPTI", cupti, 1)) ||
+	    /* The CUDA driver loads us at cuInit to start CUPTI early; a tool
+	     * already named there (Nsight, say) keeps its place. */
+	    (!getenv("CUDA_INJECTION64_PATH") && setenv("CUDA_INJECTION64_PATH", lib, 1)) ||
 	    (quiet && setenv("DDLPROF_QUIET", "1", 1))) {
 		fprintf(stderr, "ddlprof: cannot set the environment: %s\n", strerror(errno));
 		return DDL_EXIT_OWN;

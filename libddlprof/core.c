@@ -137,6 +137,10 @@ static int ddl_settings_load(struct ddl_settings *c)
 	c->ring_events = 8192;
 	c->compress = 1;
 	c->trace_socket = 1;
+	c->trace_cuda = 1;
+	c->trace_nccl = 1;
+	c->kernel_sample = 16;
+	c->cupti = -1;
 
 	v = ddl_env("DDLPROF_DIR");
 	if (v && strlen(v) >= sizeof c->dir - 64) {
@@ -159,15 +163,30 @@ static int ddl_settings_load(struct ddl_settings *c)
 	c->ring_events = ring;
 	rc |= ddl_parse_bool("DDLPROF_COMPRESS", &c->compress);
 	rc |= ddl_parse_bool("DDLPROF_QUIET", &c->quiet);
+	rc |= ddl_parse_uint("DDLPROF_KERNEL_SAMPLE", 0, 1u << 20, &c->kernel_sample);
+	if ((v = ddl_env("DDLPROF_CUPTI")) && strcmp(v, "auto")) {
+		int on = 0;
+		if (ddl_parse_bool("DDLPROF_CUPTI", &on) < 0) {
+			rc = -EINVAL; /* ddl_parse_bool said why */
+		} else {
+			c->cupti = on;
+		}
+	}
 
 	if ((v = ddl_env("DDLPROF_TRACE"))) {
 		char list[256];
 		snprintf(list, sizeof list, "%s", v);
-		c->trace_socket = 0;
+		c->trace_socket = c->trace_cuda = c->trace_nccl = 0;
 		for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (!strcmp(tok, "all") || !strcmp(tok, "socket"))
+			int all = !strcmp(tok, "all");
+			if (all || !strcmp(tok, "socket"))
 				c->trace_socket = 1;
-			else if (strcmp(tok, "cuda") && strcmp(tok, "nccl") && strcmp(tok, "nvtx")) {
+			if (all || !strcmp(tok, "cuda"))
+				c->trace_cuda = 1;
+			if (all || !strcmp(tok, "nccl"))
+				c->trace_nccl = 1;
+			if (!all && strcmp(tok, "socket") && strcmp(tok, "cuda") && strcmp(tok, "nccl") &&
+			    strcmp(tok, "nvtx")) {
 				ddl_warn("DDLPROF_TRACE: unknown family '%.40s' (known: all, socket, cuda, "
 				         "nccl, nvtx); profiling is off", tok);
 				rc = -EINVAL;
@@ -285,6 +304,7 @@ static void ddl_atfork_child(void)
 	ddl_clock_sample(&ddl_g.start);
 	ddl_writer_after_fork_child(); /* first: it frees the string lock */
 	ddl_threads_after_fork_child();
+	ddl_gpu_after_fork_child();
 	if (!atomic_load(&ddl_g.enabled))
 		return;
 	int rc = ddl_writer_start();
@@ -309,7 +329,12 @@ void ddl_init(void)
 		ddl_g.initialised = 1;
 		return;
 	}
-	if (gethostname(ddl_g.host, sizeof ddl_g.host - 1) != 0)
+	/* DDLPROF_HOST names the host when one machine stands for several (the
+	 * CPU emulation of a GPU cluster); otherwise the kernel's hostname. */
+	const char *hv = ddl_env("DDLPROF_HOST");
+	if (hv && *hv)
+		snprintf(ddl_g.host, sizeof ddl_g.host, "%s", hv);
+	else if (gethostname(ddl_g.host, sizeof ddl_g.host - 1) != 0)
 		snprintf(ddl_g.host, sizeof ddl_g.host, "unknown");
 	ddl_sanitize(ddl_g.host);
 	if (ddl_settings_load(&ddl_g.cfg) < 0) {
@@ -336,14 +361,16 @@ void ddl_init(void)
 	}
 	ddl_signal_init();
 	pthread_atfork(ddl_atfork_prepare, ddl_atfork_parent, ddl_atfork_child);
-	atomic_store(&ddl_g.enabled,
-	             (ddl_g.cfg.trace_socket ? DDL_FAM_SOCKET | DDL_FAM_SYNC : 0) | DDL_FAM_MARK);
+	atomic_store(&ddl_g.enabled, (ddl_g.cfg.trace_socket ? DDL_FAM_SOCKET | DDL_FAM_SYNC : 0) |
+	                                 (ddl_g.cfg.trace_cuda ? DDL_FAM_CUDA : 0) |
+	                                 (ddl_g.cfg.trace_nccl ? DDL_FAM_NCCL : 0) | DDL_FAM_MARK);
 }
 
 __attribute__((destructor(101))) static void ddl_destructor(void)
 {
 	if (!atomic_load(&ddl_g.enabled) || ddl_g.pid != getpid())
 		return;
+	ddl_gpu_stop(); /* normally done already, by our atexit handler */
 	ddl_writer_stop(DDL_END_EXIT, 0);
 	atomic_store(&ddl_g.enabled, 0);
 }

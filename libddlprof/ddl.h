@@ -113,6 +113,10 @@ struct ddl_settings {
 	int compress;            /* DDLPROF_COMPRESS: 1 = zstd when available */
 	int quiet;               /* DDLPROF_QUIET */
 	int trace_socket;        /* "socket" in DDLPROF_TRACE */
+	int trace_cuda;          /* "cuda" in DDLPROF_TRACE */
+	int trace_nccl;          /* "nccl" in DDLPROF_TRACE */
+	unsigned kernel_sample;  /* DDLPROF_KERNEL_SAMPLE: time 1 launch in N (0 never) */
+	int cupti;               /* DDLPROF_CUPTI: -1 auto (when a GPU is present), 0, 1 */
 	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
 };
 
@@ -120,6 +124,8 @@ struct ddl_settings {
 #define DDL_FAM_SOCKET 1u
 #define DDL_FAM_MARK   2u /* the marker API, always on with profiling */
 #define DDL_FAM_SYNC   4u /* condition-variable waits: where a training thread blocks */
+#define DDL_FAM_CUDA   8u /* CUDA runtime and driver calls */
+#define DDL_FAM_NCCL  16u /* NCCL calls */
 
 /* Global state. enabled is read on every call: the families recording. */
 struct ddl_global {
@@ -183,6 +189,7 @@ extern __thread int ddl_private_fds DDL_HIDDEN; /* this thread has its own fd ta
 struct ddl_thread *ddl_thread_slow(void) DDL_HIDDEN;
 int ddl_ring_room(struct ddl_thread *t, uint64_t h) DDL_HIDDEN;
 void ddl_thread_mark_internal(void) DDL_HIDDEN;
+struct ddl_thread *ddl_thread_internal_ring(void) DDL_HIDDEN;
 void ddl_threads_after_fork_child(void) DDL_HIDDEN;
 /* Writer side: iterate registered rings; caller holds no lock. */
 struct ddl_thread *ddl_threads_first(void) DDL_HIDDEN;
@@ -246,6 +253,47 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
 	t->busy = 0;
 }
 
+/*
+ * Append an event and the args record that follows it (DDL_EVF_ARGS), as
+ * one unit: the writer never sees one without the other.
+ */
+static inline void ddl_ring_put_args(struct ddl_thread *t, unsigned kind, unsigned flags,
+                                     uint64_t t0, uint64_t t1, int64_t result, int fd,
+                                     uint32_t peer, const struct ddl_args *a)
+{
+	t->busy = 1;
+	uint64_t h = t->head;
+	if (ddl_unlikely(h + 1 - t->cached_tail >= t->half) &&
+	    !ddl_ring_room(t, h + 1)) {
+		t->dropped++; /* the pair counts two */
+		t->busy = 0;
+		return;
+	}
+	uint64_t d = t1 - t0;
+	flags |= DDL_EVF_ARGS;
+	if (ddl_unlikely(d >> 32)) {
+		d >>= DDL_DUR_LONG_SHIFT;
+		flags |= DDL_EVF_LONG;
+		if (d >> 32)
+			d = UINT32_MAX;
+	}
+	struct ddl_event *e = &t->ev[h & t->mask];
+	e->start = t0;
+	e->dur = (uint32_t)d;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint32_t kft = kind | flags << 8 | t->tidbits;
+#else
+	uint32_t kft = kind << 24 | flags << 16 | t->tidbits;
+#endif
+	__builtin_memcpy(&e->kind, &kft, 4);
+	e->result = result;
+	e->fd = fd;
+	e->peer = peer;
+	__builtin_memcpy(&t->ev[(h + 1) & t->mask], a, sizeof *a);
+	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 2, memory_order_release);
+	t->busy = 0;
+}
+
 /* ---- writer.c ---- */
 int ddl_writer_start(void) DDL_HIDDEN;
 void ddl_writer_reopen(void) DDL_HIDDEN;
@@ -267,6 +315,14 @@ void ddl_socket_init(void) DDL_HIDDEN;
 extern int ddl_perturb_on DDL_HIDDEN;
 void ddl_perturb(uint64_t bytes) DDL_HIDDEN;
 int ddl_perturb_parse(const char *spec) DDL_HIDDEN;
+
+/* ---- marker.c ---- */
+/* Interns a name (marker, kernel) into the string table: its id, 0 if full. */
+uint32_t ddl_name_intern(const char *name) DDL_HIDDEN;
+
+/* ---- gpu.c, cuda.c, nccl.c, cupti.c (with CUDA headers only) ---- */
+void ddl_gpu_after_fork_child(void) DDL_HIDDEN;
+void ddl_gpu_stop(void) DDL_HIDDEN;
 
 /* ---- core.c ---- */
 /* Turn profiling off for good in this process, with one line on stderr. */

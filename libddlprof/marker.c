@@ -20,7 +20,7 @@ static struct {
 } ddl_names;
 
 /* Returns the name's id (>= 1), or 0 when the table is full. Keeps errno. */
-static uint32_t ddl_name_intern(const char *name)
+uint32_t ddl_name_intern(const char *name)
 {
 	size_t len = strnlen(name, DDL_NAME_MAX);
 	uint64_t h = 0xcbf29ce484222325ull;

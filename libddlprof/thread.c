@@ -113,6 +113,45 @@ struct ddl_thread *ddl_thread_slow(void)
 	return t;
 }
 
+/*
+ * A ring for one of the library's own threads (the GPU resolver, CUPTI's
+ * buffer callbacks), which write device intervals on behalf of the threads
+ * that issued the work. The thread stays internal: wrappers it calls (the
+ * CUDA runtime waits on condition variables, say) still pass through
+ * unrecorded. NULL when no ring can be had.
+ */
+struct ddl_thread *ddl_thread_internal_ring(void)
+{
+	static __thread struct ddl_thread *own;
+	if (own)
+		return own;
+	if (!ddl_g.initialised || !atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed))
+		return NULL;
+	int saved = errno;
+	pthread_once(&ddl_key_once, ddl_key_make);
+	pthread_mutex_lock(&ddl_reg_lock);
+	struct ddl_thread *t = ddl_thread_claim();
+	if (t) {
+		uint64_t h = t->head;
+		t->cached_tail = h;
+		atomic_store(&t->tail, h);
+		t->idx = (uint16_t)(ddl_next_idx < 0xffff ? ddl_next_idx++ : 0xffff);
+		t->tidbits = 0; /* every event names its own thread */
+		t->busy = 0;
+		t->kick_tail = 0;
+		t->tid = (pid_t)syscall(SYS_gettid);
+	}
+	pthread_mutex_unlock(&ddl_reg_lock);
+	if (t) {
+		ddl_thread_name(t);
+		if (ddl_key != (pthread_key_t)-1)
+			pthread_setspecific(ddl_key, t);
+		own = t;
+	}
+	errno = saved;
+	return t;
+}
+
 /* The library's own threads never record. */
 void ddl_thread_mark_internal(void)
 {

@@ -25,7 +25,7 @@
  * additions never need it. Readers refuse files whose min_reader is above
  * their own DDL_FORMAT_VERSION and read every older file.
  */
-#define DDL_FORMAT_VERSION    1
+#define DDL_FORMAT_VERSION    2
 #define DDL_FORMAT_MIN_READER 1
 
 #define DDL_IDENT             "DDLT"
@@ -38,6 +38,8 @@
 /* Feature bits in the file header: what the writer could produce. */
 #define DDL_FEAT_ZSTD   (1u << 0) /* some chunks may be zstd-compressed */
 #define DDL_FEAT_SOCKET (1u << 1) /* socket interception was on */
+#define DDL_FEAT_CUDA   (1u << 2) /* CUDA runtime/driver interception was on */
+#define DDL_FEAT_NCCL   (1u << 3) /* NCCL interception was on */
 
 enum ddl_clock_source {
 	DDL_CLOCK_MONOTONIC = 1, /* ticks are CLOCK_MONOTONIC nanoseconds */
@@ -97,6 +99,14 @@ struct ddl_chunk {
 enum ddl_class {
 	DDL_CLASS_TX = 1, DDL_CLASS_RX, DDL_CLASS_WAIT, DDL_CLASS_CONN, DDL_CLASS_MARK,
 	DDL_CLASS_SYNC, /* a thread waiting on another (condition variables) */
+	DDL_CLASS_LAUNCH,   /* host side of a kernel (or graph) launch */
+	DDL_CLASS_COPY,     /* host side of a memcpy / memset */
+	DDL_CLASS_GPUSYNC,  /* host waiting for the device (stream, device, event sync) */
+	DDL_CLASS_CUDA,     /* other CUDA calls (set device, malloc, event record) */
+	DDL_CLASS_COLL,     /* NCCL collective (incl. point-to-point) issued on a stream */
+	DDL_CLASS_NCCL,     /* NCCL group and communicator calls */
+	DDL_CLASS_DEVICE,   /* an interval on the device (event pair or CUPTI) */
+	DDL_CLASS_ARGS,     /* not an event: the arguments of the event before it */
 };
 
 #define DDL_EVENT_KINDS(X) \
@@ -126,7 +136,56 @@ enum ddl_class {
 	X(MARK, "mark", DDL_CLASS_MARK) \
 	X(COND_WAIT, "cond_wait", DDL_CLASS_SYNC) \
 	X(COND_TIMEDWAIT, "cond_timedwait", DDL_CLASS_SYNC) \
-	X(COND_CLOCKWAIT, "cond_clockwait", DDL_CLASS_SYNC)
+	X(COND_CLOCKWAIT, "cond_clockwait", DDL_CLASS_SYNC) \
+	X(ARGS, "args", DDL_CLASS_ARGS) \
+	X(CUDA_LAUNCH, "cudaLaunchKernel", DDL_CLASS_LAUNCH) \
+	X(CUDA_LAUNCH_EX, "cudaLaunchKernelExC", DDL_CLASS_LAUNCH) \
+	X(CUDA_LAUNCH_COOP, "cudaLaunchCooperativeKernel", DDL_CLASS_LAUNCH) \
+	X(CU_LAUNCH, "cuLaunchKernel", DDL_CLASS_LAUNCH) \
+	X(CU_LAUNCH_EX, "cuLaunchKernelEx", DDL_CLASS_LAUNCH) \
+	X(CUDA_GRAPH_LAUNCH, "cudaGraphLaunch", DDL_CLASS_LAUNCH) \
+	X(CUDA_MEMCPY, "cudaMemcpy", DDL_CLASS_COPY) \
+	X(CUDA_MEMCPY_ASYNC, "cudaMemcpyAsync", DDL_CLASS_COPY) \
+	X(CUDA_MEMCPY_PEER, "cudaMemcpyPeer", DDL_CLASS_COPY) \
+	X(CUDA_MEMCPY_PEER_ASYNC, "cudaMemcpyPeerAsync", DDL_CLASS_COPY) \
+	X(CUDA_MEMSET, "cudaMemset", DDL_CLASS_COPY) \
+	X(CUDA_MEMSET_ASYNC, "cudaMemsetAsync", DDL_CLASS_COPY) \
+	X(CUDA_STREAM_SYNC, "cudaStreamSynchronize", DDL_CLASS_GPUSYNC) \
+	X(CUDA_DEVICE_SYNC, "cudaDeviceSynchronize", DDL_CLASS_GPUSYNC) \
+	X(CUDA_EVENT_SYNC, "cudaEventSynchronize", DDL_CLASS_GPUSYNC) \
+	X(CUDA_STREAM_WAIT_EVENT, "cudaStreamWaitEvent", DDL_CLASS_CUDA) \
+	X(CUDA_EVENT_RECORD, "cudaEventRecord", DDL_CLASS_CUDA) \
+	X(CUDA_SET_DEVICE, "cudaSetDevice", DDL_CLASS_CUDA) \
+	X(CUDA_MALLOC, "cudaMalloc", DDL_CLASS_CUDA) \
+	X(CUDA_FREE, "cudaFree", DDL_CLASS_CUDA) \
+	X(CUDA_MALLOC_ASYNC, "cudaMallocAsync", DDL_CLASS_CUDA) \
+	X(CUDA_FREE_ASYNC, "cudaFreeAsync", DDL_CLASS_CUDA) \
+	X(NCCL_ALLREDUCE, "ncclAllReduce", DDL_CLASS_COLL) \
+	X(NCCL_BROADCAST, "ncclBroadcast", DDL_CLASS_COLL) \
+	X(NCCL_BCAST, "ncclBcast", DDL_CLASS_COLL) \
+	X(NCCL_REDUCE, "ncclReduce", DDL_CLASS_COLL) \
+	X(NCCL_ALLGATHER, "ncclAllGather", DDL_CLASS_COLL) \
+	X(NCCL_REDUCESCATTER, "ncclReduceScatter", DDL_CLASS_COLL) \
+	X(NCCL_ALLTOALL, "ncclAlltoAll", DDL_CLASS_COLL) \
+	X(NCCL_GATHER, "ncclGather", DDL_CLASS_COLL) \
+	X(NCCL_SCATTER, "ncclScatter", DDL_CLASS_COLL) \
+	X(NCCL_SEND, "ncclSend", DDL_CLASS_COLL) \
+	X(NCCL_RECV, "ncclRecv", DDL_CLASS_COLL) \
+	X(NCCL_GROUP_START, "ncclGroupStart", DDL_CLASS_NCCL) \
+	X(NCCL_GROUP_END, "ncclGroupEnd", DDL_CLASS_NCCL) \
+	X(NCCL_COMM_INIT_RANK, "ncclCommInitRank", DDL_CLASS_NCCL) \
+	X(NCCL_COMM_INIT_RANK_CONFIG, "ncclCommInitRankConfig", DDL_CLASS_NCCL) \
+	X(NCCL_COMM_INIT_ALL, "ncclCommInitAll", DDL_CLASS_NCCL) \
+	X(NCCL_COMM_SPLIT, "ncclCommSplit", DDL_CLASS_NCCL) \
+	X(NCCL_COMM_DESTROY, "ncclCommDestroy", DDL_CLASS_NCCL) \
+	X(NCCL_COMM_ABORT, "ncclCommAbort", DDL_CLASS_NCCL) \
+	X(DEV_KERNEL, "kernel", DDL_CLASS_DEVICE) \
+	X(DEV_MEMCPY, "memcpy", DDL_CLASS_DEVICE) \
+	X(DEV_MEMSET, "memset", DDL_CLASS_DEVICE) \
+	X(DEV_COLL, "collective", DDL_CLASS_DEVICE) \
+	X(DEV_GRAPH, "graph", DDL_CLASS_DEVICE) \
+	X(NCCL_COMM_INIT_RANK_SCALABLE, "ncclCommInitRankScalable", DDL_CLASS_NCCL) \
+	X(NCCL_COMM_SHRINK, "ncclCommShrink", DDL_CLASS_NCCL)
 
 enum ddl_event_kind {
 	DDL_EV_NONE = 0,
@@ -140,6 +199,9 @@ enum ddl_event_kind {
 #define DDL_EVF_LONG     0x01u /* dur is in units of 2^16 ticks */
 #define DDL_EVF_SOCKWAIT 0x02u /* a wait that included a socket */
 #define DDL_EVF_PEEK     0x04u /* MSG_PEEK: data looked at, not consumed */
+#define DDL_EVF_EVPAIR   0x08u /* device interval from a CUDA event pair */
+#define DDL_EVF_CUPTI    0x10u /* device interval from a CUPTI activity record */
+#define DDL_EVF_ARGS     0x20u /* an args record (DDL_EV_ARGS) follows this event */
 #define DDL_DUR_LONG_SHIFT 16
 
 /*
@@ -162,12 +224,44 @@ struct ddl_event {
 	uint32_t peer;  /* peer index (DDL_STR_PEER), 0 = unknown */
 };
 
+/*
+ * GPU calls (classes LAUNCH, COPY, GPUSYNC, CUDA, COLL, NCCL) use the event's
+ * fields as: result = the call's return code (cudaError_t, CUresult or
+ * ncclResult_t; 0 = success), fd = the CUDA device current on the calling
+ * thread, peer = the stream (DDL_STR_STREAM id; 0 = the default stream).
+ * Their other arguments are in the args record that follows (DDL_EVF_ARGS).
+ *
+ * Device intervals (class DEVICE) are written by the library's GPU thread:
+ * start and dur on the trace clock, tid = the thread that issued the work,
+ * fd = device, peer = stream, result = the issuing call's args.corr (event
+ * pairs, DDL_EVF_EVPAIR) or CUPTI's correlation id (DDL_EVF_CUPTI). A
+ * DEV_COLL interval covers one collective, or a whole ncclGroupStart/End
+ * group on that stream (then corr is the ncclGroupEnd call's).
+ */
+struct ddl_args {
+	uint64_t bytes;  /* bytes moved or allocated; launches: blocks in the grid */
+	uint32_t name;   /* DDL_STR_NAME id of the kernel; 0 none */
+	uint8_t kind;    /* DDL_EV_ARGS, at the same offset as an event's kind */
+	uint8_t op;      /* NCCL reduction op; cudaMemcpyKind */
+	uint8_t dtype;   /* NCCL data type */
+	uint8_t flags;   /* DDL_ARGF_* */
+	uint32_t corr;   /* per-thread call number; device intervals refer to it */
+	uint32_t comm;   /* DDL_STR_COMM id; 0 none */
+	int32_t peer;    /* NCCL root or peer rank; peer copies: destination device; -1 */
+	uint32_t aux;    /* launches: threads per block; peer copies: source device */
+};
+
+#define DDL_ARGF_TIMED   0x01u /* a device interval was requested for this call */
+#define DDL_ARGF_GROUPED 0x02u /* issued inside ncclGroupStart/End */
+
 /* String records: {id, kind, len, value} then len bytes of text, no NUL. */
 enum ddl_str_kind {
 	DDL_STR_PEER = 1,   /* id = peer index; value = DDL_PEERF_* | family << 8 */
 	DDL_STR_THREAD = 2, /* id = thread index; value = OS thread id; text = name */
 	DDL_STR_META = 3,   /* id = sequence; text = "key=value" */
-	DDL_STR_NAME = 4,   /* id = marker name id; text = the name */
+	DDL_STR_NAME = 4,   /* id = name id (markers, kernels); text = the name */
+	DDL_STR_STREAM = 5, /* id = stream id; value = device; text = "0x..." handle */
+	DDL_STR_COMM = 6,   /* id = communicator id; text = "key=value ..." (ddlprof-trace(5)) */
 };
 
 #define DDL_PEERF_LOCAL 0x01u /* the peer is on this host */
@@ -201,6 +295,9 @@ struct ddl_end {
 };
 
 _Static_assert(sizeof(struct ddl_event) == 32, "event record is 32 bytes");
+_Static_assert(sizeof(struct ddl_args) == 32, "args record is 32 bytes");
+_Static_assert(offsetof(struct ddl_args, kind) == offsetof(struct ddl_event, kind),
+               "args and events keep kind at one offset");
 _Static_assert(sizeof(struct ddl_chunk) == 24, "chunk header is 24 bytes");
 _Static_assert(sizeof(struct ddl_strrec) == 12, "string record head is 12 bytes");
 _Static_assert(sizeof(struct ddl_file_header) % 8 == 0, "header is 8-byte aligned");

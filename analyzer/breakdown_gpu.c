@@ -1,0 +1,325 @@
+/*
+ * Stall attribution on a rank's device timeline (DESIGN.md section 7), for
+ * processes whose traces hold device intervals (event pairs or CUPTI):
+ *
+ *   compute            union of kernel intervals
+ *   network stall      collectives on communicators that span machines,
+ *                      where no kernel runs
+ *   interconnect stall collectives on communicators inside one machine,
+ *                      where no kernel or network collective runs
+ *   data stall         host-to-device copies, and host time in the
+ *                      program's data-loading marker ranges, where none of
+ *                      the above runs
+ *   idle               the rest (launch gaps, CPU-bound work)
+ *
+ * Each instant of an iteration is given to the first part in that order
+ * that covers it, so the five parts add up to the iteration exactly. A
+ * collective's span comes from its communicator (gpu.c); a group of
+ * collectives timed as one interval takes the widest span of its members.
+ */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+struct ddl_iv {
+	int64_t a, b;
+};
+
+struct ddl_ivs {
+	struct ddl_iv *v;
+	size_t n, cap;
+};
+
+static void ddl_iv_push(struct ddl_ivs *s, int64_t a, int64_t b)
+{
+	if (b <= a)
+		return;
+	if (s->n == s->cap) {
+		size_t c = s->cap ? s->cap * 2 : 256;
+		struct ddl_iv *q = realloc(s->v, c * sizeof *q);
+		if (!q)
+			return;
+		s->v = q;
+		s->cap = c;
+	}
+	s->v[s->n++] = (struct ddl_iv){a, b};
+}
+
+static int ddl_iv_cmp(const void *x, const void *y)
+{
+	const struct ddl_iv *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* Sorts and merges overlapping intervals. */
+static void ddl_iv_merge(struct ddl_ivs *s)
+{
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof *s->v, ddl_iv_cmp);
+	size_t m = 0;
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->v[i].a <= s->v[m].b) {
+			if (s->v[i].b > s->v[m].b)
+				s->v[m].b = s->v[i].b;
+		} else {
+			s->v[++m] = s->v[i];
+		}
+	}
+	s->n = m + 1;
+}
+
+/* Does the merged set S cover instant x? */
+static int ddl_iv_covers(const struct ddl_ivs *s, int64_t x)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->v[mid].b <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n && s->v[lo].a <= x;
+}
+
+/* Endpoints of S inside (a, b), appended to P. */
+static void ddl_iv_points(const struct ddl_ivs *s, int64_t a, int64_t b, int64_t **p, size_t *n,
+                          size_t *cap)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->v[mid].b <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < s->n && s->v[i].a < b; i++) {
+		int64_t x[2] = {s->v[i].a, s->v[i].b};
+		for (int k = 0; k < 2; k++) {
+			if (x[k] <= a || x[k] >= b)
+				continue;
+			if (*n == *cap) {
+				size_t c = *cap ? *cap * 2 : 64;
+				int64_t *q = realloc(*p, c * sizeof *q);
+				if (!q)
+					return;
+				*p = q;
+				*cap = c;
+			}
+			(*p)[(*n)++] = x[k];
+		}
+	}
+}
+
+static int ddl_i64_cmp(const void *x, const void *y)
+{
+	int64_t p = *(const int64_t *)x, q = *(const int64_t *)y;
+	return p < q ? -1 : p > q;
+}
+
+/* (thread, call number) -> what the analyzer needs of the call. */
+struct ddl_corr {
+	uint64_t key;
+	int span;  /* collectives: DDL_SPAN_* */
+	int op;    /* copies: cudaMemcpyKind */
+};
+
+static int ddl_corr_cmp(const void *x, const void *y)
+{
+	const struct ddl_corr *p = x, *q = y;
+	return p->key < q->key ? -1 : p->key > q->key;
+}
+
+static uint64_t ddl_corr_key(unsigned tid, uint32_t corr)
+{
+	return (uint64_t)tid << 32 | corr;
+}
+
+/* The host calls that device intervals refer to, from one trace. */
+static struct ddl_corr *ddl_corr_table(const struct ddl_report *r, const struct ddl_trace *t,
+                                       size_t *count)
+{
+	struct ddl_corr *v = NULL;
+	size_t n = 0, cap = 0;
+	int group_span[65536 / 64] = {0}; /* per thread index, low indices only */
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ddl_event *e = &t->ev[i];
+		int cls = ddl_event_class(e->kind);
+		if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_COPY && e->kind != DDL_EV_NCCL_GROUP_END &&
+		    e->kind != DDL_EV_NCCL_GROUP_START)
+			continue;
+		const struct ddl_args *a = ddl_event_args(t, i);
+		if (!a)
+			continue;
+		unsigned g = e->tid < sizeof group_span / sizeof group_span[0] ? e->tid : 0;
+		struct ddl_corr c = {ddl_corr_key(e->tid, a->corr), DDL_SPAN_UNKNOWN, a->op};
+		if (e->kind == DDL_EV_NCCL_GROUP_START) {
+			if (a->aux == 1)
+				group_span[g] = DDL_SPAN_UNKNOWN;
+			continue;
+		}
+		if (e->kind == DDL_EV_NCCL_GROUP_END) {
+			if (a->aux != 0)
+				continue;
+			c.span = group_span[g];
+		} else if (cls == DDL_CLASS_COLL) {
+			c.span = ddl_comm_span(r, t, a->comm);
+			if (a->flags & DDL_ARGF_GROUPED) {
+				if (c.span > group_span[g])
+					group_span[g] = c.span;
+				continue;
+			}
+		}
+		if (!(a->flags & DDL_ARGF_TIMED))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct ddl_corr *q = realloc(v, nc * sizeof *q);
+			if (!q)
+				break;
+			v = q;
+			cap = nc;
+		}
+		v[n++] = c;
+	}
+	if (n)
+		qsort(v, n, sizeof *v, ddl_corr_cmp);
+	*count = n;
+	return v;
+}
+
+static const struct ddl_corr *ddl_corr_find(const struct ddl_corr *v, size_t n, uint64_t key)
+{
+	struct ddl_corr k = {key, 0, 0};
+	return n ? bsearch(&k, v, n, sizeof *v, ddl_corr_cmp) : NULL;
+}
+
+/* Marker ranges the program names as data loading (the report's --data-names). */
+static int ddl_is_data_range(const char *name, const char *patterns)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", patterns ? patterns : "");
+	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!fnmatch(tok, name, 0))
+			return 1;
+	return 0;
+}
+
+enum { DDL_P_COMPUTE, DDL_P_NET, DDL_P_IC, DDL_P_DATA, DDL_NP };
+
+int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
+{
+	struct ddl_ivs set[DDL_NP];
+	memset(set, 0, sizeof set);
+	size_t ndev = 0;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		size_t nc = 0;
+		struct ddl_corr *corr = ddl_corr_table(r, t, &nc);
+		/* open data ranges per thread index (ranges nest; we keep the outermost) */
+		int64_t open_at[64];
+		int depth[64] = {0};
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			int cls = ddl_event_class(e->kind);
+			int64_t a = ddl_trace_real_ns(t, e->start);
+			if (cls == DDL_CLASS_MARK && e->tid < 64) {
+				const char *name = ddl_trace_name(t, (uint64_t)e->result);
+				int *d = &depth[e->tid];
+				if (e->kind == DDL_EV_RANGE_PUSH && (*d > 0 || (name && ddl_is_data_range(name, r->data_names)))) {
+					if ((*d)++ == 0)
+						open_at[e->tid] = a;
+				} else if (e->kind == DDL_EV_RANGE_POP && *d > 0 && --(*d) == 0) {
+					ddl_iv_push(&set[DDL_P_DATA], open_at[e->tid], a);
+				}
+				continue;
+			}
+			if (cls != DDL_CLASS_DEVICE)
+				continue;
+			ndev++;
+			int64_t b = a + ddl_trace_dur_ns(t, e);
+			const struct ddl_corr *c =
+			    e->flags & DDL_EVF_EVPAIR ? ddl_corr_find(corr, nc, ddl_corr_key(e->tid, (uint32_t)e->result))
+			                              : NULL;
+			switch (e->kind) {
+			case DDL_EV_DEV_KERNEL:
+			case DDL_EV_DEV_GRAPH:
+			case DDL_EV_DEV_MEMSET:
+				ddl_iv_push(&set[DDL_P_COMPUTE], a, b);
+				break;
+			case DDL_EV_DEV_MEMCPY: {
+				const struct ddl_args *ar = e->flags & DDL_EVF_ARGS ? ddl_event_args(t, i) : NULL;
+				int op = c ? c->op : ar ? ar->op : 1;
+				ddl_iv_push(&set[op == 1 /* cudaMemcpyHostToDevice */ ? DDL_P_DATA : DDL_P_COMPUTE], a, b);
+				break;
+			}
+			case DDL_EV_DEV_COLL:
+				ddl_iv_push(&set[c && c->span == DDL_SPAN_INTRA ? DDL_P_IC : DDL_P_NET], a, b);
+				break;
+			default:
+				break;
+			}
+		}
+		free(corr);
+	}
+	if (!ndev) {
+		for (int k = 0; k < DDL_NP; k++)
+			free(set[k].v);
+		return -1;
+	}
+	for (int k = 0; k < DDL_NP; k++)
+		ddl_iv_merge(&set[k]);
+	struct ddl_parts sum = {0};
+	int64_t *pts = NULL;
+	size_t cap = 0;
+	for (size_t it = 0; it < p->niter; it++) {
+		int64_t a = p->iter[it].start_ns, b = p->iter[it].end_ns;
+		size_t n = 0;
+		for (int k = 0; k < DDL_NP; k++)
+			ddl_iv_points(&set[k], a, b, &pts, &n, &cap);
+		if (n == cap) {
+			int64_t *q = realloc(pts, (cap + 2) * sizeof *q);
+			if (!q)
+				break;
+			pts = q;
+			cap += 2;
+		}
+		pts[n++] = a;
+		pts[n++] = b;
+		qsort(pts, n, sizeof *pts, ddl_i64_cmp);
+		int64_t part[DDL_NP] = {0};
+		for (size_t j = 0; j + 1 < n; j++) {
+			int64_t lo = pts[j], hi = pts[j + 1];
+			if (hi <= lo)
+				continue;
+			int64_t mid = lo + (hi - lo) / 2;
+			for (int k = 0; k < DDL_NP; k++) {
+				if (ddl_iv_covers(&set[k], mid)) {
+					part[k] += hi - lo;
+					break;
+				}
+			}
+		}
+		double len = (double)(b - a) / 1e9;
+		double c = (double)part[DDL_P_COMPUTE] / 1e9, nt = (double)part[DDL_P_NET] / 1e9;
+		double ic = (double)part[DDL_P_IC] / 1e9, d = (double)part[DDL_P_DATA] / 1e9;
+		sum.compute += c;
+		sum.network_stall += nt;
+		sum.interconnect_stall += ic;
+		sum.data_stall += d;
+		sum.idle += len - c - nt - ic - d;
+	}
+	free(pts);
+	for (int k = 0; k < DDL_NP; k++)
+		free(set[k].v);
+	double n = (double)p->niter;
+#define DDL_X_MEAN(f) p->per_iter.f = n > 0 ? sum.f / n : 0;
+	DDL_PARTS(DDL_X_MEAN)
+#undef DDL_X_MEAN
+	p->gpu_breakdown = 1;
+	return 0;
+}

@@ -1,0 +1,710 @@
+/*
+ * CUDA runtime and driver wrappers. Each times the real call on the host
+ * and appends an event with an args record: the stream, the device current
+ * on the thread, the kernel's name (interned once per kernel), the bytes.
+ * Launches are timed on the device one in DDLPROF_KERNEL_SAMPLE (event
+ * pairs, gpu.c); copies, memsets and graph launches always are.
+ *
+ * The per-thread-default-stream variants (_ptsz, _ptds) share the bodies:
+ * nvcc --default-stream per-thread makes programs call those names.
+ */
+#ifdef DDL_HAVE_CUDA
+#include "gpu.h"
+
+/* Shared tail of every wrapper: time the device side if asked, record. */
+struct ddl_call {
+	struct ddl_thread *t;
+	struct ddl_args a;
+	cudaEvent_t ev;
+	cudaStream_t s;
+	uint32_t sid;
+};
+
+static inline void ddl_call_begin(struct ddl_call *c, struct ddl_thread *t, cudaStream_t s, int timed)
+{
+	c->t = t;
+	c->a = ddl_args_make();
+	c->a.corr = ++ddl_gtls.corr;
+	c->s = s;
+	c->sid = ddl_stream_id(s);
+	c->ev = NULL;
+	if (ddl_unlikely(timed)) {
+		int saved = errno;
+		t->busy = 1;
+		c->ev = ddl_pair_start_event(s, ddl_gtls.dev);
+		t->busy = 0;
+		errno = saved;
+		if (c->ev)
+			c->a.flags |= DDL_ARGF_TIMED;
+	}
+}
+
+static inline void ddl_call_end(struct ddl_call *c, unsigned kind, unsigned dev_kind, uint64_t t0,
+                                uint64_t t1, int64_t r)
+{
+	struct ddl_thread *t = c->t;
+	if (ddl_unlikely(c->ev != NULL)) {
+		int saved = errno;
+		t->busy = 1;
+		ddl_pair_end_event(c->ev, c->s, ddl_gtls.dev, dev_kind, t->idx, c->a.corr, c->sid);
+		t->busy = 0;
+		errno = saved;
+	}
+	ddl_ring_put_args(t, kind, 0, t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
+	if (ddl_unlikely(!ddl_gpu_started))
+		ddl_gpu_first(); /* after the real call: the runtime is initialised by now */
+}
+
+static inline int ddl_sample_launch(void)
+{
+	unsigned n = ddl_g.cfg.kernel_sample;
+	if (ddl_likely(!n || ++ddl_gtls.launches < n))
+		return 0;
+	ddl_gtls.launches = 0;
+	return ddl_gpu_started;
+}
+
+/* ---- kernel launches ---- */
+
+typedef cudaError_t (*ddl_launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
+
+/*
+ * The hottest wrapper: a training step launches thousands of kernels. No
+ * args copy: the event and its args record are written in place.
+ */
+static inline cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const void *func, dim3 g,
+                                     dim3 b, void **args, size_t shm, cudaStream_t s)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(func, g, b, args, shm, s);
+	if (ddl_unlikely(ddl_sample_launch())) {
+		struct ddl_call c;
+		ddl_call_begin(&c, t, s, 1);
+		c.a.name = ddl_kernel_name(func, 0);
+		c.a.bytes = (uint64_t)g.x * g.y * g.z;
+		c.a.aux = b.x * b.y * b.z;
+		uint64_t t0 = ddl_clock_now();
+		cudaError_t r = real(func, g, b, args, shm, s);
+		uint64_t t1 = ddl_clock_now();
+		ddl_call_end(&c, kind, DDL_EV_DEV_KERNEL, t0, t1, r);
+		return r;
+	}
+	uint32_t name = ddl_kernel_name(func, 0);
+	uint32_t sid = ddl_stream_id(s);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(func, g, b, args, shm, s);
+	uint64_t t1 = ddl_clock_now();
+	t->busy = 1;
+	uint64_t h = t->head;
+	if (ddl_likely(h + 1 - t->cached_tail < t->half) || ddl_ring_room(t, h + 1)) {
+		uint64_t d = t1 - t0;
+		unsigned flags = DDL_EVF_ARGS;
+		if (ddl_unlikely(d >> 32)) {
+			d = (d >> DDL_DUR_LONG_SHIFT) > UINT32_MAX ? UINT32_MAX : d >> DDL_DUR_LONG_SHIFT;
+			flags |= DDL_EVF_LONG;
+		}
+		struct ddl_event *e = &t->ev[h & t->mask];
+		e->start = t0;
+		e->dur = (uint32_t)d;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		uint32_t kft = kind | flags << 8 | t->tidbits;
+#else
+		uint32_t kft = kind << 24 | flags << 16 | t->tidbits;
+#endif
+		__builtin_memcpy(&e->kind, &kft, 4);
+		e->result = r;
+		e->fd = ddl_gtls.dev;
+		e->peer = sid;
+		struct ddl_args *a = (struct ddl_args *)&t->ev[(h + 1) & t->mask];
+		a->bytes = (uint64_t)g.x * g.y * g.z;
+		a->name = name;
+		a->kind = DDL_EV_ARGS;
+		a->op = 0;
+		a->dtype = 0;
+		a->flags = 0;
+		a->corr = ++ddl_gtls.corr;
+		a->comm = 0;
+		a->peer = -1;
+		a->aux = b.x * b.y * b.z;
+		atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 2, memory_order_release);
+	} else {
+		t->dropped++; /* ddl_ring_room counted one of the two */
+	}
+	t->busy = 0;
+	if (ddl_unlikely(!ddl_gpu_started))
+		ddl_gpu_first();
+	return r;
+}
+
+#define DDL_LAUNCH_WRAPPER(NAME, KIND) \
+	DDL_EXPORT cudaError_t NAME(const void *func, dim3 g, dim3 b, void **args, size_t shm, \
+	                            cudaStream_t s) \
+	{ \
+		static ddl_launch_fn real; \
+		return ddl_launch(DDL_NEXT(real, #NAME), KIND, func, g, b, args, shm, s); \
+	}
+
+DDL_LAUNCH_WRAPPER(cudaLaunchKernel, DDL_EV_CUDA_LAUNCH)
+DDL_LAUNCH_WRAPPER(cudaLaunchKernel_ptsz, DDL_EV_CUDA_LAUNCH)
+DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel, DDL_EV_CUDA_LAUNCH_COOP)
+DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel_ptsz, DDL_EV_CUDA_LAUNCH_COOP)
+
+typedef cudaError_t (*ddl_launch_ex_fn)(const cudaLaunchConfig_t *, const void *, void **);
+
+static inline cudaError_t ddl_launch_ex(ddl_launch_ex_fn real, const cudaLaunchConfig_t *cfg,
+                                        const void *func, void **args)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t || !cfg)
+		return real(cfg, func, args);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, cfg->stream, ddl_sample_launch());
+	c.a.name = ddl_kernel_name(func, 0);
+	c.a.bytes = (uint64_t)cfg->gridDim.x * cfg->gridDim.y * cfg->gridDim.z;
+	c.a.aux = cfg->blockDim.x * cfg->blockDim.y * cfg->blockDim.z;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(cfg, func, args);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CUDA_LAUNCH_EX, DDL_EV_DEV_KERNEL, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *func, void **args)
+{
+	static ddl_launch_ex_fn real;
+	return ddl_launch_ex(DDL_NEXT(real, "cudaLaunchKernelExC"), cfg, func, args);
+}
+
+DDL_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *func,
+                                                void **args)
+{
+	static ddl_launch_ex_fn real;
+	return ddl_launch_ex(DDL_NEXT(real, "cudaLaunchKernelExC_ptsz"), cfg, func, args);
+}
+
+typedef CUresult (*ddl_cu_launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                     unsigned, unsigned, CUstream, void **, void **);
+
+static inline CUresult ddl_cu_launch(ddl_cu_launch_fn real, CUfunction f, unsigned gx, unsigned gy,
+                                     unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                     unsigned shm, CUstream s, void **params, void **extra)
+{
+	if (ddl_unlikely(!real))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, (cudaStream_t)s, ddl_sample_launch());
+	c.a.name = ddl_kernel_name((const void *)f, 1);
+	c.a.bytes = (uint64_t)gx * gy * gz;
+	c.a.aux = bx * by * bz;
+	uint64_t t0 = ddl_clock_now();
+	CUresult r = real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CU_LAUNCH, DDL_EV_DEV_KERNEL, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shm, CUstream s, void **params,
+                                   void **extra)
+{
+	static ddl_cu_launch_fn real;
+	return ddl_cu_launch(DDL_NEXT(real, "cuLaunchKernel"), f, gx, gy, gz, bx, by, bz, shm, s,
+	                     params, extra);
+}
+
+DDL_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                        unsigned bx, unsigned by, unsigned bz, unsigned shm,
+                                        CUstream s, void **params, void **extra)
+{
+	static ddl_cu_launch_fn real;
+	return ddl_cu_launch(DDL_NEXT(real, "cuLaunchKernel_ptsz"), f, gx, gy, gz, bx, by, bz, shm, s,
+	                     params, extra);
+}
+
+typedef CUresult (*ddl_cu_launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+
+static inline CUresult ddl_cu_launch_ex(ddl_cu_launch_ex_fn real, const CUlaunchConfig *cfg,
+                                        CUfunction f, void **params, void **extra)
+{
+	if (ddl_unlikely(!real))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t || !cfg)
+		return real(cfg, f, params, extra);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, (cudaStream_t)cfg->hStream, ddl_sample_launch());
+	c.a.name = ddl_kernel_name((const void *)f, 1);
+	c.a.bytes = (uint64_t)cfg->gridDimX * cfg->gridDimY * cfg->gridDimZ;
+	c.a.aux = cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ;
+	uint64_t t0 = ddl_clock_now();
+	CUresult r = real(cfg, f, params, extra);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CU_LAUNCH_EX, DDL_EV_DEV_KERNEL, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                     void **extra)
+{
+	static ddl_cu_launch_ex_fn real;
+	return ddl_cu_launch_ex(DDL_NEXT(real, "cuLaunchKernelEx"), cfg, f, params, extra);
+}
+
+DDL_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                          void **extra)
+{
+	static ddl_cu_launch_ex_fn real;
+	return ddl_cu_launch_ex(DDL_NEXT(real, "cuLaunchKernelEx_ptsz"), cfg, f, params, extra);
+}
+
+typedef cudaError_t (*ddl_graph_fn)(cudaGraphExec_t, cudaStream_t);
+
+static inline cudaError_t ddl_graph(ddl_graph_fn real, cudaGraphExec_t g, cudaStream_t s)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(g, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, ddl_gpu_started);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(g, s);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CUDA_GRAPH_LAUNCH, DDL_EV_DEV_GRAPH, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s)
+{
+	static ddl_graph_fn real;
+	return ddl_graph(DDL_NEXT(real, "cudaGraphLaunch"), g, s);
+}
+
+DDL_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t g, cudaStream_t s)
+{
+	static ddl_graph_fn real;
+	return ddl_graph(DDL_NEXT(real, "cudaGraphLaunch_ptsz"), g, s);
+}
+
+/* Kernel names, as nvcc-generated code registers them at start-up. */
+DDL_EXPORT void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
+                                       const char *deviceName, int thread_limit, uint3 *tid,
+                                       uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
+{
+	static void (*real)(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
+	                    dim3 *, dim3 *, int *);
+	if (!DDL_NEXT(real, "__cudaRegisterFunction"))
+		return;
+	int saved = errno;
+	ddl_kernel_register(hostFun, deviceFun ? deviceFun : deviceName);
+	errno = saved;
+	real(handle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+}
+
+/* ---- copies and memsets: always timed on the device ---- */
+
+typedef cudaError_t (*ddl_memcpy_async_fn)(void *, const void *, size_t, enum cudaMemcpyKind,
+                                           cudaStream_t);
+
+static inline cudaError_t ddl_memcpy_async(ddl_memcpy_async_fn real, void *d, const void *src,
+                                           size_t n, enum cudaMemcpyKind k, cudaStream_t s)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(d, src, n, k, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, ddl_gpu_started);
+	c.a.bytes = n;
+	c.a.op = (uint8_t)k;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(d, src, n, k, s);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CUDA_MEMCPY_ASYNC, DDL_EV_DEV_MEMCPY, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n, enum cudaMemcpyKind k,
+                                       cudaStream_t s)
+{
+	static ddl_memcpy_async_fn real;
+	return ddl_memcpy_async(DDL_NEXT(real, "cudaMemcpyAsync"), d, src, n, k, s);
+}
+
+DDL_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *d, const void *src, size_t n,
+                                            enum cudaMemcpyKind k, cudaStream_t s)
+{
+	static ddl_memcpy_async_fn real;
+	return ddl_memcpy_async(DDL_NEXT(real, "cudaMemcpyAsync_ptsz"), d, src, n, k, s);
+}
+
+typedef cudaError_t (*ddl_memcpy_fn)(void *, const void *, size_t, enum cudaMemcpyKind);
+
+/* A blocking copy runs on the legacy default stream (or the thread's own with _ptds). */
+static inline cudaError_t ddl_memcpy(ddl_memcpy_fn real, cudaStream_t s, void *d, const void *src,
+                                     size_t n, enum cudaMemcpyKind k)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(d, src, n, k);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, ddl_gpu_started);
+	c.a.bytes = n;
+	c.a.op = (uint8_t)k;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(d, src, n, k);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CUDA_MEMCPY, DDL_EV_DEV_MEMCPY, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaMemcpy(void *d, const void *src, size_t n, enum cudaMemcpyKind k)
+{
+	static ddl_memcpy_fn real;
+	return ddl_memcpy(DDL_NEXT(real, "cudaMemcpy"), NULL, d, src, n, k);
+}
+
+DDL_EXPORT cudaError_t cudaMemcpy_ptds(void *d, const void *src, size_t n, enum cudaMemcpyKind k)
+{
+	static ddl_memcpy_fn real;
+	return ddl_memcpy(DDL_NEXT(real, "cudaMemcpy_ptds"), cudaStreamPerThread, d, src, n, k);
+}
+
+DDL_EXPORT cudaError_t cudaMemcpyPeer(void *d, int dd, const void *src, int sd, size_t n)
+{
+	static cudaError_t (*real)(void *, int, const void *, int, size_t);
+	if (!DDL_NEXT(real, "cudaMemcpyPeer"))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(d, dd, src, sd, n);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, NULL, ddl_gpu_started);
+	c.a.bytes = n;
+	c.a.op = cudaMemcpyDeviceToDevice;
+	c.a.peer = dd;
+	c.a.aux = (uint32_t)sd;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(d, dd, src, sd, n);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CUDA_MEMCPY_PEER, DDL_EV_DEV_MEMCPY, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaMemcpyPeerAsync(void *d, int dd, const void *src, int sd, size_t n,
+                                           cudaStream_t s)
+{
+	static cudaError_t (*real)(void *, int, const void *, int, size_t, cudaStream_t);
+	if (!DDL_NEXT(real, "cudaMemcpyPeerAsync"))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(d, dd, src, sd, n, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, ddl_gpu_started);
+	c.a.bytes = n;
+	c.a.op = cudaMemcpyDeviceToDevice;
+	c.a.peer = dd;
+	c.a.aux = (uint32_t)sd;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(d, dd, src, sd, n, s);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, DDL_EV_CUDA_MEMCPY_PEER_ASYNC, DDL_EV_DEV_MEMCPY, t0, t1, r);
+	return r;
+}
+
+typedef cudaError_t (*ddl_memset_fn)(void *, int, size_t);
+typedef cudaError_t (*ddl_memset_async_fn)(void *, int, size_t, cudaStream_t);
+
+static inline cudaError_t ddl_memset(ddl_memset_fn real, ddl_memset_async_fn areal, unsigned kind,
+                                     void *p, int v, size_t n, cudaStream_t s)
+{
+	if (ddl_unlikely(!real && !areal))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real ? real(p, v, n) : areal(p, v, n, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, ddl_gpu_started);
+	c.a.bytes = n;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real ? real(p, v, n) : areal(p, v, n, s);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, kind, DDL_EV_DEV_MEMSET, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaMemset(void *p, int v, size_t n)
+{
+	static ddl_memset_fn real;
+	return ddl_memset(DDL_NEXT(real, "cudaMemset"), NULL, DDL_EV_CUDA_MEMSET, p, v, n, NULL);
+}
+
+DDL_EXPORT cudaError_t cudaMemset_ptds(void *p, int v, size_t n)
+{
+	static ddl_memset_fn real;
+	return ddl_memset(DDL_NEXT(real, "cudaMemset_ptds"), NULL, DDL_EV_CUDA_MEMSET, p, v, n,
+	                  cudaStreamPerThread);
+}
+
+DDL_EXPORT cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
+{
+	static ddl_memset_async_fn real;
+	return ddl_memset(NULL, DDL_NEXT(real, "cudaMemsetAsync"), DDL_EV_CUDA_MEMSET_ASYNC, p, v, n, s);
+}
+
+DDL_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *p, int v, size_t n, cudaStream_t s)
+{
+	static ddl_memset_async_fn real;
+	return ddl_memset(NULL, DDL_NEXT(real, "cudaMemsetAsync_ptsz"), DDL_EV_CUDA_MEMSET_ASYNC, p, v,
+	                  n, s);
+}
+
+/* ---- waits and bookkeeping: host time only ---- */
+
+#define DDL_SIMPLE_BEGIN(REALCALL, STREAM) \
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA); \
+	if (!t) \
+		return REALCALL; \
+	struct ddl_call c; \
+	ddl_call_begin(&c, t, STREAM, 0); \
+	uint64_t t0 = ddl_clock_now(); \
+	cudaError_t r = REALCALL; \
+	uint64_t t1 = ddl_clock_now();
+
+DDL_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+	static cudaError_t (*real)(cudaStream_t);
+	if (!DDL_NEXT(real, "cudaStreamSynchronize"))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(s), s)
+	ddl_call_end(&c, DDL_EV_CUDA_STREAM_SYNC, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
+{
+	static cudaError_t (*real)(cudaStream_t);
+	if (!DDL_NEXT(real, "cudaStreamSynchronize_ptsz"))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(s), s)
+	ddl_call_end(&c, DDL_EV_CUDA_STREAM_SYNC, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+	static cudaError_t (*real)(void);
+	if (!DDL_NEXT(real, "cudaDeviceSynchronize"))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(), NULL)
+	ddl_call_end(&c, DDL_EV_CUDA_DEVICE_SYNC, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+	static cudaError_t (*real)(cudaEvent_t);
+	if (!DDL_NEXT(real, "cudaEventSynchronize"))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(e), NULL)
+	ddl_call_end(&c, DDL_EV_CUDA_EVENT_SYNC, 0, t0, t1, r);
+	return r;
+}
+
+typedef cudaError_t (*ddl_wait_event_fn)(cudaStream_t, cudaEvent_t, unsigned int);
+
+static inline cudaError_t ddl_wait_event(ddl_wait_event_fn real, cudaStream_t s, cudaEvent_t e,
+                                         unsigned flags)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(s, e, flags), s)
+	ddl_call_end(&c, DDL_EV_CUDA_STREAM_WAIT_EVENT, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+	static ddl_wait_event_fn real;
+	return ddl_wait_event(DDL_NEXT(real, "cudaStreamWaitEvent"), s, e, flags);
+}
+
+DDL_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+	static ddl_wait_event_fn real;
+	return ddl_wait_event(DDL_NEXT(real, "cudaStreamWaitEvent_ptsz"), s, e, flags);
+}
+
+typedef cudaError_t (*ddl_event_record_fn)(cudaEvent_t, cudaStream_t);
+
+static inline cudaError_t ddl_event_record(ddl_event_record_fn real, cudaEvent_t e, cudaStream_t s)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(e, s), s)
+	ddl_call_end(&c, DDL_EV_CUDA_EVENT_RECORD, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+	static ddl_event_record_fn real;
+	return ddl_event_record(DDL_NEXT(real, "cudaEventRecord"), e, s);
+}
+
+DDL_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
+{
+	static ddl_event_record_fn real;
+	return ddl_event_record(DDL_NEXT(real, "cudaEventRecord_ptsz"), e, s);
+}
+
+DDL_EXPORT cudaError_t cudaSetDevice(int dev)
+{
+	static cudaError_t (*real)(int);
+	if (!DDL_NEXT(real, "cudaSetDevice"))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(dev), NULL)
+	if (r == cudaSuccess)
+		ddl_gtls.dev = dev;
+	c.a.peer = dev;
+	ddl_call_end(&c, DDL_EV_CUDA_SET_DEVICE, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaMalloc(void **p, size_t n)
+{
+	static cudaError_t (*real)(void **, size_t);
+	if (!DDL_NEXT(real, "cudaMalloc"))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(p, n), NULL)
+	c.a.bytes = n;
+	ddl_call_end(&c, DDL_EV_CUDA_MALLOC, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaFree(void *p)
+{
+	static cudaError_t (*real)(void *);
+	if (!DDL_NEXT(real, "cudaFree"))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(p), NULL)
+	ddl_call_end(&c, DDL_EV_CUDA_FREE, 0, t0, t1, r);
+	return r;
+}
+
+typedef cudaError_t (*ddl_malloc_async_fn)(void **, size_t, cudaStream_t);
+typedef cudaError_t (*ddl_free_async_fn)(void *, cudaStream_t);
+
+static inline cudaError_t ddl_malloc_async(ddl_malloc_async_fn real, void **p, size_t n,
+                                           cudaStream_t s)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(p, n, s), s)
+	c.a.bytes = n;
+	ddl_call_end(&c, DDL_EV_CUDA_MALLOC_ASYNC, 0, t0, t1, r);
+	return r;
+}
+
+static inline cudaError_t ddl_free_async(ddl_free_async_fn real, void *p, cudaStream_t s)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	DDL_SIMPLE_BEGIN(real(p, s), s)
+	ddl_call_end(&c, DDL_EV_CUDA_FREE_ASYNC, 0, t0, t1, r);
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
+{
+	static ddl_malloc_async_fn real;
+	return ddl_malloc_async(DDL_NEXT(real, "cudaMallocAsync"), p, n, s);
+}
+
+DDL_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s)
+{
+	static ddl_malloc_async_fn real;
+	return ddl_malloc_async(DDL_NEXT(real, "cudaMallocAsync_ptsz"), p, n, s);
+}
+
+DDL_EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
+{
+	static ddl_free_async_fn real;
+	return ddl_free_async(DDL_NEXT(real, "cudaFreeAsync"), p, s);
+}
+
+DDL_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s)
+{
+	static ddl_free_async_fn real;
+	return ddl_free_async(DDL_NEXT(real, "cudaFreeAsync_ptsz"), p, s);
+}
+
+/*
+ * Stream capture: not recorded, only counted, so that event pairs keep off
+ * the legacy stream while any capture is open (touching it would end a
+ * global-mode capture with an error the program never made).
+ */
+typedef cudaError_t (*ddl_begin_capture_fn)(cudaStream_t, enum cudaStreamCaptureMode);
+typedef cudaError_t (*ddl_end_capture_fn)(cudaStream_t, cudaGraph_t *);
+
+static inline cudaError_t ddl_begin_capture(ddl_begin_capture_fn real, cudaStream_t s,
+                                            enum cudaStreamCaptureMode m)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	ddl_gpu_capture_begin(); /* before: no pair may slip in while it starts */
+	cudaError_t r = real(s, m);
+	if (r != cudaSuccess)
+		ddl_gpu_capture_end();
+	return r;
+}
+
+static inline cudaError_t ddl_end_capture(ddl_end_capture_fn real, cudaStream_t s, cudaGraph_t *g)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	cudaError_t r = real(s, g);
+	/* Ended (successfully or invalidated) unless the stream was not capturing. */
+	if (r != cudaErrorIllegalState)
+		ddl_gpu_capture_end();
+	return r;
+}
+
+DDL_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m)
+{
+	static ddl_begin_capture_fn real;
+	return ddl_begin_capture(DDL_NEXT(real, "cudaStreamBeginCapture"), s, m);
+}
+
+DDL_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode m)
+{
+	static ddl_begin_capture_fn real;
+	return ddl_begin_capture(DDL_NEXT(real, "cudaStreamBeginCapture_ptsz"), s, m);
+}
+
+DDL_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+	static ddl_end_capture_fn real;
+	return ddl_end_capture(DDL_NEXT(real, "cudaStreamEndCapture"), s, g);
+}
+
+DDL_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g)
+{
+	static ddl_end_capture_fn real;
+	return ddl_end_capture(DDL_NEXT(real, "cudaStreamEndCapture_ptsz"), s, g);
+}
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * The CUPTI activity back end: every kernel, memcpy and memset the device
+ * runs, with its start and end on the GPU, whether or not we saw the call
+ * that launched it (a framework that links the CUDA runtime statically
+ * launches past our wrappers; CUPTI still sees the work).
+ *
+ * libcupti is opened with dlopen only when a GPU driver is present
+ * (DDLPROF_CUPTI=auto, the default) or when asked (DDLPROF_CUPTI=1). It
+ * starts at the first CUDA call we intercept, or earlier when the CUDA
+ * driver loads us through CUDA_INJECTION64_PATH (InitializeInjection).
+ * Any failure leaves the event-pair back end in charge, with one line.
+ *
+ * GPU timestamps are CUPTI's nanoseconds; paired readings of cuptiGetTimestamp
+ * and our clock, taken at start and at every flush, map them onto the trace
+ * clock. While CUPTI runs, launches are not also timed with event pairs.
+ */
+#ifdef DDL_HAVE_CUDA
+#include <cupti.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpu.h"
+
+int ddl_cupti_on;
+
+static struct {
+	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+	CUptiResult (*enable)(CUpti_ActivityKind);
+	CUptiResult (*flush_all)(uint32_t);
+	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+	CUptiResult (*timestamp)(uint64_t *);
+	double ticks_per_ns;
+	int64_t offset_ticks; /* trace ticks at CUPTI time 0, as fitted */
+	pthread_mutex_t lock;
+} ddl_cp = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define DDL_CUPTI_BUF (4u << 20)
+
+static void ddl_cupti_sync_clock(void)
+{
+	uint64_t g = 0, a = ddl_clock_now();
+	if (ddl_cp.timestamp(&g) != CUPTI_SUCCESS)
+		return;
+	uint64_t b = ddl_clock_now();
+	double ticks = (double)(a + (b - a) / 2);
+	ddl_cp.offset_ticks = (int64_t)(ticks - (double)g * ddl_cp.ticks_per_ns);
+}
+
+static uint64_t ddl_cupti_ticks(uint64_t gpu_ns)
+{
+	double t = (double)gpu_ns * ddl_cp.ticks_per_ns + (double)ddl_cp.offset_ticks;
+	return t > 0 ? (uint64_t)t : 0;
+}
+
+static void CUPTIAPI ddl_cupti_buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*buf = aligned_alloc(8, DDL_CUPTI_BUF);
+	*size = *buf ? DDL_CUPTI_BUF : 0;
+	*max_records = 0;
+}
+
+/* CUPTI stream ids are per context; ours have the top bit set to keep them apart. */
+#define DDL_CUPTI_STREAM(id) (0x80000000u | (id))
+
+static void CUPTIAPI ddl_cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf,
+                                                size_t size, size_t valid)
+{
+	(void)ctx;
+	(void)stream;
+	(void)size;
+	CUpti_Activity *rec = NULL;
+	while (valid && ddl_cp.next_record(buf, valid, &rec) == CUPTI_SUCCESS) {
+		struct ddl_args a = ddl_args_make();
+		switch (rec->kind) {
+		case CUPTI_ACTIVITY_KIND_KERNEL:
+		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+			CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
+			a.name = k->name ? ddl_name_intern(k->name) : 0;
+			a.bytes = (uint64_t)k->gridX * k->gridY * k->gridZ;
+			a.aux = (uint32_t)(k->blockX * k->blockY * k->blockZ);
+			a.corr = k->correlationId;
+			ddl_device_put(DDL_EV_DEV_KERNEL, DDL_EVF_CUPTI, ddl_cupti_ticks(k->start),
+			               ddl_cupti_ticks(k->end), 0, (int)k->deviceId,
+			               DDL_CUPTI_STREAM(k->streamId), k->correlationId, &a);
+			break;
+		}
+		case CUPTI_ACTIVITY_KIND_MEMCPY: {
+			CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
+			a.bytes = m->bytes;
+			a.op = m->copyKind;
+			a.corr = m->correlationId;
+			ddl_device_put(DDL_EV_DEV_MEMCPY, DDL_EVF_CUPTI, ddl_cupti_ticks(m->start),
+			               ddl_cupti_ticks(m->end), 0, (int)m->deviceId,
+			               DDL_CUPTI_STREAM(m->streamId), m->correlationId, &a);
+			break;
+		}
+		case CUPTI_ACTIVITY_KIND_MEMSET: {
+			CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)rec;
+			a.bytes = m->bytes;
+			a.corr = m->correlationId;
+			ddl_device_put(DDL_EV_DEV_MEMSET, DDL_EVF_CUPTI, ddl_cupti_ticks(m->start),
+			               ddl_cupti_ticks(m->end), 0, (int)m->deviceId,
+			               DDL_CUPTI_STREAM(m->streamId), m->correlationId, &a);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	free(buf);
+}
+
+static void *ddl_cupti_open(void)
+{
+	static const char *const names[] = {
+	    "libcupti.so", "libcupti.so.13", "libcupti.so.12",
+	    "/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			return h;
+	}
+	return NULL;
+}
+
+static int ddl_cupti_start_locked(void)
+{
+	if (ddl_cupti_on)
+		return 0;
+	if (ddl_g.cfg.cupti < 0 && access("/proc/driver/nvidia/version", F_OK) != 0)
+		return -1; /* no GPU driver: the event pairs do the work */
+	void *h = ddl_cupti_open();
+	if (!h) {
+		if (ddl_g.cfg.cupti > 0)
+			ddl_warn("DDLPROF_CUPTI=1 but libcupti cannot be loaded; timing with CUDA events");
+		return -1;
+	}
+	ddl_cp.register_callbacks = (__typeof__(ddl_cp.register_callbacks))dlsym(h, "cuptiActivityRegisterCallbacks");
+	ddl_cp.enable = (__typeof__(ddl_cp.enable))dlsym(h, "cuptiActivityEnable");
+	ddl_cp.flush_all = (__typeof__(ddl_cp.flush_all))dlsym(h, "cuptiActivityFlushAll");
+	ddl_cp.next_record = (__typeof__(ddl_cp.next_record))dlsym(h, "cuptiActivityGetNextRecord");
+	ddl_cp.timestamp = (__typeof__(ddl_cp.timestamp))dlsym(h, "cuptiGetTimestamp");
+	if (!ddl_cp.register_callbacks || !ddl_cp.enable || !ddl_cp.flush_all || !ddl_cp.next_record ||
+	    !ddl_cp.timestamp)
+		goto fail;
+	ddl_cp.ticks_per_ns = (double)ddl_clock_hz() / 1e9;
+	ddl_cupti_sync_clock();
+	if (ddl_cp.register_callbacks(ddl_cupti_buffer_requested, ddl_cupti_buffer_completed) !=
+	    CUPTI_SUCCESS)
+		goto fail;
+	if (ddl_cp.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+		goto fail;
+	ddl_cp.enable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	ddl_cp.enable(CUPTI_ACTIVITY_KIND_MEMSET);
+	ddl_cupti_on = 1;
+	ddl_g.cfg.kernel_sample = 0; /* CUPTI sees every kernel */
+	return 0;
+fail:
+	ddl_warn("CUPTI could not be started; timing with CUDA events instead");
+	return -1;
+}
+
+int ddl_cupti_start(void)
+{
+	pthread_mutex_lock(&ddl_cp.lock);
+	int rc = ddl_cupti_start_locked();
+	pthread_mutex_unlock(&ddl_cp.lock);
+	return rc;
+}
+
+void ddl_cupti_flush(void)
+{
+	if (!ddl_cupti_on)
+		return;
+	ddl_cupti_sync_clock();
+	ddl_cp.flush_all(1 /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */);
+}
+
+/* Called by the CUDA driver when CUDA_INJECTION64_PATH names this library. */
+DDL_EXPORT int InitializeInjection(void)
+{
+	if (!ddl_g.initialised)
+		ddl_init();
+	if (atomic_load(&ddl_g.enabled) && ddl_g.cfg.trace_cuda && ddl_g.cfg.cupti != 0)
+		ddl_cupti_start();
+	return 1;
+}
+
+#endif

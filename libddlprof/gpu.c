@@ -1,0 +1,546 @@
+/*
+ * Shared machinery of the GPU wrappers: lazily found real functions, the
+ * stream and kernel-name tables, and the event-pair back end.
+ *
+ * Event pairs (DESIGN.md section 6): a wrapper records a pooled CUDA event
+ * on the stream before the real call and another after it, and queues the
+ * pair. A resolver thread of ours polls the queue off the hot path, and
+ * turns each completed pair into a device interval on the trace clock:
+ * per device it keeps an anchor event whose completion it watched happen
+ * (so its trace-clock time is known to a few microseconds), and measures
+ * every event from the newest anchor with cudaEventElapsedTime. Anchors are
+ * renewed every second, which keeps the float milliseconds that API returns
+ * precise to well under a microsecond.
+ */
+#ifdef DDL_HAVE_CUDA
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpu.h"
+
+struct ddl_cuda_own ddl_cu;
+__thread struct ddl_gpu_tls ddl_gtls __attribute__((tls_model("initial-exec")));
+int ddl_gpu_started;
+
+static pthread_mutex_t ddl_gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *ddl_gpu_next(const char *name)
+{
+	if (ddl_unlikely(!ddl_g.initialised))
+		ddl_init();
+	return dlsym(RTLD_NEXT, name);
+}
+
+int ddl_cuda_own_resolve(void)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} names[] = {
+#define DDL_X_NAME(n, r, p) {#n, offsetof(struct ddl_cuda_own, n)},
+		DDL_CUDA_OWN(DDL_X_NAME)
+#undef DDL_X_NAME
+	};
+	int missing = 0;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		void **slot = (void **)((char *)&ddl_cu + names[i].off);
+		if (!*slot)
+			*slot = dlsym(RTLD_NEXT, names[i].name);
+		missing |= !*slot;
+	}
+	return missing ? -1 : 0;
+}
+
+/* ---- pointer tables: lock-free lookup, insertion under ddl_gpu_lock ---- */
+
+#define DDL_PTAB_SLOTS 8192
+
+struct ddl_ptab {
+	_Atomic uintptr_t key[DDL_PTAB_SLOTS];
+	uint32_t val[DDL_PTAB_SLOTS];
+	unsigned n;
+};
+
+static unsigned ddl_ptab_hash(uintptr_t k)
+{
+	uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull;
+	return (unsigned)(h >> 51) & (DDL_PTAB_SLOTS - 1);
+}
+
+/* The value stored for K, or 0. */
+static uint32_t ddl_ptab_find(struct ddl_ptab *t, uintptr_t k)
+{
+	for (unsigned i = 0, s = ddl_ptab_hash(k); i < DDL_PTAB_SLOTS; i++, s = (s + 1) & (DDL_PTAB_SLOTS - 1)) {
+		uintptr_t x = atomic_load_explicit(&t->key[s], memory_order_acquire);
+		if (x == k)
+			return t->val[s];
+		if (!x)
+			return 0;
+	}
+	return 0;
+}
+
+/* Caller holds ddl_gpu_lock. Keeps the first value for a key; full tables stop growing. */
+static void ddl_ptab_put(struct ddl_ptab *t, uintptr_t k, uint32_t v)
+{
+	if (t->n >= DDL_PTAB_SLOTS * 3 / 4)
+		return;
+	for (unsigned s = ddl_ptab_hash(k);; s = (s + 1) & (DDL_PTAB_SLOTS - 1)) {
+		uintptr_t x = atomic_load_explicit(&t->key[s], memory_order_relaxed);
+		if (x == k)
+			return;
+		if (!x) {
+			t->val[s] = v;
+			atomic_store_explicit(&t->key[s], k, memory_order_release);
+			t->n++;
+			return;
+		}
+	}
+}
+
+static struct ddl_ptab ddl_streams, ddl_funcs;
+static uint32_t ddl_next_stream = 1;
+
+uint32_t ddl_stream_id_slow(cudaStream_t s)
+{
+	uintptr_t k = (uintptr_t)s;
+	uint32_t id = ddl_ptab_find(&ddl_streams, k);
+	if (id)
+		return id;
+	struct ddl_thread *t = ddl_self;
+	if (t)
+		t->busy = 1; /* the string lock below */
+	pthread_mutex_lock(&ddl_gpu_lock);
+	id = ddl_ptab_find(&ddl_streams, k);
+	if (!id) {
+		id = ddl_next_stream++;
+		char text[32];
+		int n = snprintf(text, sizeof text, "%p", (void *)s);
+		ddl_strings_add(DDL_STR_STREAM, id, (uint32_t)ddl_gtls.dev, text, (size_t)n);
+		ddl_ptab_put(&ddl_streams, k, id);
+	}
+	pthread_mutex_unlock(&ddl_gpu_lock);
+	if (t)
+		t->busy = 0;
+	return id;
+}
+
+void ddl_kernel_register(const void *func, const char *name)
+{
+	if (!func || !name || !ddl_g.initialised || !atomic_load(&ddl_g.enabled))
+		return;
+	uint32_t id = ddl_name_intern(name);
+	if (!id)
+		return;
+	pthread_mutex_lock(&ddl_gpu_lock);
+	ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id);
+	pthread_mutex_unlock(&ddl_gpu_lock);
+}
+
+/* A kernel never registered with us: ask the driver, then the symbol table. */
+uint32_t ddl_kernel_name_slow(const void *func, int driver)
+{
+	uint32_t id = ddl_ptab_find(&ddl_funcs, (uintptr_t)func);
+	if (id)
+		return id;
+	struct ddl_thread *t = ddl_self;
+	if (t)
+		t->busy = 1;
+	int saved = errno;
+	char buf[160];
+	const char *name = NULL;
+	if (driver) {
+		static CUresult (*get_name)(const char **, CUfunction);
+		if (!get_name)
+			get_name = (CUresult(*)(const char **, CUfunction))dlsym(RTLD_DEFAULT, "cuFuncGetName");
+		if (get_name && get_name(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
+			name = NULL;
+	}
+	Dl_info info;
+	if (!name && dladdr(func, &info) && info.dli_sname && info.dli_saddr == func)
+		name = info.dli_sname;
+	if (!name) {
+		snprintf(buf, sizeof buf, "kernel@%p", func);
+		name = buf;
+	}
+	id = ddl_name_intern(name);
+	pthread_mutex_lock(&ddl_gpu_lock);
+	ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id);
+	pthread_mutex_unlock(&ddl_gpu_lock);
+	errno = saved;
+	if (t)
+		t->busy = 0;
+	return id;
+}
+
+/* ---- device intervals from back-end threads ---- */
+
+void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uint16_t tid,
+                    int dev, uint32_t stream_id, int64_t corr, const struct ddl_args *a)
+{
+	struct ddl_thread *t = ddl_thread_internal_ring();
+	if (!t)
+		return;
+	uint64_t h = t->head;
+	unsigned need = a ? 2 : 1;
+	if (h + need - 1 - t->cached_tail >= t->half && !ddl_ring_room(t, h + need - 1)) {
+		t->dropped += need - 1;
+		return;
+	}
+	if (t1 < t0)
+		t1 = t0;
+	uint64_t d = t1 - t0;
+	if (a)
+		flags |= DDL_EVF_ARGS;
+	if (d >> 32) {
+		d >>= DDL_DUR_LONG_SHIFT;
+		flags |= DDL_EVF_LONG;
+		if (d >> 32)
+			d = UINT32_MAX;
+	}
+	struct ddl_event *e = &t->ev[h & t->mask];
+	e->start = t0;
+	e->dur = (uint32_t)d;
+	e->kind = (uint8_t)kind;
+	e->flags = (uint8_t)flags;
+	e->tid = tid;
+	e->result = corr;
+	e->fd = dev;
+	e->peer = stream_id;
+	if (a)
+		memcpy(&t->ev[(h + 1) & t->mask], a, sizeof *a);
+	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + need, memory_order_release);
+}
+
+/* ---- the event-pair back end ---- */
+
+#define DDL_MAX_DEV 64
+#define DDL_PENDING_MAX 16384
+#define DDL_POOL_MAX 4096
+
+struct ddl_pending {
+	cudaEvent_t a, b;
+	int dev;
+	uint16_t kind, tid;
+	uint32_t corr, stream_id;
+};
+
+static struct {
+	struct ddl_pending *q; /* FIFO of queued pairs, DDL_PENDING_MAX long */
+	size_t n;
+	cudaEvent_t *pool[DDL_MAX_DEV]; /* free events per device */
+	size_t npool[DDL_MAX_DEV];
+	uint64_t skipped;
+	pthread_t thread;
+	int running;
+	_Atomic int stop;
+	_Atomic int captures; /* stream captures in progress in the process */
+} ddl_pairs;
+
+static struct {
+	cudaEvent_t ev;
+	cudaStream_t stream;
+	uint64_t ticks; /* trace clock when ev completed */
+	int valid;
+} ddl_anchor[DDL_MAX_DEV];
+
+static void ddl_pool_put_locked(int dev, cudaEvent_t e)
+{
+	if (!ddl_pairs.pool[dev])
+		ddl_pairs.pool[dev] = calloc(DDL_POOL_MAX, sizeof(cudaEvent_t));
+	if (ddl_pairs.pool[dev] && ddl_pairs.npool[dev] < DDL_POOL_MAX)
+		ddl_pairs.pool[dev][ddl_pairs.npool[dev]++] = e;
+	else
+		ddl_cu.cudaEventDestroy(e);
+}
+
+static cudaEvent_t ddl_pool_get(int dev)
+{
+	cudaEvent_t e = NULL;
+	pthread_mutex_lock(&ddl_gpu_lock);
+	if (ddl_pairs.npool[dev])
+		e = ddl_pairs.pool[dev][--ddl_pairs.npool[dev]];
+	pthread_mutex_unlock(&ddl_gpu_lock);
+	if (!e && ddl_cu.cudaEventCreateWithFlags(&e, cudaEventDefault) != cudaSuccess)
+		e = NULL;
+	return e;
+}
+
+void ddl_gpu_capture_begin(void)
+{
+	atomic_fetch_add(&ddl_pairs.captures, 1);
+}
+
+void ddl_gpu_capture_end(void)
+{
+	atomic_fetch_sub(&ddl_pairs.captures, 1);
+}
+
+/*
+ * Records a start event on S, or returns NULL when this call goes untimed.
+ * The runtime's sticky "last error" is the program's: we only act when none
+ * is pending, and clear any error we cause ourselves.
+ */
+cudaEvent_t ddl_pair_start_event(cudaStream_t s, int dev)
+{
+	if (dev < 0 || dev >= DDL_MAX_DEV || !ddl_gpu_started || ddl_cuda_own_resolve() < 0)
+		return NULL;
+	int legacy = s == NULL || s == cudaStreamLegacy;
+	if (legacy && atomic_load_explicit(&ddl_pairs.captures, memory_order_relaxed))
+		return NULL; /* touching the legacy stream would break a global capture */
+	if (ddl_cu.cudaPeekAtLastError() != cudaSuccess)
+		return NULL;
+	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	if (ddl_cu.cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+		ddl_cu.cudaGetLastError();
+		return NULL;
+	}
+	if (cs != cudaStreamCaptureStatusNone)
+		return NULL; /* an event recorded now would become part of the graph */
+	cudaEvent_t e = ddl_pool_get(dev);
+	if (!e) {
+		ddl_cu.cudaGetLastError();
+		return NULL;
+	}
+	if (ddl_cu.cudaEventRecord(e, s) != cudaSuccess) {
+		ddl_cu.cudaGetLastError();
+		pthread_mutex_lock(&ddl_gpu_lock);
+		ddl_pool_put_locked(dev, e);
+		pthread_mutex_unlock(&ddl_gpu_lock);
+		return NULL;
+	}
+	return e;
+}
+
+void ddl_pair_end_event(cudaEvent_t a, cudaStream_t s, int dev, unsigned dev_kind, uint16_t tid,
+                        uint32_t corr, uint32_t stream_id)
+{
+	if (!a)
+		return;
+	cudaEvent_t b = NULL;
+	int ok = ddl_cu.cudaPeekAtLastError() == cudaSuccess;
+	if (ok) {
+		b = ddl_pool_get(dev);
+		if (b && ddl_cu.cudaEventRecord(b, s) != cudaSuccess) {
+			ddl_cu.cudaGetLastError();
+			pthread_mutex_lock(&ddl_gpu_lock);
+			ddl_pool_put_locked(dev, b);
+			pthread_mutex_unlock(&ddl_gpu_lock);
+			b = NULL;
+		} else if (!b) {
+			ddl_cu.cudaGetLastError();
+		}
+	}
+	pthread_mutex_lock(&ddl_gpu_lock);
+	if (!b || !ddl_pairs.q || ddl_pairs.n >= DDL_PENDING_MAX) {
+		ddl_pool_put_locked(dev, a);
+		if (b)
+			ddl_pool_put_locked(dev, b);
+		ddl_pairs.skipped++;
+	} else {
+		ddl_pairs.q[ddl_pairs.n++] = (struct ddl_pending){
+		    a, b, dev, (uint16_t)dev_kind, tid, corr, stream_id};
+	}
+	pthread_mutex_unlock(&ddl_gpu_lock);
+}
+
+/* ---- the resolver thread ---- */
+
+static uint64_t ddl_ms_ticks(double ms)
+{
+	return (uint64_t)(ms * (double)ddl_clock_hz() / 1e3);
+}
+
+/* Watches a fresh event complete on an idle stream of DEV: an anchor. */
+static int ddl_anchor_make(int dev)
+{
+	if (ddl_cu.cudaSetDevice(dev) != cudaSuccess)
+		goto fail;
+	if (!ddl_anchor[dev].stream &&
+	    ddl_cu.cudaStreamCreateWithFlags(&ddl_anchor[dev].stream, cudaStreamNonBlocking) != cudaSuccess)
+		goto fail;
+	if (!ddl_anchor[dev].ev &&
+	    ddl_cu.cudaEventCreateWithFlags(&ddl_anchor[dev].ev, cudaEventDefault) != cudaSuccess)
+		goto fail;
+	uint64_t before = ddl_clock_now();
+	if (ddl_cu.cudaEventRecord(ddl_anchor[dev].ev, ddl_anchor[dev].stream) != cudaSuccess)
+		goto fail;
+	/* Poll: the anchor's time lies between the last "not ready" and the
+	 * first "done", which polling keeps a few microseconds apart. */
+	for (int i = 0; i < 200000; i++) {
+		cudaError_t r = ddl_cu.cudaEventQuery(ddl_anchor[dev].ev);
+		uint64_t now = ddl_clock_now();
+		if (r == cudaSuccess) {
+			ddl_anchor[dev].ticks = before + (now - before) / 2;
+			ddl_anchor[dev].valid = 1;
+			return 0;
+		}
+		if (r != cudaErrorNotReady)
+			goto fail;
+		before = now;
+		if (i > 100)
+			sched_yield();
+	}
+fail:
+	ddl_cu.cudaGetLastError();
+	return -1;
+}
+
+/* Resolves every completed pair; returns how many are still pending. */
+static size_t ddl_resolve_pass(void)
+{
+	static uint64_t made[DDL_MAX_DEV];
+	pthread_mutex_lock(&ddl_gpu_lock);
+	size_t n = ddl_pairs.n;
+	struct ddl_pending *work = n ? malloc(n * sizeof *work) : NULL;
+	if (work)
+		memcpy(work, ddl_pairs.q, n * sizeof *work);
+	pthread_mutex_unlock(&ddl_gpu_lock);
+	if (!work)
+		return 0;
+	uint64_t hz = ddl_clock_hz();
+	char *done = calloc(n, 1);
+	for (size_t i = 0; done && i < n; i++) {
+		struct ddl_pending *p = &work[i];
+		cudaError_t r = ddl_cu.cudaEventQuery(p->b);
+		if (r == cudaErrorNotReady)
+			continue;
+		done[i] = 1;
+		if (r != cudaSuccess) {
+			ddl_cu.cudaGetLastError();
+			continue;
+		}
+		uint64_t now = ddl_clock_now();
+		if (!ddl_anchor[p->dev].valid || now - made[p->dev] > hz) {
+			if (ddl_anchor_make(p->dev) == 0)
+				made[p->dev] = now;
+		}
+		if (!ddl_anchor[p->dev].valid)
+			continue;
+		float ma = 0, mb = 0;
+		if (ddl_cu.cudaEventElapsedTime(&ma, ddl_anchor[p->dev].ev, p->a) != cudaSuccess ||
+		    ddl_cu.cudaEventElapsedTime(&mb, ddl_anchor[p->dev].ev, p->b) != cudaSuccess) {
+			ddl_cu.cudaGetLastError();
+			continue;
+		}
+		uint64_t base = ddl_anchor[p->dev].ticks;
+		uint64_t t0 = ma >= 0 ? base + ddl_ms_ticks(ma) : base - ddl_ms_ticks(-ma);
+		uint64_t t1 = mb >= 0 ? base + ddl_ms_ticks(mb) : base - ddl_ms_ticks(-mb);
+		ddl_device_put(p->kind, DDL_EVF_EVPAIR, t0, t1, p->tid, p->dev, p->stream_id, p->corr, NULL);
+	}
+	/* Drop the resolved ones from the shared queue (new pairs were appended
+	 * after our snapshot, in order) and return their events to the pools. */
+	size_t left = 0;
+	pthread_mutex_lock(&ddl_gpu_lock);
+	size_t keep = 0;
+	for (size_t i = 0; i < ddl_pairs.n; i++) {
+		if (i < n && done && done[i]) {
+			ddl_pool_put_locked(ddl_pairs.q[i].dev, ddl_pairs.q[i].a);
+			ddl_pool_put_locked(ddl_pairs.q[i].dev, ddl_pairs.q[i].b);
+		} else {
+			ddl_pairs.q[keep++] = ddl_pairs.q[i];
+		}
+	}
+	ddl_pairs.n = keep;
+	left = keep;
+	pthread_mutex_unlock(&ddl_gpu_lock);
+	free(done);
+	free(work);
+	return left;
+}
+
+static void *ddl_resolver_main(void *arg)
+{
+	(void)arg;
+	ddl_thread_mark_internal();
+	while (!atomic_load(&ddl_pairs.stop)) {
+		ddl_resolve_pass();
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * Before the CUDA runtime tears itself down (our atexit handler was
+ * registered after its own, so it runs first): give queued pairs up to a
+ * second to complete, resolve them, stop the resolver.
+ */
+static void ddl_gpu_atexit(void)
+{
+	ddl_gpu_stop();
+}
+
+void ddl_gpu_stop(void)
+{
+	if (!ddl_pairs.running || ddl_g.pid != getpid())
+		return;
+	atomic_store(&ddl_pairs.stop, 1);
+	pthread_join(ddl_pairs.thread, NULL);
+	ddl_pairs.running = 0;
+	for (int i = 0; i < 500 && ddl_resolve_pass(); i++) {
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (ddl_cupti_on)
+		ddl_cupti_flush();
+}
+
+static void ddl_gpu_start_once(void)
+{
+	if (ddl_cuda_own_resolve() < 0)
+		return; /* NCCL without the CUDA runtime loaded: no event pairs */
+	ddl_pairs.q = calloc(DDL_PENDING_MAX, sizeof *ddl_pairs.q);
+	if (!ddl_pairs.q)
+		return;
+	if (ddl_g.cfg.cupti != 0)
+		ddl_cupti_start();
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&ddl_pairs.thread, NULL, ddl_resolver_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return;
+	ddl_pairs.running = 1;
+	atexit(ddl_gpu_atexit);
+	ddl_gpu_started = 1;
+}
+
+static pthread_once_t ddl_gpu_once = PTHREAD_ONCE_INIT;
+
+void ddl_gpu_first(void)
+{
+	struct ddl_thread *t = ddl_self;
+	if (t)
+		t->busy = 1;
+	int saved = errno;
+	pthread_once(&ddl_gpu_once, ddl_gpu_start_once);
+	errno = saved;
+	if (t)
+		t->busy = 0;
+}
+
+/* fork: the child has no resolver, and CUDA does not survive fork anyway. */
+void ddl_gpu_after_fork_child(void)
+{
+	pthread_mutex_init(&ddl_gpu_lock, NULL);
+	ddl_pairs.running = 0;
+	ddl_pairs.n = 0;
+	ddl_gpu_started = 0;
+	memset(ddl_pairs.npool, 0, sizeof ddl_pairs.npool);
+	memset(ddl_anchor, 0, sizeof ddl_anchor);
+	ddl_gpu_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+#else /* no CUDA headers: nothing to stop */
+#include "ddl.h"
+void ddl_gpu_after_fork_child(void)
+{
+}
+void ddl_gpu_stop(void)
+{
+}
+#endif

@@ -1,0 +1,130 @@
+/*
+ * The GPU side of libddlprof: shared by the CUDA wrappers (cuda.c), the
+ * NCCL wrappers (nccl.c), the event-pair back end and its resolver thread
+ * (gpu.c) and the CUPTI back end (cupti.c). Compiled only where the CUDA
+ * headers are (DDL_HAVE_CUDA); nothing here links against CUDA: every real
+ * function is found with dlsym(RTLD_NEXT) on first use, because libcudart
+ * and libnccl are often loaded after us (dlopen by a framework).
+ */
+#ifndef DDL_GPU_H
+#define DDL_GPU_H
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include "ddl.h"
+
+/* The CUDA runtime calls the back ends make themselves. */
+#define DDL_CUDA_OWN(X) \
+	X(cudaEventCreateWithFlags, cudaError_t, (cudaEvent_t *, unsigned int)) \
+	X(cudaEventRecord, cudaError_t, (cudaEvent_t, cudaStream_t)) \
+	X(cudaEventQuery, cudaError_t, (cudaEvent_t)) \
+	X(cudaEventSynchronize, cudaError_t, (cudaEvent_t)) \
+	X(cudaEventElapsedTime, cudaError_t, (float *, cudaEvent_t, cudaEvent_t)) \
+	X(cudaEventDestroy, cudaError_t, (cudaEvent_t)) \
+	X(cudaStreamCreateWithFlags, cudaError_t, (cudaStream_t *, unsigned int)) \
+	X(cudaStreamIsCapturing, cudaError_t, (cudaStream_t, enum cudaStreamCaptureStatus *)) \
+	X(cudaPeekAtLastError, cudaError_t, (void)) \
+	X(cudaGetLastError, cudaError_t, (void)) \
+	X(cudaSetDevice, cudaError_t, (int)) \
+	X(cudaGetDevice, cudaError_t, (int *)) \
+	X(cudaGetDeviceCount, cudaError_t, (int *)) \
+	X(cudaGetDeviceProperties, cudaError_t, (struct cudaDeviceProp *, int))
+
+struct ddl_cuda_own {
+#define DDL_X_FIELD(n, r, p) r(*n) p;
+	DDL_CUDA_OWN(DDL_X_FIELD)
+#undef DDL_X_FIELD
+};
+extern struct ddl_cuda_own ddl_cu DDL_HIDDEN;
+/* Resolves ddl_cu; 0 when the CUDA runtime is loaded, -1 when not. */
+int ddl_cuda_own_resolve(void) DDL_HIDDEN;
+
+/* Lazily resolved real function: a static slot per wrapper. */
+#define DDL_NEXT(slot, name) \
+	(ddl_likely(slot) ? (slot) : ((slot) = (__typeof__(slot))ddl_gpu_next(name)))
+void *ddl_gpu_next(const char *name) DDL_HIDDEN;
+
+/* Per thread: the current device (cudaSetDevice), call numbers, groups. */
+struct ddl_gpu_tls {
+	int dev;
+	uint32_t corr;
+	unsigned launches;      /* since the last timed launch */
+	int group_depth;        /* ncclGroupStart nesting */
+	int ngroup_streams;     /* streams used in the open group (event pairs) */
+	cudaStream_t group_stream[8];
+	cudaEvent_t group_start[8];
+	int group_dev[8];
+	const void *last_func;  /* one-entry caches in front of the shared tables */
+	uint32_t last_name;
+	cudaStream_t last_stream;
+	uint32_t last_stream_id;
+};
+extern __thread struct ddl_gpu_tls ddl_gtls DDL_HIDDEN;
+
+/* Called on every thread's first CUDA/NCCL call: starts the back ends once. */
+void ddl_gpu_first(void) DDL_HIDDEN;
+extern int ddl_gpu_started DDL_HIDDEN;
+
+/* Stream and kernel-name ids (string table entries made on first sight). */
+uint32_t ddl_stream_id_slow(cudaStream_t s) DDL_HIDDEN;
+static inline uint32_t ddl_stream_id(cudaStream_t s)
+{
+	if (!s)
+		return 0;
+	if (ddl_gtls.last_stream == s)
+		return ddl_gtls.last_stream_id;
+	uint32_t id = ddl_stream_id_slow(s);
+	ddl_gtls.last_stream = s;
+	ddl_gtls.last_stream_id = id;
+	return id;
+}
+uint32_t ddl_kernel_name_slow(const void *func, int driver) DDL_HIDDEN;
+static inline uint32_t ddl_kernel_name(const void *func, int driver)
+{
+	if (ddl_gtls.last_func == func)
+		return ddl_gtls.last_name;
+	uint32_t id = ddl_kernel_name_slow(func, driver);
+	ddl_gtls.last_func = func;
+	ddl_gtls.last_name = id;
+	return id;
+}
+/* Remember a kernel's name from __cudaRegisterFunction. */
+void ddl_kernel_register(const void *func, const char *name) DDL_HIDDEN;
+
+/*
+ * The event-pair back end. ddl_pair_start_event records a start event on
+ * the stream (NULL when this call goes untimed: no events, the stream is
+ * being captured into a graph, a CUDA error is pending); ddl_pair_end_event
+ * records the end event and queues the pair for the resolver. Callers keep
+ * errno; these keep the runtime's last error as the program left it.
+ */
+void ddl_pair_end_event(cudaEvent_t start, cudaStream_t s, int dev, unsigned dev_kind,
+                        uint16_t tid, uint32_t corr, uint32_t stream_id) DDL_HIDDEN;
+cudaEvent_t ddl_pair_start_event(cudaStream_t s, int dev) DDL_HIDDEN;
+/* Stream captures in progress (cudaStreamBeginCapture .. EndCapture). */
+void ddl_gpu_capture_begin(void) DDL_HIDDEN;
+void ddl_gpu_capture_end(void) DDL_HIDDEN;
+
+/* A device interval, written from a back-end thread on TID's behalf. */
+void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uint16_t tid,
+                    int dev, uint32_t stream_id, int64_t corr, const struct ddl_args *a)
+    DDL_HIDDEN;
+
+/* CUPTI (cupti.c): started once a GPU is known to be present. */
+int ddl_cupti_start(void) DDL_HIDDEN;
+void ddl_cupti_flush(void) DDL_HIDDEN;
+extern int ddl_cupti_on DDL_HIDDEN;
+
+static inline struct ddl_args ddl_args_make(void)
+{
+	struct ddl_args a;
+	__builtin_memset(&a, 0, sizeof a);
+	a.kind = DDL_EV_ARGS;
+	a.peer = -1;
+	return a;
+}
+
+#endif
