@@ -165,10 +165,20 @@ check: deps
 		build-san/tests/ddltest
 
 # libFuzzer on the trace reader (clang), FUZZ_SECONDS long, from the seeds.
-fuzz: deps $(B)/fuzz/fuzz_trace
-	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/crashes
+fuzz: deps $(B)/fuzz/fuzz_trace $(if $(REC_SRC),$(B)/fuzz/fuzz_catalog)
+	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/crashes $(B)/fuzz/catalog_corpus
 	$(B)/fuzz/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix=$(B)/fuzz/crashes/ $(B)/fuzz/corpus tests/fuzz/seeds
+	$(if $(REC_SRC),$(B)/fuzz/fuzz_catalog -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+		-rss_limit_mb=2048 -artifact_prefix=$(B)/fuzz/crashes/ $(B)/fuzz/catalog_corpus \
+		tests/fuzz/catalog_seeds)
+
+$(B)/fuzz/fuzz_catalog: tests/fuzz/fuzz_catalog.c $(filter-out recommender/recommend.c recommender/search.c recommender/output.c,$(REC_SRC)) $(wildcard recommender/*.h)
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) -Irecommender -std=c11 -Wall -Wextra -Werror -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-o $@ tests/fuzz/fuzz_catalog.c recommender/catalog.c recommender/profile.c \
+		recommender/model.c $(JANSSON_LIBS) -lm
 
 $(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)

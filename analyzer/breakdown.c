@@ -184,8 +184,15 @@ static void ddl_report_sensitivity(struct ddl_report *r)
 			continue;
 		t += p->iter_mean_s;
 		s += p->per_iter.network_stall + p->per_iter.interconnect_stall;
-		w += p->traffic_s;
-		b += p->bytes_sent;
+		if (p->gpu_breakdown) {
+			/* a ring moves 2(n-1)/n of each all-reduced buffer over every link */
+			double n = r->nranks > 1 ? r->nranks : 2;
+			w += p->comm_s;
+			b += p->coll_bytes * 2 * (n - 1) / n;
+		} else {
+			w += p->traffic_s;
+			b += p->bytes_sent;
+		}
 		np++;
 	}
 	if (!np || b <= 0)

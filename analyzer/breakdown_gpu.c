@@ -209,6 +209,45 @@ static int ddl_is_data_range(const char *name, const char *patterns)
 	return 0;
 }
 
+/* Collective calls and bytes per analysed iteration, by the span of their communicator. */
+static void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p)
+{
+	double calls = 0, bytes = 0, intra = 0, inter = 0;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (ddl_event_class(e->kind) != DDL_CLASS_COLL)
+				continue;
+			int64_t at = ddl_trace_real_ns(t, e->start);
+			size_t lo = 0, hi = p->niter; /* the last iteration starting by `at` */
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (p->iter[mid].start_ns <= at)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (!lo || at >= p->iter[lo - 1].end_ns)
+				continue;
+			const struct ddl_args *a = ddl_event_args(t, i);
+			double b = a ? (double)a->bytes : 0;
+			int span = a ? ddl_comm_span(r, t, a->comm) : DDL_SPAN_UNKNOWN;
+			calls++;
+			bytes += b;
+			if (span == DDL_SPAN_INTRA)
+				intra += b;
+			else if (span == DDL_SPAN_INTER)
+				inter += b;
+		}
+	}
+	double n = p->niter ? (double)p->niter : 1;
+	p->coll_calls = calls / n;
+	p->coll_bytes = bytes / n;
+	p->coll_intra_bytes = intra / n;
+	p->coll_inter_bytes = inter / n;
+}
+
 enum { DDL_P_COMPUTE, DDL_P_NET, DDL_P_IC, DDL_P_DATA, DDL_NP };
 
 int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
@@ -274,6 +313,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	for (int k = 0; k < DDL_NP; k++)
 		ddl_iv_merge(&set[k]);
 	struct ddl_parts sum = {0};
+	double comm = 0;
 	int64_t *pts = NULL;
 	size_t cap = 0;
 	for (size_t it = 0; it < p->niter; it++) {
@@ -297,6 +337,8 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 			if (hi <= lo)
 				continue;
 			int64_t mid = lo + (hi - lo) / 2;
+			if (ddl_iv_covers(&set[DDL_P_NET], mid) || ddl_iv_covers(&set[DDL_P_IC], mid))
+				comm += (double)(hi - lo) / 1e9;
 			for (int k = 0; k < DDL_NP; k++) {
 				if (ddl_iv_covers(&set[k], mid)) {
 					part[k] += hi - lo;
@@ -320,6 +362,11 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 #define DDL_X_MEAN(f) p->per_iter.f = n > 0 ? sum.f / n : 0;
 	DDL_PARTS(DDL_X_MEAN)
 #undef DDL_X_MEAN
+	p->comm_s = n > 0 ? comm / n : 0;
+	p->overlap_s = p->comm_s - p->per_iter.network_stall - p->per_iter.interconnect_stall;
+	if (p->overlap_s < 0)
+		p->overlap_s = 0;
 	p->gpu_breakdown = 1;
+	ddl_proc_coll_per_iter(r, p);
 	return 0;
 }

@@ -375,6 +375,12 @@ static double ddl_quantile(const double *v, size_t n, double q)
 	return v[i ? i - 1 : 0];
 }
 
+static int ddl_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 struct ddl_collcall {
 	int64_t a, b;
 	uint64_t sig;
@@ -430,12 +436,27 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			v[n++] = (struct ddl_collcall){at, at + ddl_trace_dur_ns(t, e), sig};
 		}
 	}
+	/* A step's first call follows a long pause (its compute): mark calls after
+	 * a pause of at least half the 95th-percentile pause, so steps whose
+	 * calls all look alike (equal buckets) still show their period. */
+	int64_t *gaps = malloc(n * sizeof *gaps);
+	if (gaps) {
+		for (size_t i = 1; i < n; i++)
+			gaps[i - 1] = v[i].a - v[i - 1].b;
+		qsort(gaps, n - 1, sizeof *gaps, ddl_cmp_i64);
+		int64_t p95 = gaps[(n - 1) * 95 / 100];
+		free(gaps);
+		for (size_t i = 1; i < n; i++)
+			if (p95 > 0 && v[i].a - v[i - 1].b >= p95 / 2)
+				v[i].sig ^= 0x5bd1e9955bd1e995ull;
+		/* the first call has no pause before it: like its successors a period on */
+	}
 	size_t period = 0;
 	for (size_t P = 1; P <= n / 2 && P <= 8192 && !period; P++) {
 		size_t same = 0;
-		for (size_t i = 0; i + P < n; i++)
+		for (size_t i = 1; i + P < n; i++)
 			same += v[i].sig == v[i + P].sig;
-		if ((double)same >= 0.95 * (double)(n - P))
+		if ((double)same >= 0.95 * (double)(n - P - 1))
 			period = P;
 	}
 	if (!period || n / period < 2) {

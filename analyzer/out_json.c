@@ -186,8 +186,70 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 			tot.op_bytes[k] += c->op_bytes[k];
 		}
 	}
-	json_object_set_new(job, "gpu", json_boolean(r->has_gpu));
+	if (r->has_gpu) {
+		/* the model the first rank reports, and devices per host in use */
+		const char *model = NULL;
+		for (size_t i = 0; i < r->nprocs && !model; i++)
+			for (size_t k = 0; k < r->procs[i].ntr && !model; k++)
+				model = ddl_trace_meta(r->procs[i].tr[k], "gpu_model");
+		int per_host = 0;
+		for (size_t i = 0; i < r->nprocs; i++) {
+			int n = 0;
+			for (size_t k = 0; k < r->nprocs; k++)
+				if (!strcmp(r->procs[k].host, r->procs[i].host) && r->procs[k].has_gpu)
+					n++;
+			if (n > per_host)
+				per_host = n;
+		}
+		json_object_set_new(job, "gpu", json_pack("{s:o, s:i, s:i}", "model", ddl_jstr(model),
+		                                          "count_per_host", per_host, "count",
+		                                          (int)r->nranks));
+	} else {
+		json_object_set_new(job, "gpu", json_null());
+	}
+	/* Means over the ranks whose iterations were split on the device timeline:
+	 * what ddlprof-recommend projects from. */
+	double pi[10] = {0};
+	int npi = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->gpu_breakdown || !p->niter)
+			continue;
+		double v[10] = {p->per_iter.compute, p->per_iter.data_stall, p->per_iter.interconnect_stall,
+		                p->per_iter.network_stall, p->per_iter.idle, p->coll_bytes,
+		                p->coll_intra_bytes, p->coll_inter_bytes, p->overlap_s, p->coll_calls};
+		for (int k = 0; k < 10; k++)
+			pi[k] += v[k];
+		npi++;
+	}
+	if (npi) {
+		for (int k = 0; k < 10; k++)
+			pi[k] /= npi;
+		json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute_s", pi[0], "data_stall_s", pi[1],
+		                      "interconnect_stall_s", pi[2], "network_stall_s", pi[3], "idle_s",
+		                      pi[4]);
+		json_object_set_new(j, "collective_bytes", json_real(pi[5]));
+		json_object_set_new(j, "intra_bytes", json_real(pi[6]));
+		json_object_set_new(j, "inter_bytes", json_real(pi[7]));
+		json_object_set_new(j, "overlap_s", json_real(pi[8]));
+		json_object_set_new(j, "collectives", json_real(pi[9]));
+		json_object_set_new(job, "per_iteration", j);
+	} else {
+		json_object_set_new(job, "per_iteration", json_null());
+	}
+	json_object_set_new(job, "breakdown_source", json_string(npi ? "device" : "host"));
 	json_object_set_new(job, "communicators", comms);
+	json_t *clk = json_object();
+	json_object_set_new(clk, "method", json_string(r->clock_method ? r->clock_method : "realtime"));
+	json_object_set_new(clk, "residual_s",
+	                    r->clock_residual_s >= 0 ? json_real(r->clock_residual_s) : json_null());
+	json_t *offs = json_array();
+	for (int h = 0; h < r->nclock; h++)
+		json_array_append_new(offs, json_pack("{s:o, s:f, s:b}", "host", ddl_jstr(r->clock[h].host),
+		                                      "offset_s", r->clock[h].offset_s, "applied",
+		                                      r->clock[h].applied));
+	json_object_set_new(clk, "hosts", offs);
+	json_object_set_new(job, "clock", clk);
 	json_object_set_new(job, "collectives", ddl_json_coll(&tot));
 	json_object_set_new(root, "job", job);
 	json_t *ranks = json_array();

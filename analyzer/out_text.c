@@ -90,6 +90,13 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			fprintf(f, "  also in these traces: run %s (%zu file%s; --run %s)\n",
 			        r->set->runs[k].id, r->set->runs[k].ntraces,
 			        r->set->runs[k].ntraces == 1 ? "" : "s", r->set->runs[k].id);
+	if (r->nclock && r->clock_residual_s >= 0) {
+		fprintf(f, "  host clocks checked on the ends of shared collectives (residual %.1f us):",
+		        r->clock_residual_s * 1e6);
+		for (int h = 0; h < r->nclock; h++)
+			fprintf(f, " %s %+.3f ms%s%s", r->clock[h].host, r->clock[h].offset_s * 1e3,
+			        r->clock[h].applied ? " (corrected)" : "", h + 1 < r->nclock ? "," : "\n");
+	}
 	if (r->truncated)
 		fprintf(f, "  TRUNCATED: some traces were cut short; figures cover what was written\n");
 	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
@@ -114,7 +121,8 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 				        p->host, p->pid, p->rank, p->niter, p->iteration_method, p->warmup_skipped,
 				        p->iter_mean_s * 1e3);
 		}
-		fprintf(f, "\nWhere an iteration's time goes (training thread; mean ms per iteration)\n");
+		fprintf(f, "\nWhere an iteration's time goes (%s; mean ms per iteration)\n",
+		        r->nprocs && r->procs[0].gpu_breakdown ? "device timeline" : "training thread");
 		fprintf(f, "  %-28s %10s %10s %12s %10s %10s\n", "rank", "compute", "data", "interconnect",
 		        "network", "idle");
 		for (size_t i = 0; i < r->nprocs; i++) {

@@ -162,6 +162,7 @@ int main(int argc, char **argv)
 	rep.data_names = data_names;
 	rep.warmup = warmup;
 	ddl_report_gpu(&rep);
+	ddl_report_align(&rep);
 	ddl_report_iterations(&rep, iter_names, warmup);
 	ddl_report_breakdown(&rep);
 	for (size_t i = 0; i < rep.nprocs; i++)

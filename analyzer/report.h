@@ -105,6 +105,10 @@ struct ddl_proc {
 	struct ddl_gpusum gpu;
 	int has_gpu;          /* made CUDA or NCCL calls */
 	int gpu_breakdown;    /* per_iter from the device timeline (breakdown_gpu.c) */
+	double comm_s;        /* per iteration: time collectives ran on the device */
+	double overlap_s;     /* ... of which hidden under compute */
+	double coll_bytes, coll_intra_bytes, coll_inter_bytes; /* per iteration */
+	double coll_calls;    /* per iteration */
 };
 
 struct ddl_report {
@@ -128,6 +132,17 @@ struct ddl_report {
 	double predicted_s[3], slowdown[3];
 	double sensitivity;            /* 1 - T(one machine) / T(several racks) */
 	int have_sensitivity;
+	/* clock alignment (align.c): "realtime" (the hosts' clocks as read) or
+	 * "collectives" (some host's clock corrected); per host the offset
+	 * estimated; the residual error, -1 when it could not be measured */
+	const char *clock_method;
+	double clock_residual_s;
+	struct {
+		char host[64];
+		double offset_s; /* as estimated */
+		int applied;     /* it stood out of the residual, and was applied */
+	} clock[256];
+	int nclock;
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
@@ -141,6 +156,8 @@ void ddl_report_free(struct ddl_report *r);
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
 void ddl_report_breakdown(struct ddl_report *r);
+/* Aligns the hosts' clocks on the ends of shared collectives (align.c). */
+void ddl_report_align(struct ddl_report *r);
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
 /* The span of communicator ID in trace T: DDL_SPAN_*. */

@@ -307,7 +307,8 @@ int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks)
 
 int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks)
 {
-	return t->base_real_ns + (int64_t)((double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
+	return t->base_real_ns + t->align_ns +
+	       (int64_t)((double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
 }
 
 int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)

@@ -69,6 +69,8 @@ struct ddl_trace {
 	double ns_per_tick;        /* from the clock samples */
 	uint64_t base_ticks;       /* ticks of the first clock sample */
 	int64_t base_mono_ns, base_real_ns;
+	int64_t align_ns;          /* added to real-time readings: the host's clock
+	                            * offset found by aligning the run (0 as read) */
 };
 
 /*

@@ -61,7 +61,7 @@ void ddl_clock_sample(struct ddl_clock_sample *s)
 			best = b - a;
 			s->ticks = a + (b - a) / 2;
 			s->mono_ns = ddl_ts_ns(&m);
-			s->real_ns = ddl_ts_ns(&r);
+			s->real_ns = ddl_ts_ns(&r) + ddl_clock_skew_ns;
 		}
 	}
 	if (!ddl_clock_tsc)
@@ -71,4 +71,30 @@ void ddl_clock_sample(struct ddl_clock_sample *s)
 uint64_t ddl_clock_hz(void)
 {
 	return ddl_clock_tsc ? 0 : 1000000000ull; /* 0: derive from samples */
+}
+
+/*
+ * Ticks per nanosecond, for the back ends that turn device times into
+ * ticks: 1 on the monotonic clock; for the TSC, measured from the start
+ * sample to now (waiting until 20 ms have passed, so the rate is good to a
+ * few parts per million). Not for the hot path.
+ */
+/* DDLPROF_CLOCK_SKEW_NS: a test hook that makes this process's real-time
+ * clock read late (or early) by that much, as a badly synchronised host's
+ * would; the report's clock alignment must find it. */
+int64_t ddl_clock_skew_ns;
+
+double ddl_clock_ticks_per_ns(void)
+{
+	if (!ddl_clock_tsc)
+		return 1.0;
+	struct ddl_clock_sample now;
+	for (;;) {
+		ddl_clock_sample(&now);
+		int64_t dn = now.mono_ns - ddl_g.start.mono_ns;
+		if (dn >= 20 * 1000 * 1000)
+			return (double)(now.ticks - ddl_g.start.ticks) / (double)dn;
+		struct timespec ts = {0, 20 * 1000 * 1000 - dn};
+		nanosleep(&ts, NULL);
+	}
 }

@@ -139,7 +139,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 	c->trace_socket = 1;
 	c->trace_cuda = 1;
 	c->trace_nccl = 1;
-	c->kernel_sample = 16;
+	c->kernel_sample = 0; /* kernel segments, not sampled pairs */
 	c->cupti = -1;
 
 	v = ddl_env("DDLPROF_DIR");
@@ -245,7 +245,7 @@ static void ddl_run_id(char *out, size_t cap)
 	ddl_sanitize(out);
 }
 
-static void ddl_meta(const char *key, const char *val)
+void ddl_meta(const char *key, const char *val)
 {
 	static uint32_t seq;
 	char buf[1100];
@@ -346,6 +346,16 @@ void ddl_init(void)
 	ddl_g.world_size = ddl_env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS");
 	ddl_g.local_rank =
 		ddl_env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID");
+	const char *skew = ddl_env("DDLPROF_CLOCK_SKEW_NS");
+	if (skew) {
+		char *end;
+		long long v = strtoll(skew, &end, 10);
+		if (*end || end == skew || v < -1000000000000LL || v > 1000000000000LL)
+			ddl_warn("DDLPROF_CLOCK_SKEW_NS='%.40s' is not a whole number of nanoseconds within "
+			         "1000 s; ignored", skew);
+		else
+			ddl_clock_skew_ns = v;
+	}
 	ddl_clock_init(ddl_g.cfg.clock);
 	ddl_clock_sample(&ddl_g.start);
 	ddl_socket_init();

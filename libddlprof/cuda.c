@@ -64,6 +64,22 @@ static inline int ddl_sample_launch(void)
 	return ddl_gpu_started;
 }
 
+/* A launch is timed alone (sampled), or as part of its stream's segment. */
+static inline void ddl_launch_begin(struct ddl_call *c, struct ddl_thread *t, cudaStream_t s)
+{
+	int sampled = ddl_sample_launch();
+	ddl_call_begin(c, t, s, sampled);
+	if (!sampled && ddl_seg_launch(t, s, c->sid, c->a.corr))
+		c->a.flags |= DDL_ARGF_TIMED;
+}
+
+/* Other work goes on S: the kernels launched before it on S end their segment. */
+static inline void ddl_other_work(struct ddl_thread *t, cudaStream_t s)
+{
+	if (ddl_unlikely(ddl_seg_on))
+		ddl_seg_close(t, ddl_stream_id(s));
+}
+
 /* ---- kernel launches ---- */
 
 typedef cudaError_t (*ddl_launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
@@ -94,6 +110,8 @@ static inline cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const vo
 	}
 	uint32_t name = ddl_kernel_name(func, 0);
 	uint32_t sid = ddl_stream_id(s);
+	uint32_t corr = ++ddl_gtls.corr;
+	unsigned aflags = ddl_seg_launch(t, s, sid, corr) ? DDL_ARGF_TIMED : 0;
 	uint64_t t0 = ddl_clock_now();
 	cudaError_t r = real(func, g, b, args, shm, s);
 	uint64_t t1 = ddl_clock_now();
@@ -124,8 +142,8 @@ static inline cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const vo
 		a->kind = DDL_EV_ARGS;
 		a->op = 0;
 		a->dtype = 0;
-		a->flags = 0;
-		a->corr = ++ddl_gtls.corr;
+		a->flags = (uint8_t)aflags;
+		a->corr = corr;
 		a->comm = 0;
 		a->peer = -1;
 		a->aux = b.x * b.y * b.z;
@@ -148,6 +166,47 @@ static inline cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const vo
 	}
 
 DDL_LAUNCH_WRAPPER(cudaLaunchKernel, DDL_EV_CUDA_LAUNCH)
+
+/*
+ * Since CUDA 13, nvcc's <<<...>>> launches go through __cudaGetKernel (once
+ * per kernel: the host function's kernel handle) and __cudaLaunchKernel
+ * with that handle. We name each handle after its host function, and time
+ * those launches like cudaLaunchKernel's.
+ */
+cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *func);
+cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **args, size_t shm, cudaStream_t s);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **args, size_t shm,
+                                    cudaStream_t s);
+
+DDL_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *func)
+{
+	static cudaError_t (*real)(cudaKernel_t *, const void *);
+	if (!DDL_NEXT(real, "__cudaGetKernel"))
+		return cudaErrorNotSupported;
+	cudaError_t r = real(k, func);
+	if (r == cudaSuccess && k && *k && ddl_g.initialised && atomic_load(&ddl_g.enabled)) {
+		int saved = errno;
+		ddl_kernel_alias(*k, func);
+		errno = saved;
+	}
+	return r;
+}
+
+DDL_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **args, size_t shm,
+                                          cudaStream_t s)
+{
+	static ddl_launch_fn real; /* same ABI: the handle is a pointer */
+	return ddl_launch(DDL_NEXT(real, "__cudaLaunchKernel"), DDL_EV_CUDA_LAUNCH, (const void *)k, g, b,
+	                  args, shm, s);
+}
+
+DDL_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **args, size_t shm,
+                                               cudaStream_t s)
+{
+	static ddl_launch_fn real;
+	return ddl_launch(DDL_NEXT(real, "__cudaLaunchKernel_ptsz"), DDL_EV_CUDA_LAUNCH, (const void *)k, g,
+	                  b, args, shm, s);
+}
 DDL_LAUNCH_WRAPPER(cudaLaunchKernel_ptsz, DDL_EV_CUDA_LAUNCH)
 DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel, DDL_EV_CUDA_LAUNCH_COOP)
 DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel_ptsz, DDL_EV_CUDA_LAUNCH_COOP)
@@ -163,7 +222,7 @@ static inline cudaError_t ddl_launch_ex(ddl_launch_ex_fn real, const cudaLaunchC
 	if (!t || !cfg)
 		return real(cfg, func, args);
 	struct ddl_call c;
-	ddl_call_begin(&c, t, cfg->stream, ddl_sample_launch());
+	ddl_launch_begin(&c, t, cfg->stream);
 	c.a.name = ddl_kernel_name(func, 0);
 	c.a.bytes = (uint64_t)cfg->gridDim.x * cfg->gridDim.y * cfg->gridDim.z;
 	c.a.aux = cfg->blockDim.x * cfg->blockDim.y * cfg->blockDim.z;
@@ -200,7 +259,7 @@ static inline CUresult ddl_cu_launch(ddl_cu_launch_fn real, CUfunction f, unsign
 	if (!t)
 		return real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
 	struct ddl_call c;
-	ddl_call_begin(&c, t, (cudaStream_t)s, ddl_sample_launch());
+	ddl_launch_begin(&c, t, (cudaStream_t)s);
 	c.a.name = ddl_kernel_name((const void *)f, 1);
 	c.a.bytes = (uint64_t)gx * gy * gz;
 	c.a.aux = bx * by * bz;
@@ -240,7 +299,7 @@ static inline CUresult ddl_cu_launch_ex(ddl_cu_launch_ex_fn real, const CUlaunch
 	if (!t || !cfg)
 		return real(cfg, f, params, extra);
 	struct ddl_call c;
-	ddl_call_begin(&c, t, (cudaStream_t)cfg->hStream, ddl_sample_launch());
+	ddl_launch_begin(&c, t, (cudaStream_t)cfg->hStream);
 	c.a.name = ddl_kernel_name((const void *)f, 1);
 	c.a.bytes = (uint64_t)cfg->gridDimX * cfg->gridDimY * cfg->gridDimZ;
 	c.a.aux = cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ;
@@ -274,6 +333,7 @@ static inline cudaError_t ddl_graph(ddl_graph_fn real, cudaGraphExec_t g, cudaSt
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
 		return real(g, s);
+	ddl_other_work(t, s);
 	struct ddl_call c;
 	ddl_call_begin(&c, t, s, ddl_gpu_started);
 	uint64_t t0 = ddl_clock_now();
@@ -323,6 +383,7 @@ static inline cudaError_t ddl_memcpy_async(ddl_memcpy_async_fn real, void *d, co
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
 		return real(d, src, n, k, s);
+	ddl_other_work(t, s);
 	struct ddl_call c;
 	ddl_call_begin(&c, t, s, ddl_gpu_started);
 	c.a.bytes = n;
@@ -359,6 +420,7 @@ static inline cudaError_t ddl_memcpy(ddl_memcpy_fn real, cudaStream_t s, void *d
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
 		return real(d, src, n, k);
+	ddl_other_work(t, s);
 	struct ddl_call c;
 	ddl_call_begin(&c, t, s, ddl_gpu_started);
 	c.a.bytes = n;
@@ -390,6 +452,7 @@ DDL_EXPORT cudaError_t cudaMemcpyPeer(void *d, int dd, const void *src, int sd, 
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
 		return real(d, dd, src, sd, n);
+	ddl_other_work(t, NULL);
 	struct ddl_call c;
 	ddl_call_begin(&c, t, NULL, ddl_gpu_started);
 	c.a.bytes = n;
@@ -412,6 +475,7 @@ DDL_EXPORT cudaError_t cudaMemcpyPeerAsync(void *d, int dd, const void *src, int
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
 		return real(d, dd, src, sd, n, s);
+	ddl_other_work(t, s);
 	struct ddl_call c;
 	ddl_call_begin(&c, t, s, ddl_gpu_started);
 	c.a.bytes = n;
@@ -436,6 +500,7 @@ static inline cudaError_t ddl_memset(ddl_memset_fn real, ddl_memset_async_fn are
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
 		return real ? real(p, v, n) : areal(p, v, n, s);
+	ddl_other_work(t, s);
 	struct ddl_call c;
 	ddl_call_begin(&c, t, s, ddl_gpu_started);
 	c.a.bytes = n;
@@ -474,10 +539,12 @@ DDL_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *p, int v, size_t n, cudaStream
 
 /* ---- waits and bookkeeping: host time only ---- */
 
-#define DDL_SIMPLE_BEGIN(REALCALL, STREAM) \
+#define DDL_SIMPLE_BEGIN(REALCALL, STREAM) DDL_SIMPLE_BEGIN_CLOSE(REALCALL, STREAM, (void)0)
+#define DDL_SIMPLE_BEGIN_CLOSE(REALCALL, STREAM, CLOSE) \
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA); \
 	if (!t) \
 		return REALCALL; \
+	CLOSE; \
 	struct ddl_call c; \
 	ddl_call_begin(&c, t, STREAM, 0); \
 	uint64_t t0 = ddl_clock_now(); \
@@ -489,7 +556,7 @@ DDL_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
 	static cudaError_t (*real)(cudaStream_t);
 	if (!DDL_NEXT(real, "cudaStreamSynchronize"))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(s), s)
+	DDL_SIMPLE_BEGIN_CLOSE(real(s), s, ddl_other_work(t, s))
 	ddl_call_end(&c, DDL_EV_CUDA_STREAM_SYNC, 0, t0, t1, r);
 	return r;
 }
@@ -499,7 +566,7 @@ DDL_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
 	static cudaError_t (*real)(cudaStream_t);
 	if (!DDL_NEXT(real, "cudaStreamSynchronize_ptsz"))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(s), s)
+	DDL_SIMPLE_BEGIN_CLOSE(real(s), s, ddl_other_work(t, s))
 	ddl_call_end(&c, DDL_EV_CUDA_STREAM_SYNC, 0, t0, t1, r);
 	return r;
 }
@@ -509,7 +576,7 @@ DDL_EXPORT cudaError_t cudaDeviceSynchronize(void)
 	static cudaError_t (*real)(void);
 	if (!DDL_NEXT(real, "cudaDeviceSynchronize"))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(), NULL)
+	DDL_SIMPLE_BEGIN_CLOSE(real(), NULL, if (ddl_seg_on) { t->busy = 1; ddl_seg_close_all(); t->busy = 0; })
 	ddl_call_end(&c, DDL_EV_CUDA_DEVICE_SYNC, 0, t0, t1, r);
 	return r;
 }
@@ -531,7 +598,7 @@ static inline cudaError_t ddl_wait_event(ddl_wait_event_fn real, cudaStream_t s,
 {
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(s, e, flags), s)
+	DDL_SIMPLE_BEGIN_CLOSE(real(s, e, flags), s, ddl_other_work(t, s))
 	ddl_call_end(&c, DDL_EV_CUDA_STREAM_WAIT_EVENT, 0, t0, t1, r);
 	return r;
 }
@@ -554,7 +621,9 @@ static inline cudaError_t ddl_event_record(ddl_event_record_fn real, cudaEvent_t
 {
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(e, s), s)
+	/* An event on a stream is how programs hand work to another stream:
+	 * the run of kernels before it ends here (the stream may go idle). */
+	DDL_SIMPLE_BEGIN_CLOSE(real(e, s), s, ddl_other_work(t, s))
 	ddl_call_end(&c, DDL_EV_CUDA_EVENT_RECORD, 0, t0, t1, r);
 	return r;
 }

@@ -144,7 +144,7 @@ static int ddl_cupti_start_locked(void)
 	if (!ddl_cp.register_callbacks || !ddl_cp.enable || !ddl_cp.flush_all || !ddl_cp.next_record ||
 	    !ddl_cp.timestamp)
 		goto fail;
-	ddl_cp.ticks_per_ns = (double)ddl_clock_hz() / 1e9;
+	ddl_cp.ticks_per_ns = ddl_clock_ticks_per_ns();
 	ddl_cupti_sync_clock();
 	if (ddl_cp.register_callbacks(ddl_cupti_buffer_requested, ddl_cupti_buffer_completed) !=
 	    CUPTI_SUCCESS)

@@ -146,6 +146,8 @@ extern int ddl_clock_tsc DDL_HIDDEN;
 void ddl_clock_init(int want) DDL_HIDDEN;
 void ddl_clock_sample(struct ddl_clock_sample *s) DDL_HIDDEN;
 uint64_t ddl_clock_hz(void) DDL_HIDDEN;
+double ddl_clock_ticks_per_ns(void) DDL_HIDDEN;
+extern int64_t ddl_clock_skew_ns DDL_HIDDEN;
 
 static inline uint64_t ddl_clock_now(void)
 {
@@ -325,6 +327,8 @@ void ddl_gpu_after_fork_child(void) DDL_HIDDEN;
 void ddl_gpu_stop(void) DDL_HIDDEN;
 
 /* ---- core.c ---- */
+/* A key=value fact about the process, in the trace's string table. */
+void ddl_meta(const char *key, const char *val) DDL_HIDDEN;
 /* Turn profiling off for good in this process, with one line on stderr. */
 void ddl_disable(const char *why, int err) DDL_HIDDEN;
 void ddl_warn(const char *fmt, ...) DDL_HIDDEN __attribute__((format(printf, 1, 2)));

@@ -48,7 +48,8 @@ int ddl_cuda_own_resolve(void)
 		void **slot = (void **)((char *)&ddl_cu + names[i].off);
 		if (!*slot)
 			*slot = dlsym(RTLD_NEXT, names[i].name);
-		missing |= !*slot;
+		/* a runtime without stream capture cannot be capturing */
+		missing |= !*slot && names[i].off != offsetof(struct ddl_cuda_own, cudaStreamIsCapturing);
 	}
 	return missing ? -1 : 0;
 }
@@ -136,6 +137,16 @@ void ddl_kernel_register(const void *func, const char *name)
 		return;
 	pthread_mutex_lock(&ddl_gpu_lock);
 	ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id);
+	pthread_mutex_unlock(&ddl_gpu_lock);
+}
+
+void ddl_kernel_alias(const void *handle, const void *func)
+{
+	uint32_t id = ddl_kernel_name_slow(func, 0);
+	if (!id)
+		return;
+	pthread_mutex_lock(&ddl_gpu_lock);
+	ddl_ptab_put(&ddl_funcs, (uintptr_t)handle, id);
 	pthread_mutex_unlock(&ddl_gpu_lock);
 }
 
@@ -293,7 +304,7 @@ cudaEvent_t ddl_pair_start_event(cudaStream_t s, int dev)
 	if (ddl_cu.cudaPeekAtLastError() != cudaSuccess)
 		return NULL;
 	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-	if (ddl_cu.cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+	if (ddl_cu.cudaStreamIsCapturing && ddl_cu.cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
 		ddl_cu.cudaGetLastError();
 		return NULL;
 	}
@@ -346,11 +357,65 @@ void ddl_pair_end_event(cudaEvent_t a, cudaStream_t s, int dev, unsigned dev_kin
 	pthread_mutex_unlock(&ddl_gpu_lock);
 }
 
+/* ---- kernel segments ---- */
+
+int ddl_seg_on;
+_Atomic int ddl_seg_open[DDL_SEG_MAX];
+static pthread_mutex_t ddl_seg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	cudaEvent_t start;
+	cudaStream_t s;
+	int dev;
+	uint16_t tid;
+	uint32_t corr;
+} ddl_seg[DDL_SEG_MAX];
+
+int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t corr)
+{
+	int opened = 0;
+	pthread_mutex_lock(&ddl_seg_lock);
+	if (!atomic_load(&ddl_seg_open[sid])) {
+		cudaEvent_t e = ddl_pair_start_event(s, ddl_gtls.dev);
+		if (e) {
+			ddl_seg[sid].start = e;
+			ddl_seg[sid].s = s;
+			ddl_seg[sid].dev = ddl_gtls.dev;
+			ddl_seg[sid].tid = tid;
+			ddl_seg[sid].corr = corr;
+			atomic_store(&ddl_seg_open[sid], 1);
+			opened = 1;
+		}
+	}
+	pthread_mutex_unlock(&ddl_seg_lock);
+	return opened;
+}
+
+void ddl_seg_close_slow(uint32_t sid)
+{
+	pthread_mutex_lock(&ddl_seg_lock);
+	if (atomic_load(&ddl_seg_open[sid])) {
+		ddl_pair_end_event(ddl_seg[sid].start, ddl_seg[sid].s, ddl_seg[sid].dev, DDL_EV_DEV_KERNEL,
+		                   ddl_seg[sid].tid, ddl_seg[sid].corr, sid);
+		atomic_store(&ddl_seg_open[sid], 0);
+	}
+	pthread_mutex_unlock(&ddl_seg_lock);
+}
+
+void ddl_seg_close_all(void)
+{
+	uint32_t n = ddl_next_stream < DDL_SEG_MAX ? ddl_next_stream : DDL_SEG_MAX;
+	for (uint32_t sid = 0; sid < n; sid++)
+		if (atomic_load_explicit(&ddl_seg_open[sid], memory_order_relaxed))
+			ddl_seg_close_slow(sid);
+}
+
 /* ---- the resolver thread ---- */
+
+static double ddl_tpn; /* ticks per nanosecond, measured at each pass */
 
 static uint64_t ddl_ms_ticks(double ms)
 {
-	return (uint64_t)(ms * (double)ddl_clock_hz() / 1e3);
+	return (uint64_t)(ms * 1e6 * ddl_tpn);
 }
 
 /* Watches a fresh event complete on an idle stream of DEV: an anchor. */
@@ -400,7 +465,8 @@ static size_t ddl_resolve_pass(void)
 	pthread_mutex_unlock(&ddl_gpu_lock);
 	if (!work)
 		return 0;
-	uint64_t hz = ddl_clock_hz();
+	ddl_tpn = ddl_clock_ticks_per_ns();
+	uint64_t hz = (uint64_t)(ddl_tpn * 1e9);
 	char *done = calloc(n, 1);
 	for (size_t i = 0; done && i < n; i++) {
 		struct ddl_pending *p = &work[i];
@@ -477,6 +543,7 @@ void ddl_gpu_stop(void)
 {
 	if (!ddl_pairs.running || ddl_g.pid != getpid())
 		return;
+	ddl_seg_close_all(); /* runs still open end here */
 	atomic_store(&ddl_pairs.stop, 1);
 	pthread_join(ddl_pairs.thread, NULL);
 	ddl_pairs.running = 0;
@@ -495,6 +562,28 @@ static void ddl_gpu_start_once(void)
 	ddl_pairs.q = calloc(DDL_PENDING_MAX, sizeof *ddl_pairs.q);
 	if (!ddl_pairs.q)
 		return;
+	/* The GPU model, for the report and the recommender. */
+	int dev = 0, ndev = 0;
+	/* only when no error of the program's is pending: we may cause one,
+	 * and must clear it without losing theirs */
+	struct cudaDeviceProp *prop =
+	    ddl_cu.cudaPeekAtLastError() == cudaSuccess ? calloc(1, sizeof *prop) : NULL;
+	if (prop && ddl_cu.cudaGetDevice(&dev) == cudaSuccess &&
+	    ddl_cu.cudaGetDeviceProperties(prop, dev) == cudaSuccess) {
+		prop->name[sizeof prop->name - 1] = 0;
+		ddl_meta("gpu_model", prop->name);
+		char mem[32];
+		snprintf(mem, sizeof mem, "%zu", prop->totalGlobalMem);
+		ddl_meta("gpu_memory_bytes", mem);
+	}
+	if (prop && ddl_cu.cudaGetDeviceCount(&ndev) == cudaSuccess) {
+		char n[16];
+		snprintf(n, sizeof n, "%d", ndev);
+		ddl_meta("gpu_count", n);
+	}
+	if (prop)
+		ddl_cu.cudaGetLastError(); /* any error now is ours */
+	free(prop);
 	if (ddl_g.cfg.cupti != 0)
 		ddl_cupti_start();
 	sigset_t all, old;
@@ -506,6 +595,7 @@ static void ddl_gpu_start_once(void)
 		return;
 	ddl_pairs.running = 1;
 	atexit(ddl_gpu_atexit);
+	ddl_seg_on = ddl_g.cfg.kernel_sample == 0 && !ddl_cupti_on;
 	ddl_gpu_started = 1;
 }
 
@@ -530,6 +620,10 @@ void ddl_gpu_after_fork_child(void)
 	ddl_pairs.running = 0;
 	ddl_pairs.n = 0;
 	ddl_gpu_started = 0;
+	ddl_seg_on = 0;
+	pthread_mutex_init(&ddl_seg_lock, NULL);
+	for (int i = 0; i < DDL_SEG_MAX; i++)
+		atomic_store(&ddl_seg_open[i], 0);
 	memset(ddl_pairs.npool, 0, sizeof ddl_pairs.npool);
 	memset(ddl_anchor, 0, sizeof ddl_anchor);
 	ddl_gpu_once = (pthread_once_t)PTHREAD_ONCE_INIT;

@@ -93,6 +93,8 @@ static inline uint32_t ddl_kernel_name(const void *func, int driver)
 }
 /* Remember a kernel's name from __cudaRegisterFunction. */
 void ddl_kernel_register(const void *func, const char *name) DDL_HIDDEN;
+/* A kernel handle (__cudaGetKernel) named after its host function. */
+void ddl_kernel_alias(const void *handle, const void *func) DDL_HIDDEN;
 
 /*
  * The event-pair back end. ddl_pair_start_event records a start event on
@@ -112,6 +114,47 @@ void ddl_gpu_capture_end(void) DDL_HIDDEN;
 void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uint16_t tid,
                     int dev, uint32_t stream_id, int64_t corr, const struct ddl_args *a)
     DDL_HIDDEN;
+
+/*
+ * Kernel segments: by default (DDLPROF_KERNEL_SAMPLE=0, no CUPTI) launches
+ * are timed as runs: the first launch on a stream opens a segment (a start
+ * event), and the next call that puts other work on that stream (a copy, a
+ * collective, a wait, a sync), from any thread, closes it (an end event).
+ * The interval covers the run's kernels at the cost of two events a run.
+ */
+#define DDL_SEG_MAX 4096
+extern int ddl_seg_on DDL_HIDDEN;
+extern _Atomic int ddl_seg_open[DDL_SEG_MAX] DDL_HIDDEN;
+int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t corr) DDL_HIDDEN;
+void ddl_seg_close_slow(uint32_t sid) DDL_HIDDEN;
+void ddl_seg_close_all(void) DDL_HIDDEN;
+
+/* Returns 1 when this launch opened a segment. */
+static inline int ddl_seg_launch(struct ddl_thread *t, cudaStream_t s, uint32_t sid, uint32_t corr)
+{
+	if (ddl_likely(!ddl_seg_on) || sid >= DDL_SEG_MAX ||
+	    ddl_likely(atomic_load_explicit(&ddl_seg_open[sid], memory_order_relaxed)))
+		return 0;
+	t->busy = 1;
+	int saved = errno;
+	int r = ddl_seg_launch_slow(s, sid, t->idx, corr);
+	errno = saved;
+	t->busy = 0;
+	return r;
+}
+
+/* Other work is about to go on stream SID: end its open segment first. */
+static inline void ddl_seg_close(struct ddl_thread *t, uint32_t sid)
+{
+	if (ddl_likely(!ddl_seg_on) || sid >= DDL_SEG_MAX ||
+	    !atomic_load_explicit(&ddl_seg_open[sid], memory_order_relaxed))
+		return;
+	t->busy = 1;
+	int saved = errno;
+	ddl_seg_close_slow(sid);
+	errno = saved;
+	t->busy = 0;
+}
 
 /* CUPTI (cupti.c): started once a GPU is known to be present. */
 int ddl_cupti_start(void) DDL_HIDDEN;

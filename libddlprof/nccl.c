@@ -165,6 +165,7 @@ static void ddl_coll_begin(struct ddl_coll *c, struct ddl_thread *t, size_t coun
 	c->s = s;
 	c->sid = ddl_stream_id(s);
 	c->ev = NULL;
+	ddl_seg_close(t, c->sid); /* the kernels before the collective end their run */
 	if (ddl_gtls.group_depth > 0) {
 		c->a.flags |= DDL_ARGF_GROUPED;
 		if (ddl_gpu_started) {

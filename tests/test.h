@@ -54,7 +54,38 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_socket_iterations) \
 	X(e2e_perturb_net) \
 	X(e2e_pytorch_two_hosts) \
+	X(emu_kernel_timing) \
+	X(emu_stream_semantics) \
+	X(emu_memcpy_timing) \
+	X(emu_error_codes) \
+	X(emu_nccl_two_hosts) \
+	X(emu_nccl_one_host) \
+	X(emu_nccl_one_process) \
+	X(emu_nccl_peer_death) \
+	X(rec_usage) \
+	X(rec_hand_projection) \
+	X(rec_budgets) \
+	X(rec_pareto) \
+	X(rec_measured_precedence) \
+	X(rec_bad_catalogs) \
+	X(rec_bad_profiles) \
+	X(rec_older_reports) \
+	X(rec_shipped_catalog) \
+	X(rec_random_catalogs) \
+	X(rec_tcpring) \
+	X(rec_emulation) \
+	X(synth_flat_two_hosts) \
+	X(synth_hierarchical) \
+	X(synth_overlap) \
+	X(synth_rank_fails) \
+	X(synth_timeout) \
+	X(synth_bad_flags) \
+	X(synth_plan_no_overwrite) \
 	X(gpu_real_runtime_unchanged) \
+	X(gpu_synth_hierarchical) \
+	X(gpu_synth_flat) \
+	X(gpu_synth_device_times) \
+	X(gpu_synth_iterations_from_collectives) \
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
 	X(launcher_runs) \

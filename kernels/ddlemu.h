@@ -1,0 +1,71 @@
+/*
+ * The CPU emulation's one extension to the CUDA runtime ABI: how an emulated
+ * kernel's code and argument layout reach the emulator.
+ *
+ * On a GPU, nvcc-generated code registers a module with
+ * __cudaRegisterFatBinary(fatbin) and each kernel with
+ * __cudaRegisterFunction(handle, hostStub, deviceFun, deviceName, ...); the
+ * runtime reads the kernel's parameter layout from the fat binary. The
+ * emulator keeps that exact call sequence (so a profiler interposing on it
+ * learns kernel names the same way), with two conventions:
+ *
+ *   - the "fat binary" is a struct ddlemu_fatbin: for each kernel name, the
+ *     number of parameters and the size of each, in order;
+ *   - the "host stub" registered for a kernel is its device code: a host
+ *     function void fn(void **args) that the stream's worker thread calls
+ *     with one pointer per parameter, each pointing to a copy taken at
+ *     launch (CUDA semantics: the caller may reuse its argument storage as
+ *     soon as the launch call returns).
+ *
+ * A launch of a function registered without a layout (any other fat binary)
+ * fails with cudaErrorInvalidDeviceFunction. The packed form of
+ * cuLaunchKernel's `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER) is unpacked with
+ * each parameter aligned to the smaller of its size and 8.
+ */
+#ifndef DDL_DDLEMU_H
+#define DDL_DDLEMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DDLEMU_FATBIN_MAGIC 0x4d45444cu /* "LDEM" little-endian */
+#define DDLEMU_FATBIN_VERSION 1         /* bump when struct ddlemu_fatbin changes */
+#define DDLEMU_MAX_ARGS 16
+
+struct ddlemu_kernel {
+	const char *name; /* the deviceName passed to __cudaRegisterFunction */
+	int nargs;
+	size_t arg_size[DDLEMU_MAX_ARGS];
+};
+
+struct ddlemu_fatbin {
+	uint32_t magic;   /* DDLEMU_FATBIN_MAGIC */
+	uint32_t version; /* DDLEMU_FATBIN_VERSION */
+	int nkernels;
+	const struct ddlemu_kernel *kernels;
+};
+
+/* An emulated kernel's code; args[i] points to the copy of parameter i. */
+typedef void (*ddlemu_kernel_fn)(void **args);
+
+/*
+ * The registration entry points of the CUDA runtime, with the prototypes of
+ * crt/host_runtime.h (a C++ header, hence repeated here). libddlemu exports
+ * them; on a GPU, libcudart does.
+ */
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaUnregisterFatBinary(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,498 @@
+/*
+ * Emulated streams: an in-order queue of ops and one worker thread per
+ * stream that runs them, so that everything enqueued (kernels, copies,
+ * event records, collectives) happens at the time a GPU would do it,
+ * relative to the other work of its stream. Each device has a legacy
+ * default stream (NULL, cudaStreamLegacy; cudaStreamPerThread maps to it
+ * too), created on first use, with the runtime's implicit synchronisation:
+ * work on the legacy stream waits for earlier work on the device's blocking
+ * streams, and work on a blocking stream waits for earlier work on the
+ * legacy stream. Non-blocking streams are independent. Streams of one
+ * device run concurrently (kernels do not share the emulated GPU).
+ *
+ * Locks: emu_dev_mu (device stream lists, and every push that implies
+ * cross-stream waits, so that those waits always point backwards in time
+ * and can never form a cycle), then a stream's mu. A stream is freed when
+ * its handle is destroyed, its worker has drained it and no op of another
+ * stream waits on it any more (reference count).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+struct emu_stream {
+	int dev;
+	unsigned flags;
+	int prio;
+	int legacy;
+	pthread_mutex_t mu;
+	pthread_cond_t work, done_cv;
+	struct emu_op *head, *tail;
+	uint64_t enq, done;
+	int dying;
+	atomic_int refs;
+	struct emu_stream *dnext; /* the device's list, under emu_dev_mu */
+};
+
+static pthread_mutex_t emu_dev_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct emu_handles emu_live_streams = EMU_HANDLES_INIT;
+static struct emu_stream *emu_dev_streams[EMU_MAX_DEVICES];
+static struct emu_stream *emu_dev_legacy[EMU_MAX_DEVICES];
+
+struct emu_op *emu_op_new(enum emu_op_kind kind, size_t extra)
+{
+	struct emu_op *op = calloc(1, sizeof *op + extra);
+	if (op)
+		op->kind = kind;
+	return op;
+}
+
+void emu_stream_ref(struct emu_stream *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+}
+
+void emu_stream_unref(struct emu_stream *s)
+{
+	if (atomic_fetch_sub(&s->refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->done_cv);
+	free(s);
+}
+
+int emu_stream_device(struct emu_stream *s)
+{
+	return s->dev;
+}
+
+static void emu_op_run(struct emu_op *op)
+{
+	uint64_t t0;
+	switch (op->kind) {
+	case EMU_OP_KERNEL:
+		op->u.kern.fn(op->u.kern.args);
+		break;
+	case EMU_OP_COPY:
+		t0 = emu_now();
+		memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n);
+		if (op->u.copy.ns)
+			emu_sleep_until(t0 + op->u.copy.ns);
+		break;
+	case EMU_OP_SET:
+		t0 = emu_now();
+		memset(op->u.set.dst, op->u.set.val, op->u.set.n);
+		if (op->u.set.ns)
+			emu_sleep_until(t0 + op->u.set.ns);
+		break;
+	case EMU_OP_RECORD:
+		emu_event_complete(op->u.ev.ev, op->u.ev.gen);
+		emu_event_unref(op->u.ev.ev);
+		break;
+	case EMU_OP_WAIT_EVENT:
+		emu_event_wait(op->u.ev.ev, op->u.ev.gen);
+		emu_event_unref(op->u.ev.ev);
+		break;
+	case EMU_OP_WAIT_STREAM:
+		emu_stream_wait(op->u.sw.s, op->u.sw.seq);
+		emu_stream_unref(op->u.sw.s);
+		break;
+	case EMU_OP_HOSTFN:
+		op->u.host.fn(op->u.host.arg);
+		break;
+	case EMU_OP_CALLBACK:
+		op->u.cb.fn(op->u.cb.h, cudaSuccess, op->u.cb.arg);
+		break;
+	case EMU_OP_FREE:
+		emu_mem_release(op->u.free.p);
+		break;
+	case EMU_OP_NCCL:
+		emu_nccl_run(op->u.nccl.w);
+		break;
+	}
+}
+
+static void *emu_worker(void *arg)
+{
+	struct emu_stream *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head && !s->dying)
+			pthread_cond_wait(&s->work, &s->mu);
+		struct emu_op *op = s->head;
+		if (!op)
+			break;
+		s->head = op->next;
+		if (!s->head)
+			s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+		emu_op_run(op);
+		pthread_mutex_lock(&s->mu);
+		s->done = op->seq;
+		pthread_cond_broadcast(&s->done_cv);
+		free(op);
+	}
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&emu_dev_mu);
+	for (struct emu_stream **p = &emu_dev_streams[s->dev]; *p; p = &(*p)->dnext)
+		if (*p == s) {
+			*p = s->dnext;
+			break;
+		}
+	pthread_mutex_unlock(&emu_dev_mu);
+	emu_stream_unref(s);
+	return NULL;
+}
+
+/* A new stream with a running worker; NULL without memory or threads. Caller holds emu_dev_mu. */
+static struct emu_stream *emu_stream_new_locked(int dev, unsigned flags, int prio, int legacy)
+{
+	struct emu_stream *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->dev = dev;
+	s->flags = flags;
+	s->prio = prio;
+	s->legacy = legacy;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->work, NULL);
+	pthread_cond_init(&s->done_cv, NULL);
+	atomic_init(&s->refs, 2); /* the handle and the worker */
+	if (emu_thread_start(emu_worker, s) != 0) {
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->work);
+		pthread_cond_destroy(&s->done_cv);
+		free(s);
+		return NULL;
+	}
+	s->dnext = emu_dev_streams[dev];
+	emu_dev_streams[dev] = s;
+	return s;
+}
+
+static struct emu_stream *emu_legacy_locked(int dev)
+{
+	if (!emu_dev_legacy[dev])
+		emu_dev_legacy[dev] = emu_stream_new_locked(dev, 0, 0, 1);
+	return emu_dev_legacy[dev];
+}
+
+static cudaError_t emu_stream_resolve(cudaStream_t h, int dev, struct emu_stream **out)
+{
+	emu_init();
+	if (emu_forked)
+		return cudaErrorInitializationError;
+	if (h == NULL || h == cudaStreamLegacy || h == cudaStreamPerThread) {
+		pthread_mutex_lock(&emu_dev_mu);
+		*out = emu_legacy_locked(dev);
+		pthread_mutex_unlock(&emu_dev_mu);
+		return *out ? cudaSuccess : cudaErrorMemoryAllocation;
+	}
+	if (!emu_handles_has(&emu_live_streams, h))
+		return cudaErrorInvalidResourceHandle;
+	*out = (struct emu_stream *)h;
+	return cudaSuccess;
+}
+
+cudaError_t emu_stream_get(cudaStream_t h, struct emu_stream **out)
+{
+	return emu_stream_resolve(h, emu_device_current(), out);
+}
+
+cudaError_t emu_stream_get_dev(cudaStream_t h, int dev, struct emu_stream **out)
+{
+	return emu_stream_resolve(h, dev, out);
+}
+
+static int emu_blocking(const struct emu_stream *s)
+{
+	return !s->legacy && !(s->flags & cudaStreamNonBlocking);
+}
+
+/* Prepends to list a wait for what t has pending; caller holds emu_dev_mu. */
+static void emu_wait_pending(struct emu_stream *t, struct emu_op **list)
+{
+	pthread_mutex_lock(&t->mu);
+	uint64_t enq = t->enq, done = t->done;
+	pthread_mutex_unlock(&t->mu);
+	if (enq == done)
+		return;
+	struct emu_op *w = emu_op_new(EMU_OP_WAIT_STREAM, 0);
+	if (!w)
+		return; /* no memory: the ordering degrades, nothing breaks */
+	emu_stream_ref(t);
+	w->u.sw.s = t;
+	w->u.sw.seq = enq;
+	w->next = *list;
+	*list = w;
+}
+
+static uint64_t emu_append(struct emu_stream *s, struct emu_op *first)
+{
+	uint64_t seq = 0;
+	pthread_mutex_lock(&s->mu);
+	for (struct emu_op *op = first, *next; op; op = next) {
+		next = op->next;
+		op->next = NULL;
+		op->seq = seq = ++s->enq;
+		if (s->tail)
+			s->tail->next = op;
+		else
+			s->head = op;
+		s->tail = op;
+	}
+	pthread_cond_signal(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	return seq;
+}
+
+uint64_t emu_stream_push(struct emu_stream *s, struct emu_op *op)
+{
+	op->next = NULL;
+	if (!s->legacy && !emu_blocking(s))
+		return emu_append(s, op);
+	struct emu_op *waits = NULL;
+	pthread_mutex_lock(&emu_dev_mu);
+	if (s->legacy) {
+		for (struct emu_stream *t = emu_dev_streams[s->dev]; t; t = t->dnext)
+			if (t != s && emu_blocking(t))
+				emu_wait_pending(t, &waits);
+	} else if (emu_dev_legacy[s->dev]) {
+		emu_wait_pending(emu_dev_legacy[s->dev], &waits);
+	}
+	struct emu_op **end = &waits;
+	while (*end)
+		end = &(*end)->next;
+	*end = op;
+	uint64_t seq = emu_append(s, waits);
+	pthread_mutex_unlock(&emu_dev_mu);
+	return seq;
+}
+
+uint64_t emu_stream_tail(struct emu_stream *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t enq = s->enq;
+	pthread_mutex_unlock(&s->mu);
+	return enq;
+}
+
+void emu_stream_wait(struct emu_stream *s, uint64_t seq)
+{
+	pthread_mutex_lock(&s->mu);
+	while (s->done < seq)
+		pthread_cond_wait(&s->done_cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Waits for what the streams of devices lo..hi-1 had enqueued when called. */
+static void emu_sync_streams(int lo, int hi)
+{
+	size_t n = 0, cap = 0;
+	pthread_mutex_lock(&emu_dev_mu);
+	for (int d = lo; d < hi; d++)
+		for (struct emu_stream *t = emu_dev_streams[d]; t; t = t->dnext)
+			cap++;
+	pthread_mutex_unlock(&emu_dev_mu);
+	/* streams created after this point are not waited for: they are newer than the call */
+	struct emu_stream **list = malloc((cap + 1) * sizeof *list);
+	uint64_t *seqs = malloc((cap + 1) * sizeof *seqs);
+	if (!list || !seqs) {
+		free(list);
+		free(seqs);
+		return;
+	}
+	pthread_mutex_lock(&emu_dev_mu);
+	for (int d = lo; d < hi; d++)
+		for (struct emu_stream *t = emu_dev_streams[d]; t && n < cap; t = t->dnext) {
+			emu_stream_ref(t);
+			seqs[n] = emu_stream_tail(t);
+			list[n++] = t;
+		}
+	pthread_mutex_unlock(&emu_dev_mu);
+	for (size_t i = 0; i < n; i++) {
+		emu_stream_wait(list[i], seqs[i]);
+		emu_stream_unref(list[i]);
+	}
+	free(list);
+	free(seqs);
+}
+
+void emu_device_sync(int dev)
+{
+	if (dev >= 0 && dev < EMU_MAX_DEVICES)
+		emu_sync_streams(dev, dev + 1);
+}
+
+void emu_device_sync_all(void)
+{
+	emu_sync_streams(0, EMU_MAX_DEVICES);
+}
+
+/* ---- the stream API ---- */
+
+static cudaError_t emu_stream_create(cudaStream_t *out, unsigned flags, int prio)
+{
+	if (!out)
+		return cudaErrorInvalidValue;
+	if (flags & ~(unsigned)cudaStreamNonBlocking)
+		return cudaErrorInvalidValue;
+	emu_init();
+	if (emu_forked)
+		return cudaErrorInitializationError;
+	prio = prio > 0 ? 0 : prio < -5 ? -5 : prio;
+	pthread_mutex_lock(&emu_dev_mu);
+	struct emu_stream *s = emu_stream_new_locked(emu_device_current(), flags, prio, 0);
+	pthread_mutex_unlock(&emu_dev_mu);
+	if (!s)
+		return cudaErrorMemoryAllocation;
+	if (emu_handles_add(&emu_live_streams, s) < 0) {
+		/* no handle to give out: let the worker end and free it */
+		pthread_mutex_lock(&s->mu);
+		s->dying = 1;
+		pthread_cond_signal(&s->work);
+		pthread_mutex_unlock(&s->mu);
+		emu_stream_unref(s);
+		return cudaErrorMemoryAllocation;
+	}
+	*out = (cudaStream_t)s;
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+{
+	return emu_err(emu_stream_create(pStream, 0, 0));
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+	return emu_err(emu_stream_create(pStream, flags, 0));
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
+{
+	return emu_err(emu_stream_create(pStream, flags, priority));
+}
+
+/* Returns at once; the stream's work still runs, then the worker frees it. */
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+	struct emu_stream *s;
+	if (!stream || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+		return emu_err(cudaErrorInvalidResourceHandle);
+	cudaError_t e = emu_stream_get(stream, &s);
+	if (e)
+		return emu_err(e);
+	if (emu_handles_del(&emu_live_streams, s) < 0)
+		return emu_err(cudaErrorInvalidResourceHandle); /* destroyed by another thread meanwhile */
+	pthread_mutex_lock(&s->mu);
+	s->dying = 1;
+	pthread_cond_signal(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	emu_stream_unref(s);
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+	struct emu_stream *s;
+	cudaError_t e = emu_stream_get(stream, &s);
+	if (e)
+		return emu_err(e);
+	emu_stream_wait(s, emu_stream_tail(s));
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+	struct emu_stream *s;
+	cudaError_t e = emu_stream_get(stream, &s);
+	if (e)
+		return emu_err(e);
+	pthread_mutex_lock(&s->mu);
+	int idle = s->done == s->enq;
+	pthread_mutex_unlock(&s->mu);
+	return idle ? cudaSuccess : cudaErrorNotReady;
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+{
+	struct emu_stream *s;
+	cudaError_t e = priority ? emu_stream_get(hStream, &s) : cudaErrorInvalidValue;
+	if (e)
+		return emu_err(e);
+	*priority = s->prio;
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+{
+	struct emu_stream *s;
+	cudaError_t e = flags ? emu_stream_get(hStream, &s) : cudaErrorInvalidValue;
+	if (e)
+		return emu_err(e);
+	*flags = s->flags;
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
+{
+	struct emu_stream *s;
+	cudaError_t e = device ? emu_stream_get(hStream, &s) : cudaErrorInvalidValue;
+	if (e)
+		return emu_err(e);
+	*device = s->dev;
+	return cudaSuccess;
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+	struct emu_stream *s;
+	if (!fn)
+		return emu_err(cudaErrorInvalidValue);
+	cudaError_t e = emu_stream_get(stream, &s);
+	if (e)
+		return emu_err(e);
+	struct emu_op *op = emu_op_new(EMU_OP_HOSTFN, 0);
+	if (!op)
+		return emu_err(cudaErrorMemoryAllocation);
+	op->u.host.fn = fn;
+	op->u.host.arg = userData;
+	emu_stream_push(s, op);
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
+                                  unsigned int flags)
+{
+	struct emu_stream *s;
+	if (!callback || flags)
+		return emu_err(cudaErrorInvalidValue);
+	cudaError_t e = emu_stream_get(stream, &s);
+	if (e)
+		return emu_err(e);
+	struct emu_op *op = emu_op_new(EMU_OP_CALLBACK, 0);
+	if (!op)
+		return emu_err(cudaErrorMemoryAllocation);
+	op->u.cb.fn = callback;
+	op->u.cb.arg = userData;
+	op->u.cb.h = stream;
+	emu_stream_push(s, op);
+	return cudaSuccess;
+}
+
+/*
+ * The per-thread-default-stream entry points (programs built with
+ * --default-stream per-thread call these): the same code under a second
+ * name, so a profiler wrapping both still sees one call. The emulation's
+ * per-thread default stream is the legacy stream (README).
+ */
+__typeof__(cudaStreamQuery) cudaStreamQuery_ptsz __attribute__((alias("cudaStreamQuery")));
+__typeof__(cudaStreamGetDevice) cudaStreamGetDevice_ptsz __attribute__((alias("cudaStreamGetDevice")));
+__typeof__(cudaStreamGetFlags) cudaStreamGetFlags_ptsz __attribute__((alias("cudaStreamGetFlags")));
+__typeof__(cudaStreamGetPriority) cudaStreamGetPriority_ptsz __attribute__((alias("cudaStreamGetPriority")));
+__typeof__(cudaStreamAddCallback) cudaStreamAddCallback_ptsz __attribute__((alias("cudaStreamAddCallback")));
+__typeof__(cudaStreamSynchronize) cudaStreamSynchronize_ptsz __attribute__((alias("cudaStreamSynchronize")));
+__typeof__(cudaLaunchHostFunc) cudaLaunchHostFunc_ptsz __attribute__((alias("cudaLaunchHostFunc")));

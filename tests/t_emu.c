@@ -1,0 +1,445 @@
+/*
+ * Tests of the CPU emulation of the CUDA runtime and NCCL (kernels/,
+ * libddlemu; DESIGN.md section 9). They build tests/emu/emu_check.c with
+ * kernels/emu_kernels.c against the build's libddlemu (once per build) and
+ * run its modes: kernel and copy timing measured by CUDA events against the
+ * plan, stream semantics, error codes, and NCCL jobs of several rank
+ * processes on emulated hosts (DDLPROF_HOST), checking every result and
+ * the paced time of the all-reduce. Skipped where the CUDA headers or the
+ * library are missing. DDLTEST_VERBOSE=1 prints the measured figures.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define EMU_MIB (1u << 20)
+
+static const char *emu_cuda_home(void)
+{
+	const char *h = getenv("CUDA_HOME");
+	return h && *h ? h : "/usr/local/cuda";
+}
+
+static int emu_verbose(void)
+{
+	const char *v = getenv("DDLTEST_VERBOSE");
+	return v && *v && strcmp(v, "0");
+}
+
+static double emu_mtime(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return -1;
+	return (double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9;
+}
+
+/* Compiles emu_check into out; 0, or -1 with the compiler's messages on stderr. */
+static int emu_compile(const char *out, const char *src, const char *kern, const char *libdir, int ubsan)
+{
+	char inc[PATH_MAX], kdir[PATH_MAX], rpath[PATH_MAX + 16];
+	snprintf(inc, sizeof inc, "%s/include", emu_cuda_home());
+	snprintf(kdir, sizeof kdir, "%s", kern);
+	*strrchr(kdir, '/') = 0;
+	snprintf(rpath, sizeof rpath, "-Wl,-rpath,%s", libdir);
+	char *argv[] = {"cc", "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE",
+	                "-isystem", inc, "-I", kdir, "-o", (char *)out, (char *)src, (char *)kern,
+	                "-L", (char *)libdir, "-lddlemu", rpath, "-pthread", "-lm",
+	                ubsan ? "-fsanitize=undefined" : NULL, NULL};
+	struct ddl_run_result r;
+	int rc = trun(argv, NULL, 120, &r);
+	int ok = rc == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
+	if (!ok && ubsan)
+		fprintf(stderr, "    cannot build emu_check:\n%s%s", r.out, r.err);
+	trun_free(&r);
+	return ok ? 0 : -1;
+}
+
+/*
+ * The emu_check program of this build, built if missing or older than its
+ * sources or the library. NULL when the emulation is not here (*skip set)
+ * or the build failed.
+ */
+static const char *emu_bin(int *skip)
+{
+	static char out[PATH_MAX];
+	char hdr[PATH_MAX], src[PATH_MAX], kern[PATH_MAX], lib[PATH_MAX], libdir[PATH_MAX], tmp[PATH_MAX + 32];
+	*skip = 0;
+	snprintf(hdr, sizeof hdr, "%s/include/cuda_runtime_api.h", emu_cuda_home());
+	snprintf(lib, sizeof lib, "%s", tbuild("lib/libddlemu.so"));
+	if (access(hdr, R_OK) != 0 || access(lib, R_OK) != 0) {
+		fprintf(stderr, "    no CUDA headers or no %s: skipped\n", lib);
+		*skip = 1;
+		return NULL;
+	}
+	if (!realpath(tbuild("../tests/emu/emu_check.c"), src) || !realpath(tbuild("../kernels/emu_kernels.c"), kern) ||
+	    !realpath(tbuild("lib"), libdir)) {
+		fprintf(stderr, "    no source tree next to the build directory: skipped\n");
+		*skip = 1;
+		return NULL;
+	}
+	snprintf(out, sizeof out, "%s", tbuild("tests/emu_check"));
+	const char *deps[] = {src, kern, lib, tbuild("../kernels/kernels.h"), tbuild("../kernels/ddlemu.h")};
+	double t = emu_mtime(out);
+	int fresh = t > 0;
+	for (size_t i = 0; i < sizeof deps / sizeof deps[0]; i++)
+		fresh &= emu_mtime(deps[i]) <= t;
+	if (fresh)
+		return out;
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
+	/* a sanitizer build's library needs the UBSan runtime in the program too */
+	if (emu_compile(tmp, src, kern, libdir, 0) < 0 && emu_compile(tmp, src, kern, libdir, 1) < 0) {
+		unlink(tmp);
+		return NULL;
+	}
+	if (rename(tmp, out) != 0) {
+		unlink(tmp);
+		return NULL;
+	}
+	return out;
+}
+
+/* The value of the n-th "NAME VALUE" line of out; NAN if there is none. */
+static double emu_value(const char *out, const char *name, int n)
+{
+	size_t k = strlen(name);
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, k) && p[k] == ' ' && n-- == 0)
+			return strtod(p + k + 1, NULL);
+	return NAN;
+}
+
+/* Runs one emu_check mode; 0 when it printed ok and exited 0, else -1 with its output shown. */
+static int emu_mode(const char *bin, const char *mode, char *const env[], struct ddl_run_result *r)
+{
+	char *argv[] = {(char *)bin, (char *)mode, NULL};
+	int rc = trun(argv, env, 60, r);
+	if (rc == 0 && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0 && strstr(r->out, "ok\n")) {
+		if (emu_verbose())
+			fprintf(stderr, "%s", r->out);
+		return 0;
+	}
+	fprintf(stderr, "    emu_check %s: status %#x\n%s%s", mode, r->status, r->out, r->err);
+	return -1;
+}
+
+/* A measured figure of an emu_check run and its plan. */
+struct emu_fig {
+	const char *name;
+	int nth;
+	double want, tol;
+};
+
+/*
+ * Runs a mode until every figure is within its tolerance: at most three
+ * runs, since other load on a shared machine can make a run late. A run
+ * that fails its own checks fails at once.
+ */
+static int emu_timed(const char *bin, const char *mode, char *const env[], const struct emu_fig *f, size_t n)
+{
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		struct ddl_run_result r;
+		CHECK(emu_mode(bin, mode, env, &r) == 0, "%s mode failed", mode);
+		CHECK(r.nerr == 0, "%s: stderr: %s", mode, r.err);
+		size_t i = 0;
+		for (; i < n; i++) {
+			double v = emu_value(r.out, f[i].name, f[i].nth);
+			if (!(fabs(v - f[i].want) <= f[i].tol * f[i].want)) {
+				fprintf(stderr, "    run %d: %s %.3f, planned %.3f (+-%.0f%%)\n", attempt, f[i].name, v,
+				        f[i].want, f[i].tol * 100);
+				break;
+			}
+		}
+		trun_free(&r);
+		if (i == n)
+			return DDL_PASS;
+	}
+	CHECK(0, "%s: figures off the plan in three runs", mode);
+	return DDL_FAIL;
+}
+
+/* ddk_compute of 20 ms and ddk_memory of 10 ms, measured by events: +-5%. */
+int test_emu_kernel_timing(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	static const struct emu_fig f[] = {{"compute_ms", 0, 20, 0.05}, {"compute_ms", 1, 20, 0.05},
+	                                   {"compute_ms", 2, 20, 0.05}, {"memory_ms", 0, 10, 0.05}};
+	return emu_timed(bin, "kernel", NULL, f, sizeof f / sizeof f[0]);
+}
+
+int test_emu_stream_semantics(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	static const struct emu_fig f[] = {{"two_stream_ms", 0, 30, 0.05}};
+	return emu_timed(bin, "streams", NULL, f, 1);
+}
+
+/* 16 MiB copies at PCIe 8, HBM 16 and P2P 8 Gbit/s: +-5%; the p2p ring: 1 GB/s +-10%. */
+int test_emu_memcpy_timing(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	char *env[] = {"DDLEMU_PCIE_GBPS=8", "DDLEMU_HBM_GBPS=16", "DDLEMU_P2P_GBPS=8", NULL};
+	double ms = 16.0 * EMU_MIB * 8 / 8e9 * 1e3; /* at 8 Gbit/s */
+	const struct emu_fig f[] = {{"h2d_ms", 0, ms, 0.05},         {"d2d_ms", 0, ms / 2, 0.05},
+	                            {"default_d2h_ms", 0, ms, 0.05}, {"peer_ms", 0, ms, 0.05},
+	                            {"sync_d2h_ms", 0, ms, 0.10},    {"p2p_ring_gbytes_per_s", 0, 1, 0.10}};
+	return emu_timed(bin, "memcpy", env, f, sizeof f / sizeof f[0]);
+}
+
+int test_emu_error_codes(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	struct ddl_run_result r;
+	CHECK(emu_mode(bin, "errors", NULL, &r) == 0, "errors mode failed");
+	CHECK(r.nerr == 0, "the emulation printed on success: %s", r.err);
+	trun_free(&r);
+	char *env[] = {"DDLEMU_DEVICES=3", NULL};
+	CHECK(emu_mode(bin, "errors", env, &r) == 0, "errors mode with 3 devices failed");
+	trun_free(&r);
+
+	/* bad settings: one line each, naming the variable, then the defaults */
+	char *bad[] = {"DDLEMU_DEVICES=0", "DDLEMU_NET_GBPS=fast", "DDLEMU_ADDR=nowhere", "DDLEMU_INTRA_GBPS=-1",
+	               NULL};
+	CHECK(emu_mode(bin, "errors", bad, &r) == 0, "errors mode with bad settings failed");
+	int lines = 0;
+	for (const char *p = r.err; (p = strchr(p, '\n')); p++)
+		lines++;
+	CHECK(lines == 4, "%d lines on stderr for 4 bad settings:\n%s", lines, r.err);
+	const char *names[] = {"DDLEMU_DEVICES", "DDLEMU_NET_GBPS", "DDLEMU_ADDR", "DDLEMU_INTRA_GBPS"};
+	for (int i = 0; i < 4; i++)
+		CHECK(strstr(r.err, names[i]), "no message names %s:\n%s", names[i], r.err);
+	trun_free(&r);
+	return DDL_PASS;
+}
+
+/*
+ * Starts n ranks of `emu_check nccl` (rank i on host hosts[i], split color
+ * colors[i]) with env, waits for all (at most timeout_s), and collects
+ * their stdout in outs (caller frees). 0 when every rank printed ok.
+ */
+static int emu_job(const char *bin, const char *mode, int n, const char *const hosts[], const int colors[],
+                   char *const env[], int timeout_s, char **outs)
+{
+	char *dir = tmpdir();
+	pid_t pids[16];
+	int ok = 1;
+	for (int i = 0; i < n; i++) {
+		char o[PATH_MAX], e[PATH_MAX];
+		snprintf(o, sizeof o, "%s/out%d", dir, i);
+		snprintf(e, sizeof e, "%s/err%d", dir, i);
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			char rank[16], nr[16], col[16], host[128];
+			snprintf(rank, sizeof rank, "%d", i);
+			snprintf(nr, sizeof nr, "%d", n);
+			snprintf(col, sizeof col, "%d", colors ? colors[i] : 0);
+			snprintf(host, sizeof host, "DDLPROF_HOST=%s", hosts[i]);
+			if (!freopen(o, "w", stdout) || !freopen(e, "w", stderr))
+				_exit(126);
+			putenv(host);
+			for (int k = 0; env && env[k]; k++)
+				putenv(env[k]);
+			if (!strcmp(mode, "nccl"))
+				execl(bin, bin, mode, rank, nr, dir, col, (char *)NULL);
+			else
+				execl(bin, bin, mode, rank, dir, (char *)NULL);
+			_exit(127);
+		}
+	}
+	time_t end = time(NULL) + timeout_s;
+	for (int i = 0; i < n; i++) {
+		int st = 0;
+		pid_t w;
+		while ((w = waitpid(pids[i], &st, WNOHANG)) == 0 && time(NULL) < end)
+			usleep(20000);
+		if (w == 0) {
+			fprintf(stderr, "    rank %d: timed out after %d s\n", i, timeout_s);
+			for (int k = i; k < n; k++)
+				kill(pids[k], SIGKILL);
+			waitpid(pids[i], &st, 0);
+			ok = 0;
+		} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "    rank %d: status %#x\n", i, st);
+			ok = 0;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/out%d", dir, i);
+		FILE *f = fopen(path, "r");
+		outs[i] = calloc(1, 1 << 16);
+		if (f) {
+			size_t k = fread(outs[i], 1, (1 << 16) - 1, f);
+			outs[i][k] = 0;
+			fclose(f);
+		}
+		if (!strstr(outs[i], "ok\n"))
+			ok = 0;
+		snprintf(path, sizeof path, "%s/err%d", dir, i);
+		f = fopen(path, "r");
+		char err[4096] = "";
+		if (f) {
+			size_t k = fread(err, 1, sizeof err - 1, f);
+			err[k] = 0;
+			fclose(f);
+		}
+		if (err[0] && (!ok || emu_verbose()))
+			fprintf(stderr, "    rank %d stderr: %s", i, err);
+		if (emu_verbose())
+			fprintf(stderr, "    rank %d stdout:\n%s", i, outs[i]);
+	}
+	trm(dir);
+	free(dir);
+	return ok ? 0 : -1;
+}
+
+static void emu_free_outs(char **outs, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(outs[i]);
+}
+
+/* Every rank's NAME within tol of want; the worst deviation in *worst. */
+static int emu_all_within(char **outs, int n, const char *name, double want, double tol, double *worst)
+{
+	*worst = 0;
+	for (int i = 0; i < n; i++) {
+		double v = emu_value(outs[i], name, 0), d = fabs(v - want) / want;
+		if (isnan(v))
+			return 0;
+		*worst = d > *worst ? d : *worst;
+	}
+	return *worst <= tol;
+}
+
+/*
+ * Four rank processes on two emulated hosts (two ranks each): every
+ * collective correct on every rank, the 8 MiB all-reduce in the paced time
+ * of its ring (2 * 3/4 * 8 MiB over the 0.5 Gbit/s network links, +-10%),
+ * a 4 MiB exchange across hosts in 4 MiB / 0.5 Gbit/s (+-5%), and
+ * ncclCommSplit into one communicator per host whose all-reduce takes the
+ * intra-host time (2 * 1/2 * 8 MiB at 1 Gbit/s, +-10%). Timing may be disturbed
+ * by other load: up to three runs, each correct, one must be on time.
+ */
+int test_emu_nccl_two_hosts(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	char ha[64], hb[64];
+	snprintf(ha, sizeof ha, "emuhostA%d", (int)getpid());
+	snprintf(hb, sizeof hb, "emuhostB%d", (int)getpid());
+	const char *hosts[] = {ha, ha, hb, hb};
+	int colors[] = {0, 0, 1, 1};
+	/* rates low enough that four ranks' copying leaves the two cores idle most of the time */
+	char *env[] = {"DDLEMU_NET_GBPS=0.5", "DDLEMU_INTRA_GBPS=1", "EMU_TIMED_FLOATS=2097152", NULL};
+	double bytes = 8.0 * EMU_MIB;
+	double plan = 2 * 3.0 / 4 * bytes * 8 / 0.5e9 * 1e3, plan_split = 2 * 1.0 / 2 * bytes * 8 / 1e9 * 1e3;
+	double plan_p2p = 4.0 * EMU_MIB * 8 / 0.5e9 * 1e3;
+	double w1 = 0, w2 = 0, w3 = 0;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		char *outs[4];
+		CHECK(emu_job(bin, "nccl", 4, hosts, colors, env, 120, outs) == 0, "the 4-rank job failed");
+		for (int i = 0; i < 4; i++) {
+			CHECK(emu_value(outs[i], "split_ranks", 0) == 2, "rank %d: split communicator size", i);
+			CHECK(emu_value(outs[i], "split_rank", 0) == i % 2, "rank %d: rank in its host's communicator", i);
+			CHECK(emu_value(outs[i], "split_max_rank", 0) == (i < 2 ? 1 : 3),
+			      "rank %d: the split communicator mixes hosts", i);
+		}
+		int on_time = emu_all_within(outs, 4, "allreduce_ms", plan, 0.10, &w1);
+		on_time &= emu_all_within(outs, 4, "split_allreduce_ms", plan_split, 0.10, &w2);
+		/* a rank that left the barrier early also counts the wait for its peer: the later one of a pair measures the transfer */
+		on_time &= emu_all_within(outs, 4, "p2p_ms", plan_p2p, 0.10, &w3);
+		double best = INFINITY;
+		for (int i = 0; i < 4; i++) {
+			double v = emu_value(outs[i], "p2p_ms", 0);
+			best = v < best ? v : best;
+		}
+		on_time &= fabs(best - plan_p2p) <= 0.05 * plan_p2p;
+		if (emu_verbose() || !on_time)
+			fprintf(stderr, "    attempt %d: all-reduce %.1f ms (planned %.1f, worst rank off by %.1f%%), "
+			                "per-host all-reduce %.1f ms (planned %.1f, worst %.1f%%), "
+			                "4 MiB exchange %.2f ms at best (planned %.2f, worst %.1f%%)\n",
+			        attempt + 1, emu_value(outs[0], "allreduce_ms", 0), plan, w1 * 100,
+			        emu_value(outs[0], "split_allreduce_ms", 0), plan_split, w2 * 100,
+			        best, plan_p2p, w3 * 100);
+		emu_free_outs(outs, 4);
+		if (on_time)
+			return DDL_PASS;
+	}
+	CHECK(0, "the all-reduce times stayed off the plan in three runs");
+	return DDL_FAIL;
+}
+
+/* Three ranks on one host (an odd ring), unpaced: results only. */
+int test_emu_nccl_one_host(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	char h[64];
+	snprintf(h, sizeof h, "emuhost%d", (int)getpid());
+	const char *hosts[] = {h, h, h};
+	int colors[] = {0, 1, 0};
+	char *env[] = {"DDLEMU_NET_GBPS=0", "DDLEMU_INTRA_GBPS=0", "EMU_TIMED_FLOATS=100000", NULL};
+	char *outs[3];
+	CHECK(emu_job(bin, "nccl", 3, hosts, colors, env, 120, outs) == 0, "the 3-rank job failed");
+	CHECK(emu_value(outs[0], "split_ranks", 0) == 2 && emu_value(outs[1], "split_ranks", 0) == 1 &&
+	              emu_value(outs[2], "split_rank", 0) == 1,
+	      "split by colors 0,1,0");
+	emu_free_outs(outs, 3);
+	return DDL_PASS;
+}
+
+int test_emu_nccl_one_process(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	struct ddl_run_result r;
+	CHECK(emu_mode(bin, "initall", NULL, &r) == 0, "initall mode failed");
+	trun_free(&r);
+	return DDL_PASS;
+}
+
+/* A rank dies: the other sees ncclRemoteError instead of hanging, and exits at once. */
+int test_emu_nccl_peer_death(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	const char *hosts[] = {"emudeath", "emudeath"};
+	char *outs[2];
+	time_t t0 = time(NULL);
+	CHECK(emu_job(bin, "peerdeath", 2, hosts, NULL, NULL, 30, outs) == 0,
+	      "rank 0 did not handle the death of rank 1");
+	CHECK(time(NULL) - t0 < 8, "took %ld s: exit waited for the queued kernel", (long)(time(NULL) - t0));
+	CHECK(strstr(outs[0], "error "), "no error message");
+	emu_free_outs(outs, 2);
+	return DDL_PASS;
+}
