@@ -83,7 +83,7 @@ $(B)/lib/libddlemu.so: $(EMU_OBJ)
 # is here (it builds in CI; it runs only where there is a GPU).
 $(B)/examples/ddlsynth: examples/ddlsynth.c $(B)/obj/kernels/emu_kernels.o $(EMU_LIB) kernels/kernels.h
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) -pthread -o $@ examples/ddlsynth.c \
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) $(LIB_SAN) -pthread -o $@ examples/ddlsynth.c \
 		$(B)/obj/kernels/emu_kernels.o -L$(B)/lib -lddlemu -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 $(B)/obj/kernels/kernels_cu.o: kernels/kernels.cu kernels/kernels.h

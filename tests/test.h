@@ -86,6 +86,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(gpu_synth_flat) \
 	X(gpu_synth_device_times) \
 	X(gpu_synth_iterations_from_collectives) \
+	X(gpu_clock_alignment) \
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
 	X(launcher_runs) \
