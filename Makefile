@@ -49,7 +49,9 @@ SYNTH := $(if $(wildcard examples/ddlsynth.c),$(B)/examples/ddlsynth $(if $(NVCC
 endif
 TEST_SRC := $(wildcard tests/*.c)
 PROG_SRC := $(wildcard tests/progs/*.c)
-EXAMPLE_SRC := $(filter-out examples/ddlsynth.c,$(wildcard examples/*.c))
+EXAMPLE_SRC := $(filter-out examples/ddlsynth.c examples/mpi_allreduce.c,$(wildcard examples/*.c))
+# The MPI example, only where Open MPI's (or another MPI's) mpicc is found.
+MPICC := $(shell command -v mpicc 2>/dev/null)
 BENCH_SRC := $(if $(HAVE_CUDA),$(wildcard bench/*.c),$(filter-out bench/launch.c,$(wildcard bench/*.c)))
 
 BINS := $(B)/bin/ddlprof $(B)/bin/ddlprof-report $(if $(SIM_SRC),$(B)/bin/ddlprof-sim) \
@@ -59,7 +61,8 @@ PROGS := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 # Test programs on the real CUDA runtime and NCCL (they run without a GPU too).
 GPU_TEST_SRC := $(if $(HAVE_CUDA),$(wildcard tests/gpu/*.c))
 PROGS += $(GPU_TEST_SRC:tests/gpu/%.c=$(B)/tests/gpu/%)
-EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
+EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%) \
+	$(if $(MPICC),$(if $(wildcard examples/mpi_allreduce.c),$(B)/examples/mpi_allreduce))
 BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%) $(if $(HAVE_CUDA),$(B)/bench/libfakecudart.so)
 
 all: $(LIBS) $(BINS) $(EXAMPLES) $(SYNTH)
@@ -132,6 +135,10 @@ $(B)/tests/gpu/%: tests/gpu/%.c
 	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< \
 		-L$(CUDA_LIBDIR) -lcudart -lnccl -Wl,-rpath,$(CUDA_LIBDIR)
 
+$(B)/examples/mpi_allreduce: examples/mpi_allreduce.c
+	@mkdir -p $(@D)
+	$(MPICC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
+
 $(B)/examples/%: examples/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< -lm
@@ -163,15 +170,22 @@ check: deps
 	@$(MAKE) --no-print-directory SAN=1 B=build-san all $(PROGS:$(B)/%=build-san/%) build-san/tests/ddltest
 	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		build-san/tests/ddltest
+	@echo "== the library's hot path under ThreadSanitizer"
+	@$(MAKE) --no-print-directory tsan
 
-# libFuzzer on the trace reader (clang), FUZZ_SECONDS long, from the seeds.
-fuzz: deps $(B)/fuzz/fuzz_trace $(if $(REC_SRC),$(B)/fuzz/fuzz_catalog)
-	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/crashes $(B)/fuzz/catalog_corpus
+# libFuzzer (clang) on the trace reader, the instance catalog and the job-trace
+# loaders, FUZZ_SECONDS each, from the seeds.
+fuzz: deps $(B)/fuzz/fuzz_trace $(if $(REC_SRC),$(B)/fuzz/fuzz_catalog) \
+	$(if $(SIM_SRC),$(B)/fuzz/fuzz_jobs)
+	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/crashes $(B)/fuzz/catalog_corpus $(B)/fuzz/jobs_corpus
 	$(B)/fuzz/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix=$(B)/fuzz/crashes/ $(B)/fuzz/corpus tests/fuzz/seeds
 	$(if $(REC_SRC),$(B)/fuzz/fuzz_catalog -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 		-rss_limit_mb=2048 -artifact_prefix=$(B)/fuzz/crashes/ $(B)/fuzz/catalog_corpus \
 		tests/fuzz/catalog_seeds)
+	$(if $(SIM_SRC),$(B)/fuzz/fuzz_jobs -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+		-rss_limit_mb=2048 -dict=tests/fuzz/jobs.dict -artifact_prefix=$(B)/fuzz/crashes/ \
+		$(B)/fuzz/jobs_corpus tests/fuzz/jobs_seeds)
 
 $(B)/fuzz/fuzz_catalog: tests/fuzz/fuzz_catalog.c $(filter-out recommender/recommend.c recommender/search.c recommender/output.c,$(REC_SRC)) $(wildcard recommender/*.h)
 	@mkdir -p $(@D)
@@ -180,11 +194,36 @@ $(B)/fuzz/fuzz_catalog: tests/fuzz/fuzz_catalog.c $(filter-out recommender/recom
 		-o $@ tests/fuzz/fuzz_catalog.c recommender/catalog.c recommender/profile.c \
 		recommender/model.c $(JANSSON_LIBS) -lm
 
+# ddlprof-sim's job-trace loaders; the first input byte picks the format.
+$(B)/fuzz/fuzz_jobs: tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c scheduler/*.h) scheduler/models.c
+	@mkdir -p $(@D)
+	clang $(CPPFLAGS) -Ischeduler -std=c11 -Wall -Wextra -Werror -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-o $@ tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c) scheduler/models.c \
+		$(JANSSON_LIBS) -lm
+
 $(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) -Ianalyzer -std=c11 -Wall -Wextra -Werror -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS)
+
+# ThreadSanitizer over the preload library's hot path (tests/tsan/hot.c says
+# how): the library's sources compiled into the test program with gcc, whose
+# shared libtsan then sits behind the wrappers; a preloaded TSan library
+# cannot start before the runtime. A build folder of its own.
+TSAN_B ?= build-tsan
+TSAN_CC ?= gcc
+tsan: deps $(TSAN_B)/tests/tsan/hot
+	DDLPROF_DISABLE=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 $(TSAN_OPTIONS)" \
+		$(TSAN_B)/tests/tsan/hot
+
+$(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(LIB_SRC) $(READ_SRC) $(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
+	@mkdir -p $(@D)
+	$(TSAN_CC) $(CPPFLAGS) -Ianalyzer $(WARN) -O1 -g -fsanitize=thread -ftls-model=initial-exec \
+		-pthread -o $@ tests/tsan/hot.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS)
+
+.PHONY: tsan
 
 demo: deps
 	@$(MAKE) --no-print-directory all

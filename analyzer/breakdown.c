@@ -132,6 +132,11 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
 		sum.interconnect_stall += (double)ic / 1e9;
 		sum.idle += (double)(blocked - net - ic) / 1e9;
 		sum.compute += len - (double)blocked / 1e9;
+		if (p->iter_parts)
+			p->iter_parts[k] = (struct ddl_parts){.compute = len - (double)blocked / 1e9,
+			                                      .interconnect_stall = (double)ic / 1e9,
+			                                      .network_stall = (double)net / 1e9,
+			                                      .idle = (double)(blocked - net - ic) / 1e9};
 	}
 	free(blk);
 	free(win);
@@ -174,7 +179,12 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
  * slowdown(level) = T(level) / T(machine); score = 1 - T(machine)/T(cluster),
  * the share of time lost when the job spreads over several racks.
  */
-static void ddl_report_sensitivity(struct ddl_report *r)
+struct ddl_sens_in {
+	double t, s, w, b; /* means over the ranks with iterations */
+};
+
+/* The inputs of the prediction; 0 when the run has no iterations or sent nothing. */
+static int ddl_sens_inputs(const struct ddl_report *r, struct ddl_sens_in *in)
 {
 	double t = 0, s = 0, w = 0, b = 0;
 	size_t np = 0;
@@ -196,16 +206,25 @@ static void ddl_report_sensitivity(struct ddl_report *r)
 		np++;
 	}
 	if (!np || b <= 0)
+		return 0;
+	*in = (struct ddl_sens_in){t / (double)np, s / (double)np, w / (double)np, b / (double)np};
+	return 1;
+}
+
+/* T(bw), the equation above, for a link of BW bytes/s. */
+static double ddl_sens_predict(const struct ddl_sens_in *in, double bw)
+{
+	double hidden = in->w > in->s ? in->w - in->s : 0, comm = in->b / bw;
+	return in->t - in->s + (comm > hidden ? comm - hidden : 0);
+}
+
+static void ddl_report_sensitivity(struct ddl_report *r)
+{
+	struct ddl_sens_in in;
+	if (!ddl_sens_inputs(r, &in))
 		return;
-	t /= (double)np;
-	s /= (double)np;
-	w /= (double)np;
-	b /= (double)np;
-	double hidden = w > s ? w - s : 0;
-	for (int l = 0; l < 3; l++) {
-		double comm = b / r->bw[l];
-		r->predicted_s[l] = t - s + (comm > hidden ? comm - hidden : 0);
-	}
+	for (int l = 0; l < 3; l++)
+		r->predicted_s[l] = ddl_sens_predict(&in, r->bw[l]);
 	for (int l = 0; l < 3; l++)
 		r->slowdown[l] = r->predicted_s[l] / r->predicted_s[DDL_LEVEL_MACHINE];
 	r->sensitivity = 1 - r->predicted_s[DDL_LEVEL_MACHINE] / r->predicted_s[DDL_LEVEL_CLUSTER];
@@ -267,6 +286,8 @@ void ddl_report_breakdown(struct ddl_report *r)
 		struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)
 			continue;
+		free(p->iter_parts);
+		p->iter_parts = calloc(p->niter, sizeof *p->iter_parts); /* NULL: outputs use the means */
 		if (ddl_proc_breakdown_gpu(r, p) < 0)
 			ddl_proc_breakdown(p);
 		double n = (double)p->niter;
@@ -281,4 +302,131 @@ void ddl_report_breakdown(struct ddl_report *r)
 	DDL_PARTS(DDL_X_PCT)
 #undef DDL_X_PCT
 	ddl_report_sensitivity(r);
+}
+
+/*
+ * Measured against predicted. A run made under ddlprof --perturb-net
+ * rate=R had every send of every process held to R bytes a second: a link
+ * of bandwidth R. Its measured iteration is set beside T(R), the equation
+ * above at bw = R, from the baseline's inputs when there is a baseline
+ * (the same job unperturbed: the prediction is then a real forecast) and
+ * from this run's own otherwise (a consistency check of the model). With
+ * a baseline of iteration T0 the slowdowns are T(perturbed) / T0 measured
+ * and T(R) / T0 predicted; error = T(R) / T(perturbed) - 1 either way.
+ * delay=USEC is measured only: the model is one of bandwidth.
+ */
+
+/* The run's DDLPROF_PERTURB_NET, or NULL. */
+static const char *ddl_run_perturb(const struct ddl_traceset *s, const struct ddl_run *run)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->t[i].hdr.run_id, run->id))
+			return ddl_trace_meta(&s->t[i], "DDLPROF_PERTURB_NET");
+	return NULL;
+}
+
+/* The newest run of S that is (WANT 1) or is not (WANT 0) perturbed, other than NOT. */
+static const struct ddl_run *ddl_run_newest(const struct ddl_traceset *s, int want,
+                                            const struct ddl_run *not)
+{
+	const struct ddl_run *best = NULL;
+	for (size_t k = 0; k < s->nruns; k++) {
+		const struct ddl_run *run = &s->runs[k];
+		if (run != not && (ddl_run_perturb(s, run) != NULL) == (want != 0) &&
+		    (!best || run->newest_real_ns > best->newest_real_ns))
+			best = run;
+	}
+	return best;
+}
+
+const struct ddl_run *ddl_report_run(const struct ddl_traceset *s, const char *id)
+{
+	const struct ddl_run *pert = id ? NULL : ddl_run_newest(s, 1, NULL);
+	if (pert && ddl_run_newest(s, 0, NULL))
+		return pert;
+	return ddl_traceset_run(s, id);
+}
+
+/* Builds BASE, run RUN of S, with R's settings, as ddlprof-report does. 0 or -1. */
+static int ddl_report_like(struct ddl_report *base, const struct ddl_report *r,
+                           const struct ddl_traceset *s, const struct ddl_run *run)
+{
+	if (ddl_report_build(base, s, run) < 0)
+		return -1;
+	memcpy(base->bw, r->bw, sizeof base->bw);
+	base->iteration_names = r->iteration_names;
+	base->data_names = r->data_names;
+	base->warmup = r->warmup;
+	ddl_report_gpu(base);
+	ddl_report_align(base);
+	ddl_report_iterations(base, r->iteration_names, r->warmup);
+	ddl_report_breakdown(base);
+	return 0;
+}
+
+int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, size_t errlen)
+{
+	const char *pert = ddl_run_perturb(r->set, r->run);
+	if (!pert) {
+		if (!baseline)
+			return 0;
+		snprintf(err, errlen, "--baseline: run %s was not made under ddlprof --perturb-net; name "
+		         "the perturbed run's traces after --baseline DIR", r->run->id);
+		return -1;
+	}
+	if (r->iterations <= 0)
+		return 0; /* nothing measured to compare */
+	struct ddl_traceset own;
+	const struct ddl_traceset *bs = r->set;
+	if (baseline) {
+		char *paths[] = {(char *)baseline}, why[512];
+		if (ddl_traceset_load(&own, paths, 1, why, sizeof why) < 0) {
+			snprintf(err, errlen, "--baseline: %s", why);
+			ddl_traceset_free(&own);
+			return -1;
+		}
+		bs = &own;
+	}
+	const struct ddl_run *brun = ddl_run_newest(bs, 0, r->run);
+	struct ddl_report base;
+	int rc = 0, have_base = 0;
+	memset(&base, 0, sizeof base);
+	if (!brun && baseline) {
+		snprintf(err, errlen, "--baseline %s: no run without --perturb-net there%s", baseline,
+		         bs->nruns ? "" : " (no readable traces)");
+		rc = -1;
+	} else if (brun && ddl_report_like(&base, r, bs, brun) < 0) {
+		snprintf(err, errlen, "baseline run %s: out of memory", brun->id);
+		rc = -1;
+	} else if (brun && base.iterations <= 0 && baseline) {
+		snprintf(err, errlen, "--baseline %s: run %s: no iterations found (see --iteration-name)",
+		         baseline, brun->id);
+		rc = -1;
+	} else if (brun && base.iterations <= 0) {
+		brun = NULL; /* a run among the paths that is no baseline: predict from this one */
+	} else {
+		have_base = brun != NULL;
+	}
+	if (rc == 0) {
+		struct ddl_sens_in in;
+		double bw = !strncmp(pert, "rate=", 5) ? ddl_rate(pert + 5, strlen(pert + 5)) : -1;
+		memset(&r->measured, 0, sizeof r->measured);
+		r->measured.perturb = pert;
+		r->measured.iteration_s = r->iter_mean_s;
+		if (bw > 0) {
+			r->measured.bandwidth = bw;
+			r->measured.from_baseline = have_base;
+			if (ddl_sens_inputs(have_base ? &base : r, &in))
+				r->measured.predicted_s = ddl_sens_predict(&in, bw);
+		}
+		if (have_base) {
+			snprintf(r->measured.baseline_run, sizeof r->measured.baseline_run, "%s", brun->id);
+			r->measured.baseline_s = base.iter_mean_s;
+		}
+		r->have_measured = 1;
+	}
+	ddl_report_free(&base);
+	if (baseline)
+		ddl_traceset_free(&own);
+	return rc;
 }

@@ -354,6 +354,10 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 		sum.interconnect_stall += ic;
 		sum.data_stall += d;
 		sum.idle += len - c - nt - ic - d;
+		if (p->iter_parts)
+			p->iter_parts[it] = (struct ddl_parts){.compute = c, .data_stall = d,
+			                                       .interconnect_stall = ic, .network_stall = nt,
+			                                       .idle = len - c - nt - ic - d};
 	}
 	free(pts);
 	for (int k = 0; k < DDL_NP; k++)

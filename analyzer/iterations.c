@@ -489,9 +489,16 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 {
 	size_t total = 0;
 	r->iterations = -1;
-	int by_socket = 0, by_coll = 0;
+	int by_socket = 0, by_coll = 0, ranked = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		ranked |= r->procs[i].rank >= 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
+		if (ranked && p->rank < 0) {
+			/* a launcher among ranks (mpirun, a job's own parent): not a rank's steps */
+			p->iteration_method = "none";
+			continue;
+		}
 		ddl_proc_iterations(p, patterns);
 		ddl_keep_training_thread(p);
 		p->iteration_method = "markers";

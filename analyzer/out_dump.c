@@ -23,7 +23,8 @@ static const char *ddl_dump_gpu(const struct ddl_trace *t, size_t i, char *buf, 
 	} while (0)
 	DDL_ADD("stream=%u", e->peer);
 	if (ddl_event_class(e->kind) == DDL_CLASS_DEVICE)
-		DDL_ADD(",src=%s", e->flags & DDL_EVF_CUPTI ? "cupti" : "events");
+		DDL_ADD(",src=%s%s", e->flags & DDL_EVF_CUPTI ? "cupti" : "events",
+		        e->flags & DDL_EVF_RUN ? ",run" : "");
 	if (a) {
 		if (a->bytes)
 			DDL_ADD(",%s=%" PRIu64, ddl_event_class(e->kind) == DDL_CLASS_LAUNCH ? "blocks" : "bytes",

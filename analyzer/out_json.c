@@ -27,6 +27,26 @@ static json_t *ddl_jstr(const char *s)
 	return j ? j : json_null();
 }
 
+/* job.sensitivity.measured (breakdown.c): null where a figure needs what is missing. */
+static json_t *ddl_json_measured(const struct ddl_report *r)
+{
+	double t = r->measured.iteration_s, pred = r->measured.predicted_s, base = r->measured.baseline_s;
+	json_t *m = json_object();
+	json_object_set_new(m, "perturbation", ddl_jstr(r->measured.perturb));
+	json_object_set_new(m, "bandwidth_bps",
+	                    r->measured.bandwidth > 0 ? json_real(r->measured.bandwidth * 8) : json_null());
+	json_object_set_new(m, "iteration_s", json_real(t));
+	json_object_set_new(m, "baseline_iteration_s", base > 0 ? json_real(base) : json_null());
+	json_object_set_new(m, "slowdown", base > 0 ? json_real(t / base) : json_null());
+	json_object_set_new(m, "predicted_slowdown", base > 0 && pred > 0 ? json_real(pred / base) : json_null());
+	json_object_set_new(m, "error", pred > 0 && t > 0 ? json_real(pred / t - 1) : json_null());
+	json_object_set_new(m, "predicted_iteration_s", pred > 0 ? json_real(pred) : json_null());
+	json_object_set_new(m, "predicted_from",
+	                    pred > 0 ? json_string(r->measured.from_baseline ? "baseline" : "run") : json_null());
+	json_object_set_new(m, "baseline_run", base > 0 ? ddl_jstr(r->measured.baseline_run) : json_null());
+	return m;
+}
+
 static json_t *ddl_json_parts(const struct ddl_parts *p)
 {
 	json_t *j = json_object();
@@ -84,6 +104,61 @@ static json_t *ddl_json_gpu(const struct ddl_gpusum *g)
 	return j;
 }
 
+/* processes[].counters (counters.c); null when --papi was not used. */
+static json_t *ddl_json_counters(const struct ddl_ctrsum *c)
+{
+	if (!c)
+		return json_null();
+	json_t *j = json_object(), *names = json_array(), *refused = json_array(), *th = json_array();
+	json_object_set_new(j, "error", ddl_jstr(c->error));
+	json_object_set_new(j, "domain", ddl_jstr(c->domain));
+	for (size_t n = 0; n < c->ncounters; n++)
+		json_array_append_new(names, ddl_jstr(c->names[n]));
+	for (size_t n = 0; n < c->nrefused; n++)
+		json_array_append_new(refused, json_pack("{s:o, s:o}", "name", ddl_jstr(c->refused[n]),
+		                                         "error", ddl_jstr(c->refused_why[n])));
+	for (size_t k = 0; k < c->nthreads; k++) {
+		const struct ddl_ctrthread *t = &c->threads[k];
+		json_t *per = json_object(), *tot = json_object();
+		for (size_t n = 0; n < c->ncounters; n++) {
+			json_object_set_new(per, c->names[n], t->iterations ? json_real(t->per_iter[n]) : json_null());
+			json_object_set_new(tot, c->names[n], json_real(t->total[n]));
+		}
+		json_t *o = json_pack("{s:i, s:o, s:I, s:I}", "tid", (int)t->tid, "name", ddl_jstr(t->name),
+		                      "iterations", (json_int_t)t->iterations, "readings",
+		                      (json_int_t)t->readings);
+		json_object_set_new(o, "per_iteration", per);
+		json_object_set_new(o, "total", tot);
+		json_array_append_new(th, o);
+	}
+	json_object_set_new(j, "counted", names);
+	json_object_set_new(j, "unavailable", refused);
+	json_object_set_new(j, "threads", th);
+	return j;
+}
+
+/* callsites[] (callsites.c): the top stacks by stall. */
+static json_t *ddl_json_callsites(const struct ddl_report *r)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < r->ncallsites; i++) {
+		const struct ddl_callsite *c = &r->callsites[i];
+		json_t *fr = json_array();
+		for (size_t k = 0; k < c->nframes; k++)
+			json_array_append_new(fr, json_pack("{s:o, s:o, s:I}", "function",
+			                                    ddl_jstr(c->frames[k].function), "module",
+			                                    ddl_jstr(c->frames[k].module), "offset",
+			                                    (json_int_t)c->frames[k].offset));
+		json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:I, s:o}", "stall_s", c->stall_s,
+		                      "network_stall_s", c->network_s, "interconnect_stall_s",
+		                      c->interconnect_s, "time_s", c->time_s, "calls", (json_int_t)c->calls,
+		                      "call", ddl_jstr(c->call));
+		json_object_set_new(o, "frames", fr);
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 static const char *ddl_span_name(int span)
 {
 	return span == DDL_SPAN_INTRA ? "intra" : span == DDL_SPAN_INTER ? "inter" : "unknown";
@@ -112,6 +187,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_object_set_new(jp, "command", ddl_jstr(p->command));
 		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
 		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
+		json_object_set_new(jp, "counters", ddl_json_counters(p->ctr));
 		if (p->has_gpu) {
 			json_object_set_new(jp, "gpu", ddl_json_gpu(&p->gpu));
 			json_object_set_new(jp, "collectives", ddl_json_coll(&p->coll));
@@ -151,9 +227,11 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		                       r->predicted_s[DDL_LEVEL_CLUSTER]);
 		json_t *bwj = json_pack("{s:f, s:f, s:f}", "machine", r->bw[DDL_LEVEL_MACHINE] * 8, "rack",
 		                        r->bw[DDL_LEVEL_RACK] * 8, "cluster", r->bw[DDL_LEVEL_CLUSTER] * 8);
-		json_object_set_new(job, "sensitivity",
-		                    json_pack("{s:f, s:o, s:o, s:o}", "score", r->sensitivity, "slowdown", sd,
-		                              "iteration_s", pr, "bandwidth_bps", bwj));
+		json_t *sens = json_pack("{s:f, s:o, s:o, s:o}", "score", r->sensitivity, "slowdown", sd,
+		                         "iteration_s", pr, "bandwidth_bps", bwj);
+		if (r->have_measured)
+			json_object_set_new(sens, "measured", ddl_json_measured(r));
+		json_object_set_new(job, "sensitivity", sens);
 	} else {
 		json_object_set_new(job, "sensitivity", json_null());
 	}
@@ -251,6 +329,13 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_object_set_new(clk, "hosts", offs);
 	json_object_set_new(job, "clock", clk);
 	json_object_set_new(job, "collectives", ddl_json_coll(&tot));
+	if (r->backtrace || r->backtrace_off)
+		json_object_set_new(job, "backtrace",
+		                    json_pack("{s:i, s:I, s:o, s:b}", "depth", r->backtrace, "stacks",
+		                              (json_int_t)r->ncallsites_all, "off", ddl_jstr(r->backtrace_off),
+		                              "symbols_stale", r->symbols_stale));
+	else
+		json_object_set_new(job, "backtrace", json_null());
 	json_object_set_new(root, "job", job);
 	json_t *ranks = json_array();
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -265,6 +350,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_array_append_new(ranks, jr);
 	}
 	json_object_set_new(root, "ranks", ranks);
+	json_object_set_new(root, "callsites", ddl_json_callsites(r));
 	json_object_set_new(root, "processes", procs);
 	json_object_set_new(root, "problems", problems);
 	int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));

@@ -73,6 +73,104 @@ static void ddl_net_row(FILE *f, const char *label, const struct ddl_netsum *n)
 	        (double)n->blocked_ns / 1e9, n->peers_local, n->peers_remote);
 }
 
+/* job.sensitivity.measured (breakdown.c) in one line. */
+static void ddl_measured_line(const struct ddl_report *r, FILE *f)
+{
+	double t = r->measured.iteration_s, pred = r->measured.predicted_s, base = r->measured.baseline_s;
+	char rate[64] = "", p[160] = "", b[200] = "";
+	if (r->measured.bandwidth > 0)
+		snprintf(rate, sizeof rate, " (%.4g Mbit/s)", r->measured.bandwidth * 8 / 1e6);
+	if (pred > 0)
+		snprintf(p, sizeof p, ", %.1f ms predicted from %s", pred * 1e3,
+		         r->measured.from_baseline ? "the baseline" : "this run");
+	if (base > 0 && pred > 0)
+		snprintf(b, sizeof b, "; slowdown x%.2f measured, x%.2f predicted, against %.1f ms (run %s)",
+		         t / base, pred / base, base * 1e3, r->measured.baseline_run);
+	else if (base > 0)
+		snprintf(b, sizeof b, "; slowdown x%.2f measured against %.1f ms (run %s)", t / base,
+		         base * 1e3, r->measured.baseline_run);
+	fprintf(f, "  under --perturb-net %s%s: iteration %.1f ms measured%s%s", r->measured.perturb, rate,
+	        t * 1e3, p, b);
+	if (pred > 0)
+		fprintf(f, "; error %+.1f%%\n", 100 * (pred / t - 1));
+	else
+		fprintf(f, "; not predicted (the model is one of bandwidth: use rate=)\n");
+}
+
+/* --backtrace (callsites.c): the stacks whose calls cost the most stall. */
+static void ddl_callsites_section(const struct ddl_report *r, FILE *f)
+{
+	if (!r->ncallsites_all) {
+		if (r->backtrace_off)
+			fprintf(f, "\nCall sites: not recorded (--backtrace: %s)\n", r->backtrace_off);
+		return;
+	}
+	char depth[32] = "";
+	if (r->backtrace > 0)
+		snprintf(depth, sizeof depth, " of up to %d frames", r->backtrace);
+	fprintf(f, "\nTop call sites by stall time (%zu distinct stack%s%s; functions from the "
+	        "modules' symbol tables)\n", r->ncallsites_all, r->ncallsites_all == 1 ? "" : "s", depth);
+	for (size_t i = 0; i < r->ncallsites; i++) {
+		const struct ddl_callsite *c = &r->callsites[i];
+		fprintf(f, "  %zu. %.3f ms stall (network %.3f, interconnect %.3f) of %.3f ms in %" PRIu64
+		        " call%s (mostly %s)\n", i + 1, c->stall_s * 1e3, c->network_s * 1e3,
+		        c->interconnect_s * 1e3, c->time_s * 1e3, c->calls, c->calls == 1 ? "" : "s", c->call);
+		for (size_t k = 0; k < c->nframes; k++) {
+			const struct ddl_frame *fr = &c->frames[k];
+			const char *m = fr->module ? strrchr(fr->module, '/') : NULL;
+			m = m ? m + 1 : fr->module ? fr->module : "?";
+			fprintf(f, "       %s (%s+%#" PRIx64 ")\n", fr->function ? fr->function : "??", m,
+			        fr->offset);
+		}
+	}
+	if (r->symbols_stale)
+		fprintf(f, "  (some modules changed since the run: their frames are left unnamed)\n");
+}
+
+/* --papi (counters.c): counters per thread, mean per iteration. */
+static void ddl_counters_section(const struct ddl_report *r, FILE *f)
+{
+	int any = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		any |= r->procs[i].ctr != NULL;
+	if (!any)
+		return;
+	fprintf(f, "\nCounters (--papi; read at each marker event; mean per iteration of the thread)\n");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		const struct ddl_ctrsum *c = p->ctr;
+		if (!c)
+			continue;
+		fprintf(f, "  %s:%u rank %d%s%s\n", p->host, p->pid, p->rank,
+		        c->domain ? ", counting " : "", c->domain ? c->domain : "");
+		if (c->error)
+			fprintf(f, "    no counters: %s\n", c->error);
+		for (size_t k = 0; k < c->nthreads; k++) {
+			const struct ddl_ctrthread *th = &c->threads[k];
+			fprintf(f, "    thread %u %s (%zu iteration%s):", th->tid, th->name ? th->name : "",
+			        th->iterations, th->iterations == 1 ? "" : "s");
+			for (size_t n = 0; n < c->ncounters; n++) {
+				if (th->iterations)
+					fprintf(f, " %s %.6g%s", c->names[n], th->per_iter[n],
+					        n + 1 < c->ncounters ? "," : "");
+				else
+					fprintf(f, " %s %.6g in all%s", c->names[n], th->total[n],
+					        n + 1 < c->ncounters ? "," : "");
+			}
+			fputc('\n', f);
+		}
+		if (!c->nthreads && c->ncounters)
+			fprintf(f, "    no readings (counters are read at marker events: this process made none)\n");
+		if (c->nrefused) {
+			fprintf(f, "    not available here, not counted:");
+			for (size_t n = 0; n < c->nrefused; n++)
+				fprintf(f, " %s (%s)%s", c->refused[n], c->refused_why[n],
+				        n + 1 < c->nrefused ? "," : "");
+			fprintf(f, "; hardware counters are often not exposed in virtual machines\n");
+		}
+	}
+}
+
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
 	char when[64] = "?";
@@ -146,6 +244,8 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			        r->sensitivity, r->predicted_s[0] * 1e3, r->predicted_s[1] * 1e3, r->slowdown[1],
 			        r->predicted_s[2] * 1e3, r->slowdown[2], r->bw[0] * 8 / 1e9, r->bw[1] * 8 / 1e9,
 			        r->bw[2] * 8 / 1e9);
+		if (r->have_measured)
+			ddl_measured_line(r, f);
 	} else {
 		fprintf(f, "\nIterations: none found (no marker ranges matching %s, and no rhythm in the "
 		        "socket traffic)\n", r->iteration_names);
@@ -153,6 +253,8 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 
 	if (r->has_gpu)
 		ddl_gpu_section(r, f);
+	ddl_callsites_section(r, f);
+	ddl_counters_section(r, f);
 
 	fprintf(f, "\nNetwork activity by process and thread\n");
 	fprintf(f, "  %-28s %9s %12s %12s %10s %10s %11s\n", "process / thread", "calls", "sent",

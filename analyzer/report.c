@@ -26,14 +26,19 @@ static const struct {
 	{"text", ddl_out_text},
 	{"json", ddl_out_json},
 	{"dump", ddl_out_dump},
+	{"chrome", ddl_out_chrome},
+	{"html", ddl_out_html},
+	{"csv", ddl_out_csv},
 };
 
 static void ddl_usage(FILE *f)
 {
-	fprintf(f, "usage: ddlprof-report [--json | --dump | --format text|json|dump] [--run ID]\n"
+	fprintf(f, "usage: ddlprof-report [--json | --dump | --chrome | --html | --csv |\n"
+	           "                       --format text|json|dump|chrome|html|csv] [--run ID]\n"
 	           "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
 	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
-	           "                      [-o FILE [--force]] DIR|FILE...\n"
+	           "                      [--baseline DIR] [-o FILE [--force]] DIR|FILE...\n"
+	           "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
 }
 
@@ -63,18 +68,27 @@ int main(int argc, char **argv)
 		{"warmup", required_argument, NULL, 'w'}, {"iteration-name", required_argument, NULL, 'n'},
 		{"bw", required_argument, NULL, 'b'}, {"fail-if", required_argument, NULL, 'x'},
 		{"data-names", required_argument, NULL, 'D'},
+		{"baseline", required_argument, NULL, 'B'},
+		{"compare", required_argument, NULL, 'C'},
+		/* format aliases: the option's name is the format's */
+		{"chrome", no_argument, NULL, 'A'}, {"html", no_argument, NULL, 'A'},
+		{"csv", no_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0}};
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
+	char *compare[3];
+	int ncompare = 0;
 	const char *bw = NULL, *fail_if[16], *data_names = "data*,*dataload*,*data_load*,input*";
 	int nfail = 0;
+	const char *baseline = NULL; /* --baseline: the unperturbed run of a --perturb-net run */
 	char err[1024];
-	int force = 0, c, warmup = 5;
+	int force = 0, c, warmup = 5, idx = 0;
 	char *end;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:h", opts, &idx)) != -1) {
 		switch (c) {
 		case 'j': format = "json"; break;
 		case 'd': format = "dump"; break;
 		case 'F': format = optarg; break;
+		case 'A': format = opts[idx].name; break;
 		case 'r': run_id = optarg; break;
 		case 'o': out = optarg; break;
 		case 'f': force = 1; break;
@@ -103,6 +117,14 @@ int main(int argc, char **argv)
 			}
 			iter_names = optarg;
 			break;
+		case 'C':
+			if (ncompare == 3) {
+				fprintf(stderr, "ddlprof-report: at most three --compare runs (single, node, multi)\n");
+				return 2;
+			}
+			compare[ncompare++] = optarg;
+			break;
+		case 'B': baseline = optarg; break;
 		case 'D':
 			if (!*optarg || strlen(optarg) > 200) {
 				fprintf(stderr, "ddlprof-report: --data-names: 1 to 200 characters of globs\n");
@@ -118,8 +140,36 @@ int main(int argc, char **argv)
 		if (!strcmp(ddl_formats[i].name, format))
 			fi = (int)i;
 	if (fi < 0) {
-		fprintf(stderr, "ddlprof-report: unknown format '%s' (text, json or dump)\n", format);
+		fprintf(stderr, "ddlprof-report: unknown format '%s' (text, json, dump, chrome, html or csv)\n", format);
 		return 2;
+	}
+	if (ncompare) {
+		/* --compare single=A node=B multi=C: the runs after the first are operands */
+		for (int i = optind; i < argc; i++) {
+			if (ncompare == 3 || !strchr(argv[i], '=')) {
+				fprintf(stderr, "ddlprof-report: with --compare, name two or three runs as "
+				        "single=DIR node=DIR multi=DIR, not '%s'\n", argv[i]);
+				return 2;
+			}
+			compare[ncompare++] = argv[i];
+		}
+		if (strcmp(format, "text") && strcmp(format, "json")) {
+			fprintf(stderr, "ddlprof-report: --compare writes text or --json\n");
+			return 2;
+		}
+		struct ddl_cmp_opts co = {bw, iter_names, data_names, warmup, !strcmp(format, "json")};
+		char tmp[4200];
+		FILE *f = out ? ddl_open_out(out, force, tmp, sizeof tmp) : stdout;
+		if (!f)
+			return 1;
+		int st = ddl_compare(compare, ncompare, &co, f);
+		if (out) {
+			if (fclose(f) != 0 || (st == 0 && rename(tmp, out) != 0))
+				st = 1;
+			if (st)
+				unlink(tmp);
+		}
+		return st;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "ddlprof-report: name a trace directory or file\n");
@@ -137,7 +187,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof-report: %s\n", set.errors[i]);
 		status = 1;
 	}
-	const struct ddl_run *run = ddl_traceset_run(&set, run_id);
+	const struct ddl_run *run = ddl_report_run(&set, run_id);
 	if (!run) {
 		if (run_id)
 			fprintf(stderr, "ddlprof-report: no run '%s' in these traces\n", run_id);
@@ -165,6 +215,14 @@ int main(int argc, char **argv)
 	ddl_report_align(&rep);
 	ddl_report_iterations(&rep, iter_names, warmup);
 	ddl_report_breakdown(&rep);
+	if (ddl_report_measure(&rep, baseline, err, sizeof err) < 0) {
+		fprintf(stderr, "ddlprof-report: %s\n", err);
+		ddl_report_free(&rep);
+		ddl_traceset_free(&set);
+		return 1;
+	}
+	ddl_report_callsites(&rep); /* --backtrace: the stacks that cost the most stall */
+	ddl_report_counters(&rep);  /* --papi: counters per thread and iteration */
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];
@@ -200,6 +258,8 @@ int main(int argc, char **argv)
 		tripped |= ddl_failif_eval(&rep, fail_if[k], stderr);
 	if (tripped && status == 0)
 		status = 3;
+	ddl_callsites_free(&rep);
+	ddl_counters_free(&rep);
 	ddl_report_free(&rep);
 	ddl_traceset_free(&set);
 	return status;

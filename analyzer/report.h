@@ -95,6 +95,7 @@ struct ddl_proc {
 	double *iter_s;       /* iteration durations after warm-up, in order */
 	struct ddl_iter *iter; /* the same iterations' spans */
 	struct ddl_parts per_iter; /* mean seconds per iteration of each part */
+	struct ddl_parts *iter_parts; /* each iteration's parts (niter); NULL if not split */
 	double traffic_s;     /* mean seconds per iteration with traffic in flight */
 	double bytes_sent;    /* mean bytes sent per iteration */
 	size_t niter;
@@ -109,6 +110,45 @@ struct ddl_proc {
 	double overlap_s;     /* ... of which hidden under compute */
 	double coll_bytes, coll_intra_bytes, coll_inter_bytes; /* per iteration */
 	double coll_calls;    /* per iteration */
+	struct ddl_ctrsum *ctr; /* counters (--papi, counters.c); NULL when none were asked for */
+};
+
+/* Call sites (callsites.c): a distinct call stack and what its calls cost. */
+struct ddl_frame {
+	const char *function; /* from the module's symbols; NULL when they do not say */
+	const char *module;   /* the module's path; NULL when unknown */
+	uint64_t offset;      /* the return address within the module (its ELF address) */
+};
+
+struct ddl_callsite {
+	double stall_s;       /* time in these calls that the breakdown counts as stall */
+	double network_s, interconnect_s; /* ... split as the breakdown splits it */
+	double time_s;        /* all time in these calls, the whole run */
+	uint64_t calls;
+	const char *call;     /* the intercepted function most of them were ("recv") */
+	struct ddl_frame *frames; /* innermost (the caller of the call) first */
+	size_t nframes;
+};
+
+/* Counters of one process (counters.c). */
+struct ddl_ctrthread {
+	uint32_t tid;
+	const char *name;
+	size_t iterations;    /* iterations of this thread with readings at both ends */
+	double *per_iter;     /* mean per iteration of each counter (ncounters) */
+	double *total;        /* first to last reading of each counter */
+	size_t readings;
+};
+
+struct ddl_ctrsum {
+	const char *error;    /* PAPI could not be used: why; NULL when it could */
+	const char *domain;   /* what was counted: "user+kernel" or "user" (NULL: not said) */
+	size_t ncounters;     /* counted */
+	char **names;
+	size_t nrefused;      /* asked for, refused here (hardware counters in a VM) */
+	char **refused, **refused_why;
+	struct ddl_ctrthread *threads;
+	size_t nthreads;
 };
 
 struct ddl_report {
@@ -132,6 +172,19 @@ struct ddl_report {
 	double predicted_s[3], slowdown[3];
 	double sensitivity;            /* 1 - T(one machine) / T(several racks) */
 	int have_sensitivity;
+	/* measured against predicted (breakdown.c): a run made under ddlprof
+	 * --perturb-net, its iteration beside the prediction at the rate it
+	 * was held to, and with a baseline run both slowdowns */
+	struct {
+		const char *perturb;       /* DDLPROF_PERTURB_NET as recorded */
+		double bandwidth;          /* rate=R in bytes/s; 0 for delay= */
+		double iteration_s;        /* measured under the perturbation */
+		double predicted_s;        /* predicted at that bandwidth; 0 when not */
+		int from_baseline;         /* ... from the baseline's inputs, else this run's */
+		char baseline_run[DDL_RUNID_MAX]; /* "" without a baseline */
+		double baseline_s;         /* the baseline's iteration */
+	} measured;
+	int have_measured;
 	/* clock alignment (align.c): "realtime" (the hosts' clocks as read) or
 	 * "collectives" (some host's clock corrected); per host the offset
 	 * estimated; the residual error, -1 when it could not be measured */
@@ -146,7 +199,17 @@ struct ddl_report {
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
+	/* call sites (callsites.c): top DDL_CALLSITES_TOP by stall, then time */
+	struct ddl_callsite *callsites;
+	size_t ncallsites;
+	size_t ncallsites_all;         /* distinct stacks in the run */
+	int backtrace;                 /* frames the traces were recorded with; 0 none */
+	const char *backtrace_off;     /* asked for, but not taken: why */
+	int symbols_stale;             /* a module changed since the run: some names unknown */
+	void *callsites_mem;           /* callsites.c's own memory */
 };
+
+#define DDL_CALLSITES_TOP 10
 
 enum { DDL_LEVEL_MACHINE, DDL_LEVEL_RACK, DDL_LEVEL_CLUSTER };
 
@@ -156,6 +219,12 @@ void ddl_report_free(struct ddl_report *r);
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
 void ddl_report_breakdown(struct ddl_report *r);
+/* Differential mode (compare.c): SPECS are LABEL=DIR[@SAMPLES]; returns the exit status. */
+struct ddl_cmp_opts {
+	const char *bw, *iter_names, *data_names;
+	int warmup, json;
+};
+int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f);
 /* Aligns the hosts' clocks on the ends of shared collectives (align.c). */
 void ddl_report_align(struct ddl_report *r);
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
@@ -170,14 +239,68 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p);
 /* Parses "machine=100gbit,rack=25gbit,cluster=10gbit" (any subset) into
  * r->bw; 0, or -1 with the reason in ERR. */
 int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errlen);
+/* The run to report: run ID, else the newest; but when the traces hold
+ * runs both with and without --perturb-net, the newest perturbed one
+ * (its baseline is then the newest other). NULL when there is none. */
+const struct ddl_run *ddl_report_run(const struct ddl_traceset *s, const char *id);
+/* Measured against predicted (breakdown.c), after ddl_report_breakdown:
+ * when the run was perturbed, fills r->measured, against the newest
+ * unperturbed run of BASELINE (a trace directory or file) or, BASELINE
+ * NULL, of r's own traces when there is one, reported with r's settings.
+ * Returns 0, also when there is nothing to compare, or -1 with ERR (a
+ * baseline that cannot be read or has no iterations, or BASELINE given
+ * for a run that was not perturbed). */
+int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, size_t errlen);
 /* --fail-if (failif.c): checks a condition's form (0, or -1 with ERR), and
  * evaluates it: 1 when it holds or cannot be measured (one line on F). */
 int ddl_failif_check(const char *cond, char *err, size_t errlen);
 int ddl_failif_eval(const struct ddl_report *r, const char *cond, FILE *f);
 
+/* The call sites that cost the most stall (callsites.c), after the breakdown. */
+void ddl_report_callsites(struct ddl_report *r);
+/* Counters per thread and iteration (counters.c), after the iterations. */
+void ddl_report_counters(struct ddl_report *r);
+/* Frees what the two above made. */
+void ddl_callsites_free(struct ddl_report *r);
+void ddl_counters_free(struct ddl_report *r);
+
 /* Output formats; each returns 0 or -1 on a write error. */
 int ddl_out_text(const struct ddl_report *r, FILE *f);
 int ddl_out_json(const struct ddl_report *r, FILE *f);
 int ddl_out_dump(const struct ddl_report *r, FILE *f);
+int ddl_out_chrome(const struct ddl_report *r, FILE *f);
+int ddl_out_html(const struct ddl_report *r, FILE *f);
+int ddl_out_csv(const struct ddl_report *r, FILE *f);
+
+/* Helpers the timeline outputs share (out_chrome.c). */
+/* The length of the well-formed UTF-8 sequence at S (1 to 4), or 0 when
+ * S starts none (or is at its NUL). */
+size_t ddl_utf8_len(const unsigned char *s);
+/* Host calls that event-pair device intervals refer to, by (thread, corr). */
+struct ddl_devcall {
+	uint64_t key;
+	size_t ev;  /* the call's event index */
+	int span;   /* collectives and groups: DDL_SPAN_* */
+};
+struct ddl_devcalls {
+	struct ddl_devcall *v;
+	size_t n;
+};
+/* 0, or -1 without memory (C is then empty). */
+int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, struct ddl_devcalls *c);
+void ddl_devcalls_free(struct ddl_devcalls *c);
+const struct ddl_devcall *ddl_devcalls_find(const struct ddl_devcalls *c, unsigned tid, uint32_t corr);
+/* What device interval I of T was, and the part of the breakdown it feeds. */
+enum { DDL_DEV_COMPUTE, DDL_DEV_INTRA, DDL_DEV_INTER, DDL_DEV_COPY };
+struct ddl_devinfo {
+	const char *name;            /* kernel name, "allreduce", "memcpy HtoD", ... */
+	int part;                    /* DDL_DEV_* */
+	int span;                    /* collectives: DDL_SPAN_* */
+	const struct ddl_args *args; /* the issuing call's (or CUPTI's), or NULL */
+	size_t call;                 /* the issuing call's event index, or SIZE_MAX */
+	char buf[48];
+};
+void ddl_device_info(const struct ddl_trace *t, size_t i, const struct ddl_devcalls *c,
+                     struct ddl_devinfo *d);
 
 #endif

@@ -89,6 +89,27 @@ static char *ddl_strndup(const char *s, size_t n)
 	return p;
 }
 
+/* Keeps TEXT as entry ID of an id-indexed table (the first one seen wins). */
+static void ddl_idtext_set(struct ddl_idtext **v, size_t *n, uint32_t id, uint32_t value,
+                           const char *text, size_t len)
+{
+	if (id == 0 || id > (1u << 20))
+		return;
+	if (id >= *n) {
+		size_t nn = (size_t)id + 1;
+		struct ddl_idtext *q = realloc(*v, nn * sizeof *q);
+		if (!q)
+			return;
+		memset(q + *n, 0, (nn - *n) * sizeof *q);
+		*v = q;
+		*n = nn;
+	}
+	if (!(*v)[id].text) {
+		(*v)[id].text = ddl_strndup(text, len);
+		(*v)[id].value = value;
+	}
+}
+
 static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t n, size_t off)
 {
 	size_t i = 0;
@@ -202,6 +223,12 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 				t->streams[r.id].dev = (int)r.value;
 				t->streams[r.id].text = ddl_strndup(text, r.len);
 			}
+		} else if (r.kind == DDL_STR_STACK) {
+			ddl_idtext_set(&t->stacks, &t->nstacks, r.id, r.value, text, r.len);
+		} else if (r.kind == DDL_STR_MODULE) {
+			ddl_idtext_set(&t->modules, &t->nmodules, r.id, r.value, text, r.len);
+		} else if (r.kind == DDL_STR_COUNTER) {
+			ddl_idtext_set(&t->counters, &t->ncounters, r.id, r.value, text, r.len);
 		} else if (r.kind == DDL_STR_META) {
 			char **q = realloc(t->meta, (t->nmeta + 1) * sizeof *q);
 			if (!q)
@@ -231,6 +258,16 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 			ddl_problem(t, off, "event chunk of %zu bytes is not whole events", n);
 			t->corrupt = 1;
 			return;
+		}
+		if (t->on_events) {
+			/* streaming: the caller sees the chunk's events where they lie */
+			t->nstreamed += n / sizeof(struct ddl_event);
+			if (t->on_events(t->on_events_ctx, t, (const struct ddl_event *)p,
+			                 n / sizeof(struct ddl_event)) != 0)
+				t->stream_stopped = 1;
+			t->ended = 0;
+			t->exec_end = 0;
+			break;
 		}
 		if (ddl_grow((void **)&t->ev, &t->cap_ev, t->nev + n / sizeof(struct ddl_event),
 		             sizeof(struct ddl_event)) < 0) {
@@ -327,6 +364,19 @@ const struct ddl_args *ddl_event_args(const struct ddl_trace *t, size_t i)
 	return (const struct ddl_args *)&t->ev[i + 1];
 }
 
+uint32_t ddl_event_stack(const struct ddl_trace *t, size_t i)
+{
+	if (i >= t->nev || !(t->ev[i].flags & DDL_EVF_STACK) ||
+	    ddl_event_class(t->ev[i].kind) == DDL_CLASS_ARGS)
+		return 0;
+	size_t j = i + 1 + (ddl_event_args(t, i) != NULL);
+	if (j >= t->nev || t->ev[j].kind != DDL_EV_STACK)
+		return 0;
+	struct ddl_stackrec r;
+	memcpy(&r, &t->ev[j], sizeof r);
+	return r.stack;
+}
+
 const char *ddl_trace_name(const struct ddl_trace *t, uint64_t id)
 {
 	return id && id < t->nnames ? t->names[id] : NULL;
@@ -396,7 +446,16 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 	return 0;
 }
 
+static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
+                              ddl_events_fn cb, void *ctx, char *err, size_t errlen);
+
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen)
+{
+	return ddl_trace_stream(path, t, NULL, NULL, err, errlen);
+}
+
+int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, void *ctx, char *err,
+                     size_t errlen)
 {
 	memset(t, 0, sizeof *t);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -422,7 +481,9 @@ int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errl
 		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "cannot map: %s", strerror(errno));
 	}
-	int rc = ddl_trace_parse(m, size, path, t, err, errlen);
+	/* the kernel reads ahead: the chunks are visited once, in order */
+	madvise((void *)m, size, MADV_SEQUENTIAL);
+	int rc = ddl_trace_parse_cb(m, size, path, t, cb, ctx, err, errlen);
 	munmap((void *)m, size);
 	return rc;
 }
@@ -430,9 +491,17 @@ int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errl
 int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
                     size_t errlen)
 {
+	return ddl_trace_parse_cb(buf, size, name, t, NULL, NULL, err, errlen);
+}
+
+static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
+                              ddl_events_fn cb, void *ctx, char *err, size_t errlen)
+{
 	const unsigned char *m = buf;
 	const char *path = name;
 	memset(t, 0, sizeof *t);
+	t->on_events = cb;
+	t->on_events_ctx = ctx;
 	t->path = strdup(name);
 	if (!t->path)
 		return ddl_fail(err, errlen, name, "out of memory");
@@ -442,7 +511,7 @@ int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_t
 		return -1;
 	unsigned char *zbuf = NULL;
 	size_t off = t->hdr.header_size;
-	while (off < size) {
+	while (off < size && !t->stream_stopped) {
 		struct ddl_chunk c;
 		if (size - off < sizeof c) {
 			ddl_problem(t, off, "file ends inside a chunk header");
@@ -519,6 +588,13 @@ void ddl_trace_free(struct ddl_trace *t)
 	for (size_t i = 0; i < t->nstreams; i++)
 		free(t->streams[i].text);
 	free(t->streams);
+	struct ddl_idtext *tabs[3] = {t->stacks, t->modules, t->counters};
+	size_t ntabs[3] = {t->nstacks, t->nmodules, t->ncounters};
+	for (int k = 0; k < 3; k++) {
+		for (size_t i = 0; i < ntabs[k]; i++)
+			free(tabs[k][i].text);
+		free(tabs[k]);
+	}
 	free(t->comms);
 	for (int i = 0; i < t->nproblems; i++)
 		free(t->problems[i]);

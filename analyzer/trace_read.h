@@ -38,6 +38,17 @@ struct ddl_stream_info {
 	char *text;         /* the handle */
 };
 
+/* A string record kept as written: call stacks, modules, counters. */
+struct ddl_idtext {
+	char *text;         /* NULL: unseen */
+	uint32_t value;
+};
+
+struct ddl_trace;
+/* Streaming: called with each events chunk, in file order; non-zero stops. */
+typedef int (*ddl_events_fn)(void *ctx, const struct ddl_trace *t, const struct ddl_event *ev,
+                             size_t n);
+
 #define DDL_READ_MAX_PROBLEMS 8
 
 struct ddl_trace {
@@ -59,6 +70,12 @@ struct ddl_trace {
 	size_t ncomms;
 	struct ddl_stream_info *streams; /* indexed by stream id */
 	size_t nstreams;
+	struct ddl_idtext *stacks;  /* DDL_STR_STACK, by stack id (ddlprof-trace(5)) */
+	size_t nstacks;
+	struct ddl_idtext *modules; /* DDL_STR_MODULE, by module id */
+	size_t nmodules;
+	struct ddl_idtext *counters; /* DDL_STR_COUNTER, by counter id */
+	size_t ncounters;
 	int ended;                 /* an end (or exec) chunk closes the file */
 	struct ddl_end end;
 	int exec_end;              /* the image ended by exec */
@@ -69,6 +86,10 @@ struct ddl_trace {
 	double ns_per_tick;        /* from the clock samples */
 	uint64_t base_ticks;       /* ticks of the first clock sample */
 	int64_t base_mono_ns, base_real_ns;
+	ddl_events_fn on_events;   /* streaming reads: events go here, not to ev */
+	void *on_events_ctx;
+	uint64_t nstreamed;        /* events handed to on_events */
+	int stream_stopped;        /* on_events asked to stop (the rest is skipped) */
 	int64_t align_ns;          /* added to real-time readings: the host's clock
 	                            * offset found by aligning the run (0 as read) */
 };
@@ -79,6 +100,15 @@ struct ddl_trace {
  * cannot be read at all, with the reason, naming the file, in ERR.
  */
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen);
+/*
+ * Streaming read: like ddl_trace_read, but each events chunk goes to CB (in
+ * file order, zero-copy where the chunk is stored raw) and is not kept:
+ * memory stays that of the strings and clock samples however long the
+ * trace. The events of one chunk are valid only during the call. An event
+ * and its args record may straddle two calls.
+ */
+int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, void *ctx, char *err,
+                     size_t errlen);
 /* The same for SIZE bytes at BUF, named NAME in messages (fuzzing, tests). */
 int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
                     size_t errlen);
@@ -97,6 +127,11 @@ const char *ddl_trace_meta(const struct ddl_trace *t, const char *key);
  * the record that should follow is missing (a lost chunk).
  */
 const struct ddl_args *ddl_event_args(const struct ddl_trace *t, size_t i);
+/*
+ * The stack id of event I (DDL_EVF_STACK: its stack record follows, after
+ * its args record if any), or 0 when it has none or the record is missing.
+ */
+uint32_t ddl_event_stack(const struct ddl_trace *t, size_t i);
 /* A name by id (markers, kernels), or NULL. */
 const char *ddl_trace_name(const struct ddl_trace *t, uint64_t id);
 /* A communicator by id, or NULL when this trace never described it. */

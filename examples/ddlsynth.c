@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -431,7 +432,11 @@ struct ddl_coll {
 	enum ddl_comm_kind comm;
 	size_t count; /* NCCL's count: per-rank send count (all-gather), receive count (reduce-scatter) */
 	double seconds;
+	double start_s, end_s; /* in the planned schedule of a step (ddl_plan_schedule) */
 };
+
+/* The parts of a step as ddlprof-report attributes them on the device timeline. */
+enum { DDL_PART_COMPUTE, DDL_PART_NET, DDL_PART_IC, DDL_PART_DATA, DDL_PART_IDLE, DDL_PARTS };
 
 struct ddl_plan {
 	struct ddl_bucket *b;
@@ -441,6 +446,8 @@ struct ddl_plan {
 	double intra_gbps, net_gbps, pcie_gbps;
 	double layer_s, compute_s, copy_s, delay_s, intra_s, inter_s;
 	size_t input_bytes;
+	double step_s;            /* the planned step, with or without overlap */
+	double parts[DDL_PARTS]; /* and its parts */
 };
 
 /* Transfer time at the planned bandwidth; bytes is count * 4 as NCCL counts it. */
@@ -535,6 +542,90 @@ static int ddl_plan_colls(struct ddl_plan *p, const struct ddl_opts *o, const st
 	return 0;
 }
 
+/*
+ * The planned schedule of one step, from the start of the iteration, as
+ * the device runs it: the host's data delay, the input copy, the forward
+ * pass, the backward pass layer by layer in reverse. Bucket i's collectives
+ * start on the communication stream when its last layer's backward kernel
+ * is done (with overlap; after the whole backward pass without) and the
+ * collectives before them are done, and each takes its planned seconds.
+ * The step ends when compute and communication are both done.
+ *
+ * Its parts as ddlprof-report attributes them (DESIGN.md section 7): each
+ * instant goes to the first of compute (kernels), network stall
+ * (collectives on communicators across hosts), interconnect stall (inside
+ * one host), data stall (the delay and the copy), idle, that covers it.
+ * Returns 0 or -ENOMEM.
+ */
+static int ddl_plan_schedule(struct ddl_plan *p, const struct ddl_opts *o)
+{
+	int n = p->nc + 2;
+	double(*iv)[2] = calloc((size_t)n, sizeof *iv);
+	int *kind = calloc((size_t)n, sizeof *kind);
+	if (!iv || !kind) {
+		free(iv);
+		free(kind);
+		return -ENOMEM;
+	}
+	double c0 = p->delay_s + p->copy_s, fwd = c0 + o->layers * p->layer_s, c1 = c0 + p->compute_s;
+	double comm = 0;
+	for (int i = 0; i < p->nb; i++) {
+		/* backward finishes layer l at fwd + (layers - l) * layer_s; bucket i ends with layer b->lo */
+		double ready = o->overlap ? fwd + (o->layers - p->b[i].lo) * p->layer_s : c1;
+		double t = ready > comm ? ready : comm;
+		for (int k = 0; k < p->b[i].ncoll; k++) {
+			struct ddl_coll *c = &p->c[p->b[i].first_coll + k];
+			c->start_s = t;
+			c->end_s = t += c->seconds;
+		}
+		comm = t;
+	}
+	p->step_s = c1 > comm ? c1 : comm;
+	iv[0][0] = c0, iv[0][1] = c1, kind[0] = DDL_PART_COMPUTE;
+	iv[1][0] = 0, iv[1][1] = c0, kind[1] = DDL_PART_DATA;
+	for (int i = 0; i < p->nc; i++) {
+		iv[i + 2][0] = p->c[i].start_s;
+		iv[i + 2][1] = p->c[i].end_s;
+		kind[i + 2] = p->comm[p->c[i].comm].hosts > 1 ? DDL_PART_NET : DDL_PART_IC;
+	}
+	/* cut the step at every interval end; each piece goes to the first part covering it */
+	double *pts = calloc((size_t)(2 * n + 2), sizeof *pts);
+	if (!pts) {
+		free(iv);
+		free(kind);
+		return -ENOMEM;
+	}
+	int np = 0;
+	pts[np++] = 0;
+	pts[np++] = p->step_s;
+	for (int i = 0; i < n; i++) {
+		pts[np++] = iv[i][0];
+		pts[np++] = iv[i][1];
+	}
+	for (int i = 1; i < np; i++) /* insertion sort: a few dozen points */
+		for (int j = i; j > 0 && pts[j - 1] > pts[j]; j--) {
+			double x = pts[j];
+			pts[j] = pts[j - 1];
+			pts[j - 1] = x;
+		}
+	memset(p->parts, 0, sizeof p->parts);
+	for (int j = 0; j + 1 < np; j++) {
+		double a = pts[j], b = pts[j + 1] < p->step_s ? pts[j + 1] : p->step_s;
+		if (a < 0 || b <= a)
+			continue;
+		double mid = a + (b - a) / 2;
+		int part = DDL_PART_IDLE;
+		for (int i = 0; i < n; i++)
+			if (iv[i][0] <= mid && mid < iv[i][1] && kind[i] < part)
+				part = kind[i];
+		p->parts[part] += b - a;
+	}
+	free(pts);
+	free(iv);
+	free(kind);
+	return 0;
+}
+
 /* Everything a step is planned to cost. Returns 0 or -ENOMEM; hierarchical needs L->per_host. */
 static int ddl_plan_build(struct ddl_plan *p, const struct ddl_opts *o, const struct ddl_layout *L)
 {
@@ -550,7 +641,9 @@ static int ddl_plan_build(struct ddl_plan *p, const struct ddl_opts *o, const st
 	ddl_plan_comms(p, o, L);
 	int pad = o->algo == DDL_ALGO_HIER && L->per_host > 1 ? L->per_host : 1;
 	int rc = ddl_plan_buckets(p, o, pad);
-	return rc ? rc : ddl_plan_colls(p, o, L);
+	if (!rc)
+		rc = ddl_plan_colls(p, o, L);
+	return rc ? rc : ddl_plan_schedule(p, o);
 }
 
 static void ddl_plan_free(struct ddl_plan *p)
@@ -674,19 +767,24 @@ static void ddl_json_iteration(FILE *f, const struct ddl_plan *p)
 	fprintf(f, "  \"per_iteration\": {\n    \"compute_s\": %.9g, \"forward_s\": %.9g, \"backward_s\": %.9g,\n"
 	           "    \"data_s\": %.9g, \"input_copy_s\": %.9g, \"data_delay_s\": %.9g, \"input_bytes\": %zu,\n"
 	           "    \"intra_s\": %.9g, \"inter_s\": %.9g, \"transfer_s\": %.9g,\n"
-	           "    \"serial_step_s\": %.9g,\n    \"collectives\": [",
+	           "    \"serial_step_s\": %.9g,\n",
 	        p->compute_s, p->compute_s / 2, p->compute_s / 2, data, p->copy_s, p->delay_s,
 	        p->input_bytes, p->intra_s, p->inter_s, p->intra_s + p->inter_s,
 	        p->compute_s + data + p->intra_s + p->inter_s);
+	fprintf(f, "    \"expected_iteration_s\": %.9g,\n    \"expected_parts\": {\"compute_s\": %.9g, "
+	           "\"data_stall_s\": %.9g, \"interconnect_stall_s\": %.9g, \"network_stall_s\": %.9g, "
+	           "\"idle_s\": %.9g},\n    \"collectives\": [",
+	        p->step_s, p->parts[DDL_PART_COMPUTE], p->parts[DDL_PART_DATA], p->parts[DDL_PART_IC],
+	        p->parts[DDL_PART_NET], p->parts[DDL_PART_IDLE]);
 	for (int i = 0; i < p->nc; i++) {
 		const struct ddl_coll *c = &p->c[i];
 		const struct ddl_comm_plan *cp = &p->comm[c->comm];
 		fprintf(f, "%s\n      {\"index\": %d, \"bucket\": %d, \"op\": \"%s\", \"count\": %zu, "
 		           "\"bytes\": %zu, \"comm\": \"%s\", \"comm_size\": %d, \"hosts\": %d, "
-		           "\"span\": \"%s\", \"seconds\": %.9g}",
+		           "\"span\": \"%s\", \"seconds\": %.9g, \"start_s\": %.9g, \"end_s\": %.9g}",
 		        i ? "," : "", i, c->bucket, ddl_op_names[c->op], c->count, c->count * 4,
 		        ddl_comm_names[c->comm], cp->size, cp->hosts, cp->hosts > 1 ? "inter" : "intra",
-		        c->seconds);
+		        c->seconds, c->start_s, c->end_s);
 	}
 	fputs("\n    ]\n  },\n", f);
 }
@@ -713,6 +811,23 @@ static void ddl_json_ranks(FILE *f, const struct ddl_opts *o, const struct ddl_p
 /*
  * The ground truth for tests, written once by rank 0 into fd (which it
  * closes). Every rank issues the same collectives, so one list serves all.
+ * Schema ddlsynth-plan/1 (fields are added, never renamed): config, hosts,
+ * buckets, communicators, ranks, and per_iteration with
+ *
+ *   compute_s, forward_s, backward_s   kernel time of a step
+ *   data_s = input_copy_s + data_delay_s, input_bytes
+ *   intra_s, inter_s, transfer_s       collective time inside / across hosts
+ *   serial_step_s                      all of these one after the other
+ *   expected_iteration_s               the step of ddl_plan_schedule, with
+ *                                      or without overlap
+ *   expected_parts {compute_s, data_stall_s, interconnect_stall_s,
+ *                   network_stall_s, idle_s}
+ *                                      that step split as ddlprof-report
+ *                                      splits it (without overlap: compute_s,
+ *                                      data_s, intra_s, inter_s and 0)
+ *   collectives[]                      each with its seconds, and start_s
+ *                                      and end_s in the planned step
+ *
  * Returns 0 or a negative errno.
  */
 static int ddl_plan_write(int fd, const struct ddl_opts *o, const struct ddl_plan *p,
@@ -753,6 +868,16 @@ static void ddl_sleep(double s)
 {
 	struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
 	while (nanosleep(&t, &t) && errno == EINTR)
+		;
+}
+
+/* Sleeps until ddl_now() reaches t (an absolute deadline: interruptions add nothing). */
+static void ddl_sleep_until(double t)
+{
+	struct timespec ts = {(time_t)t, (long)((t - floor(t)) * 1e9)};
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_nsec = 999999999L;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
@@ -1227,7 +1352,7 @@ static double ddl_rank_step(struct ddl_rank *R, const struct ddl_opts *o)
 		 * a "data" range, which ddlprof-report counts as data stall */
 		if (o->markers && ddlprof_range_push)
 			ddlprof_range_push("data");
-		ddl_sleep(o->data_ms / 1e3);
+		ddl_sleep_until(ddl_now() + o->data_ms / 1e3);
 		if (o->markers && ddlprof_range_pop)
 			ddlprof_range_pop();
 	}
@@ -1329,6 +1454,8 @@ static int ddl_rank_run(const struct ddl_opts *o, const struct ddl_env *e)
 		ddl_die("RANK %d is not below WORLD_SIZE %d", e->rank, e->world);
 	if (e->world > 1 && (e->port <= 0 || e->port > 65535))
 		ddl_die("%s gives RANK and WORLD_SIZE but MASTER_PORT is missing or not a port", e->source);
+	/* wake from the data delay and from waits on the device on time, as a dedicated trainer does */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
 	int plan_fd = e->rank == 0 && o->plan_json ? ddl_plan_open(o) : -1;
 	if (e->rank == 0 && o->plan_json && plan_fd < 0)
 		return 1;
@@ -1357,9 +1484,9 @@ static int ddl_rank_run(const struct ddl_opts *o, const struct ddl_env *e)
 	ddl_rank_loop(&R, o, &mean, &lo, &hi);
 	if (!o->quiet)
 		printf("ddlsynth: rank %d/%d on %s: mean step %.3f ms over %d iterations (min %.3f, max %.3f; "
-		       "planned %.3f ms without overlap)\n",
+		       "planned %.3f ms)\n",
 		       R.rank, R.world, R.L.names[R.L.host_of[R.rank]], mean * 1e3, o->iterations, lo * 1e3,
-		       hi * 1e3, (R.p.compute_s + R.p.copy_s + R.p.delay_s + R.p.intra_s + R.p.inter_s) * 1e3);
+		       hi * 1e3, R.p.step_s * 1e3);
 	ddl_rank_free(&R);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
- * The CPU emulation's one extension to the CUDA runtime ABI: how an emulated
- * kernel's code and argument layout reach the emulator.
+ * The CPU emulation's extensions to the CUDA runtime ABI: how an emulated
+ * kernel's code and argument layout reach the emulator, and how the code
+ * says how long the kernel takes on the emulated device.
  *
  * On a GPU, nvcc-generated code registers a module with
  * __cudaRegisterFatBinary(fatbin) and each kernel with
@@ -52,6 +53,18 @@ struct ddlemu_fatbin {
 
 /* An emulated kernel's code; args[i] points to the copy of parameter i. */
 typedef void (*ddlemu_kernel_fn)(void **args);
+
+/*
+ * Called by a kernel's code (on the stream's worker thread): the kernel
+ * takes ns of device time from its start on the device, or the time its
+ * code ran when that is longer. The emulator sleeps the rest once the code
+ * returns, and the device start is when the stream reached the kernel, not
+ * when the worker thread was scheduled, so kernels queued back to back end
+ * on schedule. Code that never calls it takes the time it runs. Outside
+ * kernel code it does nothing. (Not part of the real runtime: only the
+ * emulated kernels call it.)
+ */
+void ddlemu_kernel_time(uint64_t ns);
 
 /*
  * The registration entry points of the CUDA runtime, with the prototypes of

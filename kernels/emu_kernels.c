@@ -10,15 +10,15 @@
  * real kernels' parameters in kernels.cu, and the code receives one pointer
  * per parameter.
  *
- * Timing: a kernel takes its planned device time. The compute kernel sleeps
- * until its start + ns; the memory kernel does its axpy over the buffers
- * once (really), then sleeps until start + ns. Sleeping, not spinning: on
- * the emulation several ranks share a few cores.
+ * Timing: a kernel takes its planned device time, which it tells the
+ * emulator with ddlemu_kernel_time (kernels/ddlemu.h): the compute kernel
+ * does nothing else; the memory kernel does its axpy over the buffers once
+ * (really) first. The emulator sleeps until the kernel's device start +
+ * ns, never spinning (on the emulation several ranks share a few cores),
+ * and starts the next kernel of the stream from that end.
  */
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "ddlemu.h"
 #include "kernels.h"
@@ -27,32 +27,15 @@
 #define DDK_SCRATCH_FLOATS (1u << 20)
 #define DDK_MAX_DEVICES 64
 
-static uint64_t ddk_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void ddk_sleep_until(uint64_t t)
-{
-	struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 /* ddk_compute_kernel(uint64_t ns, float *scratch) */
 static void ddk_compute_code(void **args)
 {
-	uint64_t start = ddk_now();
-	uint64_t ns = *(uint64_t *)args[0];
-	ddk_sleep_until(start + ns);
+	ddlemu_kernel_time(*(uint64_t *)args[0]);
 }
 
 /* ddk_memory_kernel(float *dst, const float *src, size_t n, float a, uint64_t ns) */
 static void ddk_memory_code(void **args)
 {
-	uint64_t start = ddk_now();
 	float *dst = *(float **)args[0];
 	const float *src = *(const float **)args[1];
 	size_t n = *(size_t *)args[2];
@@ -60,7 +43,7 @@ static void ddk_memory_code(void **args)
 	uint64_t ns = *(uint64_t *)args[4];
 	for (size_t i = 0; i < n; i++)
 		dst[i] = a * src[i] + dst[i];
-	ddk_sleep_until(start + ns);
+	ddlemu_kernel_time(ns);
 }
 
 static const struct ddlemu_kernel ddk_kernels[] = {

@@ -12,6 +12,7 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -26,6 +27,7 @@
 #include "ddlprof/trace.h"
 
 #define DDL_EXIT_OWN 125
+#define DDL_PAPI_MAX 16 /* as libddlprof/papi.c */
 
 static void ddl_usage(FILE *f)
 {
@@ -41,6 +43,10 @@ static void ddl_usage(FILE *f)
 	        "  --kernel-sample N  time 1 kernel launch in N on the device with CUDA events\n"
 	        "                     (0 never; default 16; every launch when CUPTI runs)\n"
 	        "  --cupti MODE       auto (when a GPU driver is present), on or off\n"
+	        "  --backtrace DEPTH  record the call stack (DEPTH frames, 1..32; 0 off) of each\n"
+	        "                     communication and synchronisation call (needs libunwind)\n"
+	        "  --papi EVENTS      read these PAPI counters per thread at each marker event,\n"
+	        "                     e.g. perf::TASK-CLOCK,perf::CONTEXT-SWITCHES (needs libpapi)\n"
 	        "  -q, --quiet        no messages from the launcher (the library still reports\n"
 	        "                     failures, one line each)\n"
 	        "See ddlprof(1).\n");
@@ -186,6 +192,98 @@ static void ddl_warn_other_runs(const char *dir, const char *run)
 		        dir, count, count == 1 ? "" : "s", other, count > 1 ? ", ..." : "");
 }
 
+/* --papi's list: 1 to 16 names of 1 to 127 characters, no blanks. */
+static int ddl_valid_papi(const char *list)
+{
+	int n = 0;
+	size_t len = 0;
+	if (!*list || strlen(list) >= 512)
+		return 0;
+	for (const char *p = list;; p++) {
+		if (*p == ',' || !*p) {
+			if (len == 0 || len > 127 || ++n > DDL_PAPI_MAX)
+				return 0;
+			len = 0;
+			if (!*p)
+				return 1;
+		} else if (!isgraph((unsigned char)*p)) {
+			return 0;
+		} else {
+			len++;
+		}
+	}
+}
+
+/*
+ * Says once, for the whole job, which of the --papi counters this machine
+ * refuses (hardware counters in most virtual machines), as the library
+ * would in every process; PAPI is found with dlopen, as there. Returns 1
+ * when it could ask PAPI, 0 when not (the library then says why itself).
+ */
+static int ddl_papi_check(const char *list)
+{
+	static const char *const libs[] = {"libpapi.so.7.2", "libpapi.so.7.1", "libpapi.so.7.0",
+	                                   "libpapi.so.6.0", "libpapi.so.5", "libpapi.so"};
+	static const int vers[] = {0x07020000, 0x07010000, 0x07000000, 0x06000000, 0x05070000,
+	                           0x05060000, 0x05050000};
+	void *h = NULL;
+	for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !h; i++)
+		h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+	int (*init)(int) = h ? (int (*)(int))dlsym(h, "PAPI_library_init") : NULL;
+	int (*create)(int *) = h ? (int (*)(int *))dlsym(h, "PAPI_create_eventset") : NULL;
+	int (*add)(int, const char *) = h ? (int (*)(int, const char *))dlsym(h, "PAPI_add_named_event") : NULL;
+	int (*cleanup)(int) = h ? (int (*)(int))dlsym(h, "PAPI_cleanup_eventset") : NULL;
+	int (*destroy)(int *) = h ? (int (*)(int *))dlsym(h, "PAPI_destroy_eventset") : NULL;
+	int (*domain)(int) = h ? (int (*)(int))dlsym(h, "PAPI_set_domain") : NULL;
+	char *(*why)(int) = h ? (char *(*)(int))dlsym(h, "PAPI_strerror") : NULL;
+	if (!init || !create || !add || !cleanup || !destroy) {
+		fprintf(stderr, "ddlprof: --papi: cannot load libpapi (libpapi.so.7.0 and others); no "
+		        "counters will be read\n");
+		return 1;
+	}
+	int rc = -1;
+	for (size_t i = 0; i < sizeof vers / sizeof vers[0] && rc == -1 /* PAPI_EINVAL */; i++)
+		rc = init(vers[i]);
+	if (rc < 0)
+		return 0;
+	char buf[512], out[600] = "";
+	size_t nout = 0;
+	int names = 0, refused = 0;
+	snprintf(buf, sizeof buf, "%s", list);
+	/* under the domain the library will use: user and kernel, else user only */
+	for (int pass = 0; pass < 2; pass++) {
+		int es = -1; /* PAPI_NULL */
+		if (domain)
+			domain(pass ? 0x1 : 0xf);
+		if (create(&es) != 0)
+			return 0;
+		char copy[512];
+		snprintf(copy, sizeof copy, "%s", buf);
+		names = refused = 0;
+		nout = 0;
+		for (char *save, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			names++;
+			int r = add(es, tok);
+			if (r == 0)
+				continue;
+			refused++;
+			const char *w = why ? why(r) : NULL;
+			if (nout < sizeof out)
+				nout += (size_t)snprintf(out + nout, sizeof out - nout, "%s%s (error %d: %s)",
+				                         refused > 1 ? ", " : "", tok, r, w ? w : "refused");
+		}
+		cleanup(es);
+		destroy(&es);
+		if (!refused || !domain)
+			break;
+	}
+	if (refused)
+		fprintf(stderr, "ddlprof: --papi: counters not available here, not counted: %s; %s\n", out,
+		        refused == names ? "no counters will be read"
+		                         : "hardware counters are often not exposed in virtual machines");
+	return 1;
+}
+
 /* libddlprof.so relative to this executable: BIN/../lib, in build/ or PREFIX. */
 static int ddl_find_lib(char *out, size_t cap)
 {
@@ -215,9 +313,11 @@ int main(int argc, char **argv)
 		{"perturb-net", required_argument, NULL, 'P'},
 		{"kernel-sample", required_argument, NULL, 'K'},
 		{"cupti", required_argument, NULL, 'C'},
+		{"backtrace", required_argument, NULL, 'B'},
+		{"papi", required_argument, NULL, 'Z'},
 		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
 	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL, *perturb = NULL;
-	const char *ksample = NULL, *cupti = NULL;
+	const char *ksample = NULL, *cupti = NULL, *backtrace = NULL, *papi = NULL;
 	int quiet = 0, c;
 	while ((c = getopt_long(argc, argv, "+o:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -229,6 +329,8 @@ int main(int argc, char **argv)
 		case 'P': perturb = optarg; break;
 		case 'K': ksample = optarg; break;
 		case 'C': cupti = optarg; break;
+		case 'B': backtrace = optarg; break;
+		case 'Z': papi = optarg; break;
 		case 'h': ddl_usage(stdout); return 0;
 		case 'V': printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
 		default: ddl_usage(stderr); return DDL_EXIT_OWN;
@@ -266,6 +368,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof: --cupti '%s': auto, on or off\n", cupti);
 		return DDL_EXIT_OWN;
 	}
+	if (backtrace) {
+		char *end;
+		long v = strtol(backtrace, &end, 10);
+		if (*end || end == backtrace || v < 0 || v > 32) {
+			fprintf(stderr, "ddlprof: --backtrace '%s': frames to record, a whole number in 0..32\n",
+			        backtrace);
+			return DDL_EXIT_OWN;
+		}
+	}
+	if (papi && !ddl_valid_papi(papi)) {
+		fprintf(stderr, "ddlprof: --papi '%s': a comma list of 1 to %d PAPI event names, such as "
+		        "perf::TASK-CLOCK,PAPI_TOT_INS\n", papi, DDL_PAPI_MAX);
+		return DDL_EXIT_OWN;
+	}
 	if (flush) {
 		char *end;
 		long v = strtol(flush, &end, 10);
@@ -293,6 +409,8 @@ int main(int argc, char **argv)
 	if (!quiet)
 		ddl_warn_other_runs(absdir, id);
 
+	/* What PAPI refuses here is said once, for the job, not by every process. */
+	int papi_checked = papi && !quiet && ddl_papi_check(papi);
 	const char *old = getenv("LD_PRELOAD");
 	size_t n = strlen(lib) + (old ? strlen(old) : 0) + 2;
 	char *preload = malloc(n);
@@ -308,9 +426,14 @@ int main(int argc, char **argv)
 	    (perturb && setenv("DDLPROF_PERTURB_NET", perturb, 1)) ||
 	    (ksample && setenv("DDLPROF_KERNEL_SAMPLE", ksample, 1)) ||
 	    (cupti && setenv("DDLPROF_CUPTI", cupti, 1)) ||
+	    (backtrace && setenv("DDLPROF_BACKTRACE", backtrace, 1)) ||
+	    (papi && setenv("DDLPROF_PAPI", papi, 1)) ||
+	    (papi_checked && setenv("DDLPROF_PAPI_CHECKED", "1", 1)) ||
 	    /* The CUDA driver loads us at cuInit to start CUPTI early; a tool
 	     * already named there (Nsight, say) keeps its place. */
 	    (!getenv("CUDA_INJECTION64_PATH") && setenv("CUDA_INJECTION64_PATH", lib, 1)) ||
+	    /* NVTX ranges (nvtx.c): likewise, unless a tool is named already. */
+	    (!getenv("NVTX_INJECTION64_PATH") && setenv("NVTX_INJECTION64_PATH", lib, 1)) ||
 	    (quiet && setenv("DDLPROF_QUIET", "1", 1))) {
 		fprintf(stderr, "ddlprof: cannot set the environment: %s\n", strerror(errno));
 		return DDL_EXIT_OWN;

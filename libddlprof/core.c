@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -139,6 +140,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 	c->trace_socket = 1;
 	c->trace_cuda = 1;
 	c->trace_nccl = 1;
+	c->trace_nvtx = 1;
 	c->kernel_sample = 0; /* kernel segments, not sampled pairs */
 	c->cupti = -1;
 
@@ -176,7 +178,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 	if ((v = ddl_env("DDLPROF_TRACE"))) {
 		char list[256];
 		snprintf(list, sizeof list, "%s", v);
-		c->trace_socket = c->trace_cuda = c->trace_nccl = 0;
+		c->trace_socket = c->trace_cuda = c->trace_nccl = c->trace_nvtx = 0;
 		for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			int all = !strcmp(tok, "all");
 			if (all || !strcmp(tok, "socket"))
@@ -185,6 +187,8 @@ static int ddl_settings_load(struct ddl_settings *c)
 				c->trace_cuda = 1;
 			if (all || !strcmp(tok, "nccl"))
 				c->trace_nccl = 1;
+			if (all || !strcmp(tok, "nvtx"))
+				c->trace_nvtx = 1;
 			if (!all && strcmp(tok, "socket") && strcmp(tok, "cuda") && strcmp(tok, "nccl") &&
 			    strcmp(tok, "nvtx")) {
 				ddl_warn("DDLPROF_TRACE: unknown family '%.40s' (known: all, socket, cuda, "
@@ -206,6 +210,15 @@ static int ddl_settings_load(struct ddl_settings *c)
 		else if (strcmp(v, "auto")) {
 			ddl_warn("DDLPROF_CLOCK='%.40s' is not auto, tsc or monotonic; profiling is off", v);
 			rc = -EINVAL;
+		}
+	}
+	rc |= ddl_parse_uint("DDLPROF_BACKTRACE", 0, 32, &c->backtrace);
+	if ((v = ddl_env("DDLPROF_PAPI"))) {
+		if (strlen(v) >= sizeof c->papi) {
+			ddl_warn("DDLPROF_PAPI is longer than %zu bytes; profiling is off", sizeof c->papi - 1);
+			rc = -EINVAL;
+		} else {
+			snprintf(c->papi, sizeof c->papi, "%s", v);
 		}
 	}
 	return rc ? -EINVAL : 0;
@@ -305,6 +318,8 @@ static void ddl_atfork_child(void)
 	ddl_writer_after_fork_child(); /* first: it frees the string lock */
 	ddl_threads_after_fork_child();
 	ddl_gpu_after_fork_child();
+	ddl_unwind_after_fork_child();
+	ddl_papi_after_fork_child();
 	if (!atomic_load(&ddl_g.enabled))
 		return;
 	int rc = ddl_writer_start();
@@ -325,7 +340,10 @@ void ddl_init(void)
 	ddl_g.pid = getpid();
 	ddl_g.ppid = getppid();
 	int off = 0;
-	if (ddl_parse_bool("DDLPROF_DISABLE", &off) < 0 || off) {
+	/* Secure execution (setuid): the loader ignores LD_PRELOAD, but the
+	 * NVTX and CUDA loaders dlopen their tool from a plain getenv. Such a
+	 * process must not act on the user's settings: stay off, silently. */
+	if (getauxval(AT_SECURE) || ddl_parse_bool("DDLPROF_DISABLE", &off) < 0 || off) {
 		ddl_g.initialised = 1;
 		return;
 	}
@@ -360,6 +378,8 @@ void ddl_init(void)
 	ddl_clock_sample(&ddl_g.start);
 	ddl_socket_init();
 	ddl_meta_record();
+	ddl_unwind_init(); /* --backtrace: libunwind, found now or never */
+	ddl_papi_init();   /* --papi: libpapi, and which of the counters it has */
 	/* The writer starts here, never from a wrapper (which may run in a
 	 * signal handler, where creating a thread is not allowed). */
 	int rc = ddl_writer_start();

@@ -539,6 +539,15 @@ DDL_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *p, int v, size_t n, cudaStream
 
 /* ---- waits and bookkeeping: host time only ---- */
 
+/* The end of a host wait for the device: with --backtrace, with its stack. */
+static inline void ddl_sync_end(struct ddl_call *c, unsigned kind, uint64_t t0, uint64_t t1,
+                                int64_t r)
+{
+	ddl_ring_put_args_call(c->t, kind, 0, t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
+	if (ddl_unlikely(!ddl_gpu_started))
+		ddl_gpu_first();
+}
+
 #define DDL_SIMPLE_BEGIN(REALCALL, STREAM) DDL_SIMPLE_BEGIN_CLOSE(REALCALL, STREAM, (void)0)
 #define DDL_SIMPLE_BEGIN_CLOSE(REALCALL, STREAM, CLOSE) \
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA); \
@@ -557,7 +566,7 @@ DDL_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
 	if (!DDL_NEXT(real, "cudaStreamSynchronize"))
 		return cudaErrorNotSupported;
 	DDL_SIMPLE_BEGIN_CLOSE(real(s), s, ddl_other_work(t, s))
-	ddl_call_end(&c, DDL_EV_CUDA_STREAM_SYNC, 0, t0, t1, r);
+	ddl_sync_end(&c, DDL_EV_CUDA_STREAM_SYNC, t0, t1, r);
 	return r;
 }
 
@@ -567,7 +576,7 @@ DDL_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
 	if (!DDL_NEXT(real, "cudaStreamSynchronize_ptsz"))
 		return cudaErrorNotSupported;
 	DDL_SIMPLE_BEGIN_CLOSE(real(s), s, ddl_other_work(t, s))
-	ddl_call_end(&c, DDL_EV_CUDA_STREAM_SYNC, 0, t0, t1, r);
+	ddl_sync_end(&c, DDL_EV_CUDA_STREAM_SYNC, t0, t1, r);
 	return r;
 }
 
@@ -577,7 +586,7 @@ DDL_EXPORT cudaError_t cudaDeviceSynchronize(void)
 	if (!DDL_NEXT(real, "cudaDeviceSynchronize"))
 		return cudaErrorNotSupported;
 	DDL_SIMPLE_BEGIN_CLOSE(real(), NULL, if (ddl_seg_on) { t->busy = 1; ddl_seg_close_all(); t->busy = 0; })
-	ddl_call_end(&c, DDL_EV_CUDA_DEVICE_SYNC, 0, t0, t1, r);
+	ddl_sync_end(&c, DDL_EV_CUDA_DEVICE_SYNC, t0, t1, r);
 	return r;
 }
 
@@ -587,7 +596,7 @@ DDL_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e)
 	if (!DDL_NEXT(real, "cudaEventSynchronize"))
 		return cudaErrorNotSupported;
 	DDL_SIMPLE_BEGIN(real(e), NULL)
-	ddl_call_end(&c, DDL_EV_CUDA_EVENT_SYNC, 0, t0, t1, r);
+	ddl_sync_end(&c, DDL_EV_CUDA_EVENT_SYNC, t0, t1, r);
 	return r;
 }
 

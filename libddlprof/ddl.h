@@ -115,9 +115,12 @@ struct ddl_settings {
 	int trace_socket;        /* "socket" in DDLPROF_TRACE */
 	int trace_cuda;          /* "cuda" in DDLPROF_TRACE */
 	int trace_nccl;          /* "nccl" in DDLPROF_TRACE */
+	int trace_nvtx;          /* "nvtx" in DDLPROF_TRACE: NVTX injection (nvtx.c) */
 	unsigned kernel_sample;  /* DDLPROF_KERNEL_SAMPLE: time 1 launch in N (0 never) */
 	int cupti;               /* DDLPROF_CUPTI: -1 auto (when a GPU is present), 0, 1 */
 	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
+	unsigned backtrace;      /* DDLPROF_BACKTRACE: frames of call stacks, 0 off (unwind.c) */
+	char papi[512];          /* DDLPROF_PAPI: counters to read, comma-separated (papi.c) */
 };
 
 /* Families of recorded calls: the bits of ddl_g.enabled. */
@@ -175,7 +178,7 @@ struct ddl_thread {
 	uint16_t idx;           /* thread index in the trace */
 	uint32_t tidbits;       /* idx in the place the event's kind/flags/tid word has it */
 	int busy;               /* recursion/signal guard */
-	uint64_t dropped;
+	_Atomic uint64_t dropped; /* the writer sums it while the owner counts */
 	/* writer's cache line */
 	_Alignas(64) _Atomic uint64_t tail; /* next slot to read; written by the writer */
 	_Atomic int dead;       /* owner exited; writer frees after draining */
@@ -197,6 +200,13 @@ void ddl_threads_after_fork_child(void) DDL_HIDDEN;
 struct ddl_thread *ddl_threads_first(void) DDL_HIDDEN;
 void ddl_threads_reap(void) DDL_HIDDEN;
 
+/* ---- papi.c: counters read at marker events (ddlprof --papi) ---- */
+extern int ddl_papi_on DDL_HIDDEN;
+/* Reads the calling thread's counters and appends them (DDL_EV_COUNTER). */
+void ddl_papi_sample(struct ddl_thread *t) DDL_HIDDEN;
+void ddl_papi_init(void) DDL_HIDDEN;
+void ddl_papi_after_fork_child(void) DDL_HIDDEN;
+
 /*
  * Returns the calling thread's ring, or NULL when this call must pass
  * through unrecorded: profiling off, the library's own thread, or a signal
@@ -213,6 +223,10 @@ static inline struct ddl_thread *ddl_thread_enter(unsigned family)
 	if (ddl_unlikely(!t || t->busy ||
 	                 !(atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed) & family)))
 		return NULL;
+	/* Marker calls read the thread's counters first (--papi); FAMILY is a
+	 * constant, so no other wrapper pays for this test. */
+	if (family == DDL_FAM_MARK && ddl_unlikely(ddl_papi_on))
+		ddl_papi_sample(t);
 	return t;
 }
 
@@ -294,6 +308,44 @@ static inline void ddl_ring_put_args(struct ddl_thread *t, unsigned kind, unsign
 	__builtin_memcpy(&t->ev[(h + 1) & t->mask], a, sizeof *a);
 	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 2, memory_order_release);
 	t->busy = 0;
+}
+
+/* ---- unwind.c: call stacks of communication calls (ddlprof --backtrace) ---- */
+extern unsigned ddl_bt_depth DDL_HIDDEN; /* frames to record; 0 = off */
+/*
+ * Like ddl_ring_put (A == NULL) or ddl_ring_put_args, with the caller's
+ * stack: takes it, interns it on first sight and appends the event, its
+ * args record and a stack record (DDL_EVF_STACK) as one unit. Keeps errno.
+ */
+void ddl_ring_put_stacked(struct ddl_thread *t, unsigned kind, unsigned flags, uint64_t t0,
+                          uint64_t t1, int64_t result, int fd, uint32_t peer,
+                          const struct ddl_args *a) DDL_HIDDEN;
+void ddl_unwind_init(void) DDL_HIDDEN;
+void ddl_unwind_after_fork_child(void) DDL_HIDDEN;
+
+/*
+ * The recording step of the wrappers of communication and synchronisation
+ * calls, whose call sites ddlprof-report ranks: ddl_ring_put, or with
+ * --backtrace the same with the stack (out of line).
+ */
+static inline void ddl_ring_put_call(struct ddl_thread *t, unsigned kind, unsigned flags,
+                                     uint64_t t0, uint64_t t1, int64_t result, int fd,
+                                     uint32_t peer)
+{
+	if (ddl_unlikely(ddl_bt_depth))
+		ddl_ring_put_stacked(t, kind, flags, t0, t1, result, fd, peer, NULL);
+	else
+		ddl_ring_put(t, kind, flags, t0, t1, result, fd, peer);
+}
+
+static inline void ddl_ring_put_args_call(struct ddl_thread *t, unsigned kind, unsigned flags,
+                                          uint64_t t0, uint64_t t1, int64_t result, int fd,
+                                          uint32_t peer, const struct ddl_args *a)
+{
+	if (ddl_unlikely(ddl_bt_depth))
+		ddl_ring_put_stacked(t, kind, flags, t0, t1, result, fd, peer, a);
+	else
+		ddl_ring_put_args(t, kind, flags, t0, t1, result, fd, peer, a);
 }
 
 /* ---- writer.c ---- */

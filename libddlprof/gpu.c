@@ -234,7 +234,7 @@ void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uin
 struct ddl_pending {
 	cudaEvent_t a, b;
 	int dev;
-	uint16_t kind, tid;
+	uint16_t kind, tid; /* kind: the device event's, DDL_EVF_* flags << 8 */
 	uint32_t corr, stream_id;
 };
 
@@ -394,7 +394,8 @@ void ddl_seg_close_slow(uint32_t sid)
 {
 	pthread_mutex_lock(&ddl_seg_lock);
 	if (atomic_load(&ddl_seg_open[sid])) {
-		ddl_pair_end_event(ddl_seg[sid].start, ddl_seg[sid].s, ddl_seg[sid].dev, DDL_EV_DEV_KERNEL,
+		ddl_pair_end_event(ddl_seg[sid].start, ddl_seg[sid].s, ddl_seg[sid].dev,
+		                   DDL_EV_DEV_KERNEL | DDL_EVF_RUN << 8,
 		                   ddl_seg[sid].tid, ddl_seg[sid].corr, sid);
 		atomic_store(&ddl_seg_open[sid], 0);
 	}
@@ -494,7 +495,8 @@ static size_t ddl_resolve_pass(void)
 		uint64_t base = ddl_anchor[p->dev].ticks;
 		uint64_t t0 = ma >= 0 ? base + ddl_ms_ticks(ma) : base - ddl_ms_ticks(-ma);
 		uint64_t t1 = mb >= 0 ? base + ddl_ms_ticks(mb) : base - ddl_ms_ticks(-mb);
-		ddl_device_put(p->kind, DDL_EVF_EVPAIR, t0, t1, p->tid, p->dev, p->stream_id, p->corr, NULL);
+		ddl_device_put(p->kind & 0xff, DDL_EVF_EVPAIR | p->kind >> 8, t0, t1, p->tid, p->dev,
+		               p->stream_id, p->corr, NULL);
 	}
 	/* Drop the resolved ones from the shared queue (new pairs were appended
 	 * after our snapshot, in order) and return their events to the pools. */

@@ -100,7 +100,8 @@ void ddl_kernel_alias(const void *handle, const void *func) DDL_HIDDEN;
  * The event-pair back end. ddl_pair_start_event records a start event on
  * the stream (NULL when this call goes untimed: no events, the stream is
  * being captured into a graph, a CUDA error is pending); ddl_pair_end_event
- * records the end event and queues the pair for the resolver. Callers keep
+ * records the end event and queues the pair for the resolver (DEV_KIND is the
+ * device event's kind, with DDL_EVF_* flags to add in bits 8-15). Callers keep
  * errno; these keep the runtime's last error as the program left it.
  */
 void ddl_pair_end_event(cudaEvent_t start, cudaStream_t s, int dev, unsigned dev_kind,

@@ -192,7 +192,8 @@ static void ddl_coll_end(struct ddl_coll *c, unsigned kind, uint64_t t0, uint64_
 		t->busy = 0;
 		errno = saved;
 	}
-	ddl_ring_put_args(t, kind, 0, t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
+	/* with --backtrace, the call's stack too (unwind.c) */
+	ddl_ring_put_args_call(t, kind, 0, t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
 	if (ddl_unlikely(!ddl_gpu_started))
 		ddl_gpu_first();
 }

@@ -2,7 +2,7 @@
  * Socket interception: the send and receive families, read/write/readv/
  * writev on sockets, connect/accept, and the poll/select/epoll waits.
  * Each wrapper records one event: bytes (or -errno), duration, descriptor
- * and peer. Nothing on the recording path changes errno (the rare slow
+ * and peer (with --backtrace, and the caller's stack: unwind.c). Nothing on the recording path changes errno (the rare slow
  * paths save and restore it), so the wrappers read errno only when the real
  * call failed and never write it. A descriptor table, filled by socket/accept/connect and on first
  * sight with one fstat, tells sockets from other descriptors without a
@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <sched.h>
 
 #include "ddl.h"
 
@@ -94,20 +96,42 @@ static void ddl_host_load(void)
 	freeifaddrs(ifa);
 }
 
+/*
+ * Threads meeting new peers at once would reread the table while others
+ * read it: one flag serialises them (only a peer's first sight comes here).
+ * Never a wait for ever: a thread that cannot have it within about 0.1 s
+ * (fork left it held; the child's handler frees it) classes the peer remote.
+ */
+static _Atomic int ddl_host_lock;
+
+static void ddl_host_after_fork_child(void)
+{
+	atomic_store(&ddl_host_lock, 0);
+}
+
 static int ddl_host_has(int family, const void *a)
 {
 	size_t len = family == AF_INET ? 4 : 16;
-	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < ddl_host.n; i++)
-			if (ddl_host.family[i] == family && memcmp(ddl_host.addr[i], a, len) == 0)
-				return 1;
-		/* Addresses can be added after start (a namespace set up late). */
-		if (pass == 0 && time(NULL) != ddl_host.loaded)
-			ddl_host_load();
-		else
-			break;
+	int found = 0, expect = 0;
+	for (int tries = 0; !atomic_compare_exchange_weak(&ddl_host_lock, &expect, 1); tries++) {
+		expect = 0;
+		if (tries >= 1000)
+			return 0;
+		if (tries >= 64) {
+			struct timespec ts = {0, 100000};
+			nanosleep(&ts, NULL);
+		}
 	}
-	return 0;
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		for (int i = 0; i < ddl_host.n && !found; i++)
+			found = ddl_host.family[i] == family && memcmp(ddl_host.addr[i], a, len) == 0;
+		/* Addresses can be added after start (a namespace set up late). */
+		if (found || pass > 0 || time(NULL) == ddl_host.loaded)
+			break;
+		ddl_host_load();
+	}
+	atomic_store_explicit(&ddl_host_lock, 0, memory_order_release);
+	return found;
 }
 
 /* ---- peers ---- */
@@ -163,6 +187,24 @@ static int ddl_peer_text(const struct sockaddr *sa, char *out, size_t cap, int *
  * Interns a peer address; returns its index (>= 1) or 0 when the address is
  * unusable or the table is full. Lock-free: first inserter writes the string.
  */
+/*
+ * Another thread claimed this peer's slot and is writing its string: wait
+ * for its index, briefly (it holds no lock of ours while it waits for the
+ * string lock, which the writer releases within one write). 0, an unknown
+ * peer, if it takes too long.
+ */
+static uint32_t ddl_peer_wait(unsigned s)
+{
+	for (int i = 0; i < 100000; i++) {
+		uint32_t idx = atomic_load_explicit(&ddl_peers.idx[s], memory_order_acquire);
+		if (idx)
+			return idx;
+		if (i > 100)
+			sched_yield();
+	}
+	return 0;
+}
+
 static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 {
 	if (!sa || len < sizeof(sa_family_t))
@@ -186,13 +228,13 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 		unsigned s = (unsigned)(h + i) & (DDL_PEER_SLOTS - 1);
 		uint64_t k = atomic_load_explicit(&ddl_peers.key[s], memory_order_acquire);
 		if (k == h)
-			return atomic_load_explicit(&ddl_peers.idx[s], memory_order_acquire);
+			return ddl_peer_wait(s);
 		if (k != 0)
 			continue;
 		uint64_t expect = 0;
 		if (!atomic_compare_exchange_strong(&ddl_peers.key[s], &expect, h)) {
 			if (expect == h)
-				return atomic_load_explicit(&ddl_peers.idx[s], memory_order_acquire);
+				return ddl_peer_wait(s);
 			continue;
 		}
 		int saved = errno;
@@ -317,6 +359,7 @@ static void ddl_fd_forget(int fd)
 void ddl_socket_init(void)
 {
 	ddl_host_load();
+	pthread_atfork(NULL, NULL, ddl_host_after_fork_child);
 }
 
 /* The peer named in a message (at most CAP bytes of it are there), or the socket's. */
@@ -444,7 +487,7 @@ DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_SEND, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_SEND, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -463,7 +506,7 @@ DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 && to ? ddl_peer_intern(to, tolen) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_SENDTO, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_SENDTO, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -481,7 +524,7 @@ DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg, msg->msg_namelen) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_SENDMSG, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -500,7 +543,7 @@ DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr, vec[0].msg_hdr.msg_namelen)
 	                      : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_SENDMMSG, 0, t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
+	ddl_ring_put_call(t, DDL_EV_SENDMMSG, 0, t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
 	return r;
 }
 
@@ -517,7 +560,7 @@ DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.recv(fd, buf, len, flags);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -535,7 +578,7 @@ DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 	ssize_t r = ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_got_peer(fd, from, fromlen, cap) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -552,7 +595,7 @@ DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	ssize_t r = ddl_real.recvmsg(fd, msg, flags);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg, cap) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_RECVMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -570,7 +613,7 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	int r = ddl_real.recvmmsg(fd, vec, n, flags, timeout);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr, cap) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVMMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
+	ddl_ring_put_call(t, DDL_EV_RECVMMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
 	return r;
 }
 
@@ -590,7 +633,7 @@ DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.read(fd, buf, len);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -610,7 +653,7 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_WRITE, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_WRITE, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -628,7 +671,7 @@ DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.readv(fd, iov, n);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -648,7 +691,7 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_WRITEV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -670,7 +713,7 @@ DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.__read_chk(fd, buf, len, buflen);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -685,7 +728,7 @@ DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int 
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.__recv_chk(fd, buf, len, buflen, flags);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	ddl_ring_put_call(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -703,7 +746,7 @@ DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, 
 	ssize_t r = ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_got_peer(fd, from, fromlen, cap) : ddl_fd_peer(fd);
-	ddl_ring_put(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -724,7 +767,7 @@ DDL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	uint32_t peer = r == 0 || errno != EFAULT ? ddl_peer_intern(addr, len) : 0;
 	if (r == 0 || errno == EINPROGRESS)
 		ddl_fd_peered(fd, peer);
-	ddl_ring_put(t, DDL_EV_CONNECT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_CONNECT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -752,7 +795,7 @@ DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	int r = ddl_real.accept(fd, addr, len);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = ddl_accepted(r, addr, len, cap);
-	ddl_ring_put(t, DDL_EV_ACCEPT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_ACCEPT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -769,7 +812,7 @@ DDL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	int r = ddl_real.accept4(fd, addr, len, flags);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = ddl_accepted(r, addr, len, cap);
-	ddl_ring_put(t, DDL_EV_ACCEPT4, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
+	ddl_ring_put_call(t, DDL_EV_ACCEPT4, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
 	return r;
 }
 
@@ -833,7 +876,7 @@ DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.poll(fds, n, timeout);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
+	ddl_ring_put_call(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 
@@ -849,7 +892,7 @@ DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.ppoll(fds, n, tmo, mask);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
+	ddl_ring_put_call(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 
@@ -865,7 +908,7 @@ DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.select(nfds, rd, wr, ex, tmo);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_SELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
+	ddl_ring_put_call(t, DDL_EV_SELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
 	return r;
 }
 
@@ -882,7 +925,7 @@ DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struc
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_PSELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
+	ddl_ring_put_call(t, DDL_EV_PSELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
 	return r;
 }
 
@@ -897,7 +940,7 @@ DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.epoll_wait(epfd, ev, max, timeout);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_EPOLL_WAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
+	ddl_ring_put_call(t, DDL_EV_EPOLL_WAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
 	return r;
 }
 
@@ -913,7 +956,7 @@ DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
+	ddl_ring_put_call(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
 	return r;
 }
 
@@ -928,7 +971,7 @@ DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsl
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.__poll_chk(fds, n, timeout, fdslen);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
+	ddl_ring_put_call(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 
@@ -944,7 +987,7 @@ DDL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
+	ddl_ring_put_call(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
 }
 

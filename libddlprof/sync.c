@@ -4,7 +4,8 @@
  * std::condition_variable is pthread_cond_*) while other threads move the
  * bytes; the analyzer sets these waits against the network traffic in
  * flight to tell network stall from compute. result is the return value
- * (0 or an error number), fd is -1.
+ * (0 or an error number), fd is -1. With --backtrace the caller's stack
+ * goes with each wait (unwind.c): where in the program it blocked.
  */
 #include "ddl.h"
 
@@ -19,7 +20,7 @@ DDL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.pthread_cond_wait(c, m);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_COND_WAIT, 0, t0, t1, r, -1, 0);
+	ddl_ring_put_call(t, DDL_EV_COND_WAIT, 0, t0, t1, r, -1, 0);
 	return r;
 }
 
@@ -35,7 +36,7 @@ DDL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.pthread_cond_timedwait(c, m, abstime);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_COND_TIMEDWAIT, 0, t0, t1, r, -1, 0);
+	ddl_ring_put_call(t, DDL_EV_COND_TIMEDWAIT, 0, t0, t1, r, -1, 0);
 	return r;
 }
 
@@ -53,6 +54,6 @@ DDL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clo
 	uint64_t t0 = ddl_clock_now();
 	int r = ddl_real.pthread_cond_clockwait(c, m, clock, abstime);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put(t, DDL_EV_COND_CLOCKWAIT, 0, t0, t1, r, -1, 0);
+	ddl_ring_put_call(t, DDL_EV_COND_CLOCKWAIT, 0, t0, t1, r, -1, 0);
 	return r;
 }

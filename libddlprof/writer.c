@@ -89,7 +89,8 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 	struct ddl_strrec r = {id, kind, (uint16_t)len, value};
 	memcpy(ddl_str.buf + ddl_str.len, &r, sizeof r);
 	memcpy(ddl_str.buf + ddl_str.len + sizeof r, text, len);
-	ddl_str.len += need;
+	/* len is also read without the lock, to see whether there is news */
+	__atomic_store_n(&ddl_str.len, ddl_str.len + need, __ATOMIC_RELAXED);
 	ddl_spin_unlock(&ddl_str.lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = saved;
@@ -317,7 +318,8 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 	/* An idle process appends nothing, but a clock sample every 10 s. */
 	struct ddl_clock_sample s;
 	ddl_clock_sample(&s);
-	if (!end_type && !ddl_rings_pending() && ddl_str.len == ddl_str.done &&
+	if (!end_type && !ddl_rings_pending() &&
+	    __atomic_load_n(&ddl_str.len, __ATOMIC_RELAXED) == ddl_str.done &&
 	    s.mono_ns - ddl_w.last_sample_ns < 10000000000LL) {
 		ddl_threads_reap();
 		return 0;
@@ -329,7 +331,8 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 	ddl_w.last_sample_ns = s.mono_ns;
 	/* The string lock is held only to write the strings, not the events:
 	 * threads meeting a new peer wait for one write at most. */
-	if (rc == 0 && ddl_str.len > ddl_str.done && ddl_spin_try(&ddl_str.lock, string_tries)) {
+	if (rc == 0 && __atomic_load_n(&ddl_str.len, __ATOMIC_RELAXED) > ddl_str.done &&
+	    ddl_spin_try(&ddl_str.lock, string_tries)) {
 		rc = ddl_chunk_write(fd, DDL_CHUNK_STRINGS, ddl_str.buf + ddl_str.done,
 		                     ddl_str.len - ddl_str.done, compress);
 		if (rc == 0)

@@ -215,4 +215,47 @@ struct ddl_out_ctx {
 int ddl_out_text(const struct ddl_out_ctx *o, FILE *f);
 int ddl_out_json(const struct ddl_out_ctx *o, FILE *f);
 
+/*
+ * --slurm (slurm.c): the sbatch options of network-locality delay
+ * scheduling, Slurm's --switches=COUNT@MAX_WAIT, for a profiled job; the
+ * rule is in ddlprof-recommend(1), SLURM.
+ */
+#define DDL_SLURM_WAIT_MIN 60   /* s, the shortest MAX_WAIT */
+#define DDL_SLURM_WAIT_MAX 2400 /* s, the longest: 8 of ddlprof-sim's default 300 s leases */
+
+struct ddl_slurm_opts {
+	double threshold;     /* switch loss from which one leaf switch is asked for */
+	int nodes_per_switch; /* 0: not given (the job is taken to fit under one) */
+	const char *history;  /* --wait-history FILE, or NULL: the default table */
+	double iterations;    /* the run's length, 0 when not given */
+};
+
+struct ddl_slurm {
+	int nodes, tasks_per_node, demand;
+	int switches;         /* COUNT; 0: no --switches */
+	double wait_s;        /* MAX_WAIT when switches */
+	double score, slow_rack, slow_cluster, iter_rack, iter_cluster; /* job.sensitivity */
+	double loss, threshold; /* 1 - slow_rack / slow_cluster */
+	int bucket_lo, bucket_hi; /* GPU demand bucket; hi 0: and up */
+	char source[4200];    /* of the waits: "history FILE" or "default table" */
+	int samples;
+	double mean_s, sd_s, tuned_s; /* tuned = mean + 2 sd */
+	double saved_s;       /* iterations x (T(cluster) - T(rack)); < 0 when not known */
+	char reason[512];
+};
+
+/*
+ * The options for profile P, whose report PATH names (as --profile gave
+ * it; REPORT_BIN reports a trace directory). Returns 0, or -1 with ERR
+ * naming the file and the field (a report without job.sensitivity) or the
+ * line of the --wait-history file.
+ */
+int ddl_slurm_plan(const struct ddl_profile *p, const char *path, const char *report_bin,
+                   const struct ddl_slurm_opts *o, struct ddl_slurm *s, char *err, size_t errlen);
+/* The #SBATCH lines and, as comments, why. 0 or -1 on a write error. */
+int ddl_slurm_text(const struct ddl_slurm *s, const char *file, FILE *f);
+/* BASE (LEN bytes of ddlprof-recommend/1 JSON, or NULL for a document of
+ * its own) with a "slurm" object added, to F. 0 or -1. */
+int ddl_slurm_json(const struct ddl_slurm *s, const char *base, size_t len, FILE *f);
+
 #endif

@@ -4,7 +4,8 @@
  * job's run time and cost on every configuration of the instance catalog
  * and picks the cheapest within a time budget, the fastest within a cost
  * budget, or the Pareto front of both. Options and inputs are read here;
- * catalog.c, profile.c, model.c, search.c and output.c do the rest.
+ * catalog.c, profile.c, model.c, search.c and output.c do the rest;
+ * --slurm adds the sbatch options for network locality (slurm.c).
  *
  * Exit status: 0 a recommendation; 1 bad input (a profile that cannot be
  * read or is not a usable ddlprof-report/1); 2 usage error or a malformed
@@ -52,6 +53,8 @@ static void ddl_usage(FILE *f)
 	        "                         [--measured-gpu MODEL] [--measured-instance TYPE]\n"
 	        "                         [--grad-bytes B] [--data-ms D] [--overlap F]\n"
 	        "                         [--min-gpu-memory GIB] [--alpha S] [--beta X]\n"
+	        "                         [--slurm [--wait-history FILE] [--switch-threshold F]\n"
+	        "                                  [--nodes-per-switch K]]\n"
 	        "  --profile P          a ddlprof-report/1 JSON, a directory with report.json, or a trace directory\n"
 	        "  --layers L           layers of a job with no profile (one all-reduce each)\n"
 	        "  --params P           its parameters (gradients of 4 bytes each)\n"
@@ -77,6 +80,11 @@ static void ddl_usage(FILE *f)
 	        "                       under compute, of a job with no profile (default 0 and 0)\n"
 	        "  --min-gpu-memory G   only instance types whose GPUs have at least G GiB\n"
 	        "  --alpha S, --beta X  communication model coefficients (see MODEL in the man page)\n"
+	        "  --slurm              sbatch options for the (first) profiled job: --nodes, --gres and\n"
+	        "                       --switches=COUNT@MAX_WAIT (without a run length: only these)\n"
+	        "  --wait-history FILE  recent waits, demand,wait_s lines, for MAX_WAIT (default: a table)\n"
+	        "  --switch-threshold F share of time lost across switches that asks for one (0.10)\n"
+	        "  --nodes-per-switch K nodes under one leaf switch (default: the job fits under one)\n"
 	        "See ddlprof-recommend(1).\n");
 }
 
@@ -159,12 +167,15 @@ struct ddl_opts {
 	int have_layers, have_params, have_compute, have_data, have_overlap, have_grad, have_alpha,
 	        have_beta;
 	const char *measured_gpu;
+	int slurm, have_slurm_opts;
+	struct ddl_slurm_opts so;
 };
 
 enum {
 	O_PROFILE = 256, O_CATALOG, O_JSON, O_ITER, O_EPOCHS, O_SAMPLES, O_BATCH, O_HOURS, O_USD,
 	O_SPOT, O_MAXI, O_INST, O_PREC, O_SCALING, O_ALGO, O_AR, O_MGPU, O_MINST, O_LAYERS,
-	O_PARAMS, O_GRAD, O_COMPUTE, O_DATA, O_OVERLAP, O_MINMEM, O_ALPHA, O_BETA, O_VERSION
+	O_PARAMS, O_GRAD, O_COMPUTE, O_DATA, O_OVERLAP, O_MINMEM, O_ALPHA, O_BETA, O_VERSION,
+	O_SLURM, O_WAITS, O_SWTHR, O_NPS
 };
 
 /* Parses the command line into O and S; 0, or the exit status of a usage error. */
@@ -198,6 +209,10 @@ static int ddl_parse(int argc, char **argv, struct ddl_opts *o, struct ddl_setti
 		{"min-gpu-memory", required_argument, NULL, O_MINMEM},
 		{"alpha", required_argument, NULL, O_ALPHA},
 		{"beta", required_argument, NULL, O_BETA},
+		{"slurm", no_argument, NULL, O_SLURM},
+		{"wait-history", required_argument, NULL, O_WAITS},
+		{"switch-threshold", required_argument, NULL, O_SWTHR},
+		{"nodes-per-switch", required_argument, NULL, O_NPS},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, O_VERSION},
 		{NULL, 0, NULL, 0}};
@@ -319,6 +334,19 @@ static int ddl_parse(int argc, char **argv, struct ddl_opts *o, struct ddl_setti
 				return ddl_usage_error("--beta: want a number above 0 and at most 1000, not '%s'", optarg);
 			o->have_beta = 1;
 			break;
+		case O_SLURM: o->slurm = 1; break;
+		case O_WAITS: o->so.history = optarg; o->have_slurm_opts = 1; break;
+		case O_SWTHR:
+			if (ddl_num(optarg, 0, 1, 0, &o->so.threshold) < 0)
+				return ddl_usage_error("--switch-threshold: want a fraction from 0 to 1, not '%s'", optarg);
+			o->have_slurm_opts = 1;
+			break;
+		case O_NPS:
+			if (ddl_num(optarg, 1, 1e6, 1, &v) < 0)
+				return ddl_usage_error("--nodes-per-switch: want a whole number from 1 to 1e6, not '%s'", optarg);
+			o->so.nodes_per_switch = (int)v;
+			o->have_slurm_opts = 1;
+			break;
 		case 'h': ddl_usage(stdout); return -1;
 		case O_VERSION: printf("ddlprof-recommend %s\n", DDLPROF_VERSION); return -1;
 		case ':': return ddl_usage_error("%s needs an argument", name);
@@ -338,7 +366,11 @@ static int ddl_parse(int argc, char **argv, struct ddl_opts *o, struct ddl_setti
 	int epochs = s->epochs > 0 || s->samples > 0 || s->batch > 0;
 	if (s->iterations > 0 && epochs)
 		return ddl_usage_error("give --iterations or --epochs/--samples-per-epoch/--batch, not both");
-	if (!(s->iterations > 0) && !(s->epochs > 0 && s->samples > 0 && s->batch > 0))
+	if (o->have_slurm_opts && !o->slurm)
+		return ddl_usage_error("--wait-history, --switch-threshold and --nodes-per-switch go with --slurm");
+	if (o->slurm && structural)
+		return ddl_usage_error("--slurm needs a --profile with the job's network sensitivity");
+	if (!(s->iterations > 0) && !(s->epochs > 0 && s->samples > 0 && s->batch > 0) && (!o->slurm || epochs))
 		return ddl_usage_error("give --iterations N, or --epochs, --samples-per-epoch and --batch");
 	if (o->have_params && o->have_grad)
 		return ddl_usage_error("give --params or --grad-bytes, not both");
@@ -376,6 +408,7 @@ int main(int argc, char **argv)
 {
 	struct ddl_opts o = {0};
 	struct ddl_settings s = {0};
+	o.so.threshold = 0.10;
 	s.max_instances = 8;
 	s.scaling = DDL_STRONG;
 	s.algo = DDL_RING;
@@ -383,6 +416,7 @@ int main(int argc, char **argv)
 	int rc = ddl_parse(argc, argv, &o, &s);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	int slurm_only = o.slurm && !(s.iterations > 0) && !(s.epochs > 0); /* no run length: no search */
 
 	char err[2048], path[PATH_MAX];
 	struct ddl_catalog cat = {0};
@@ -437,7 +471,7 @@ int main(int argc, char **argv)
 			rc = 1;
 			goto out;
 		}
-		if ((rc = ddl_resolve_gpu(p, &cat, o.measured_gpu, &notes)))
+		if (!slurm_only && (rc = ddl_resolve_gpu(p, &cat, o.measured_gpu, &notes)))
 			goto out;
 		rc = 2;
 		if (o.have_params || o.have_grad) {
@@ -488,6 +522,24 @@ int main(int argc, char **argv)
 		}
 		rc = 2;
 	}
+	struct ddl_slurm sl;
+	if (o.slurm) {
+		/* the run's length weighs the wait against what one switch saves */
+		if (s.iterations > 0)
+			o.so.iterations = s.iterations;
+		else if (s.epochs > 0)
+			o.so.iterations = s.epochs * s.samples / (s.batch * (s.scaling == DDL_WEAK ? prof[0].ranks : 1));
+		if (ddl_slurm_plan(&prof[0], o.profiles[0], report_bin, &o.so, &sl, err, sizeof err) < 0) {
+			fprintf(stderr, "ddlprof-recommend: %s\n", err);
+			rc = 1;
+			goto out;
+		}
+		if (slurm_only) {
+			rc = (o.json ? ddl_slurm_json(&sl, NULL, 0, stdout) : ddl_slurm_text(&sl, prof[0].file, stdout)) < 0 ||
+			     fflush(stdout) ? 1 : 0;
+			goto out;
+		}
+	}
 	if (ddl_search(&cat, prof, nprof, &s, &res, err, sizeof err) < 0) {
 		fprintf(stderr, "ddlprof-recommend: %s\n", err);
 		goto out;
@@ -499,7 +551,23 @@ int main(int argc, char **argv)
 	/* the assumptions: in the JSON, or beside the text */
 	for (size_t i = 0; i < notes.n && !o.json; i++)
 		fprintf(stderr, "ddlprof-recommend: note: %s\n", notes.text[i]);
-	int wrc = o.json ? ddl_out_json(&ctx, stdout) : ddl_out_text(&ctx, stdout);
+	int wrc;
+	if (o.slurm && o.json) {
+		/* the recommendation's JSON with "slurm" added */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&buf, &len);
+		wrc = mem ? ddl_out_json(&ctx, mem) : -1;
+		if (mem && fclose(mem))
+			wrc = -1;
+		if (wrc == 0)
+			wrc = ddl_slurm_json(&sl, buf, len, stdout);
+		free(buf);
+	} else {
+		wrc = o.json ? ddl_out_json(&ctx, stdout) : ddl_out_text(&ctx, stdout);
+		if (o.slurm && wrc == 0)
+			wrc = fputc('\n', stdout) == EOF ? -1 : ddl_slurm_text(&sl, prof[0].file, stdout);
+	}
 	if (fflush(stdout) || wrc < 0) {
 		fprintf(stderr, "ddlprof-recommend: writing the output: %s\n", strerror(errno));
 		rc = 1;

@@ -16,6 +16,10 @@
  *                 optional; the job's own slowdowns (>= 1) when spread over
  *                 machines of one rack / over racks, overriding the model's
  *                 (for instance from a ddlprof profile's job.sensitivity)
+ *   profile       optional; a ddlprof-report/1 JSON report, relative to the
+ *                 trace file's directory unless absolute, whose
+ *                 job.sensitivity.slowdown gives the job's slowdowns
+ *                 (load_profile.c); slowdown_* columns still override it
  */
 #include <ctype.h>
 #include <errno.h>
@@ -228,6 +232,15 @@ void ddl_sim_csv_close(struct ddl_sim_csv *c)
 	memset(c, 0, sizeof *c);
 }
 
+void ddl_sim_profile_path(const char *trace, const char *name, char *out, size_t n)
+{
+	const char *slash = strrchr(trace, '/');
+	if (name[0] == '/' || !slash)
+		snprintf(out, n, "%s", name);
+	else
+		snprintf(out, n, "%.*s/%s", (int)(slash - trace), trace, name);
+}
+
 int ddl_sim_load_csv(const char *path, struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o)
 {
 	struct ddl_sim_csv c;
@@ -237,6 +250,8 @@ int ddl_sim_load_csv(const char *path, struct ddl_sim_trace *t, const struct ddl
 	int cg = ddl_sim_csv_col(&c, "gpus"), cdur = ddl_sim_csv_col(&c, "duration_s");
 	int cmod = ddl_sim_csv_col(&c, "model");
 	int csr = ddl_sim_csv_col(&c, "slowdown_rack"), csc = ddl_sim_csv_col(&c, "slowdown_cluster");
+	int cprof = ddl_sim_csv_col(&c, "profile");
+	struct ddl_sim_profiles own = {0}, *cache = o->profiles ? o->profiles : &own;
 	if (cid < 0 || carr < 0 || cg < 0 || cdur < 0) {
 		fprintf(stderr,
 		        "ddlprof-sim: %s: not a ddlprof-sim CSV (the header needs id, arrival_s, gpus, "
@@ -266,6 +281,21 @@ int ddl_sim_load_csv(const char *path, struct ddl_sim_trace *t, const struct ddl
 		else if (csc >= 0 && *ddl_sim_csv_get(&c, csc) &&
 		         (ddl_sim_parse_double(ddl_sim_csv_get(&c, csc), &sc) < 0 || sc < 1))
 			why = "slowdown_cluster is not a factor >= 1";
+		const struct ddl_sim_profile *prof = NULL;
+		char pwhy[4600];
+		if (!why && cprof >= 0 && *ddl_sim_csv_get(&c, cprof)) {
+			char ppath[4200];
+			ddl_sim_profile_path(path, ddl_sim_csv_get(&c, cprof), ppath, sizeof ppath);
+			if (!(prof = ddl_sim_profile_get(cache, ppath))) {
+				fprintf(stderr, "ddlprof-sim: %s: out of memory\n", path);
+				rc = -1;
+				break;
+			}
+			if (!prof->ok) {
+				snprintf(pwhy, sizeof pwhy, "profile %s: %s", ppath, prof->why);
+				why = pwhy;
+			}
+		}
 		if (why) {
 			char where[4200];
 			snprintf(where, sizeof where, "%s:%ld", path, c.lineno);
@@ -282,12 +312,17 @@ int ddl_sim_load_csv(const char *path, struct ddl_sim_trace *t, const struct ddl
 			rc = -1;
 			break;
 		}
+		if (prof)
+			ddl_sim_profile_apply(j, prof);
 		if (sr > 0)
 			j->slow[DDL_SIM_RACK] = sr;
 		if (sc > 0)
 			j->slow[DDL_SIM_CLUSTER] = sc;
+		if (sr > 0 || sc > 0)
+			j->slow_from = DDL_SIM_SLOW_TRACE;
 		j->consolidate = j->slow[DDL_SIM_CLUSTER] >= 1.3;
 	}
+	ddl_sim_profiles_free(&own);
 	ddl_sim_csv_close(&c);
 	return rc;
 }

@@ -16,6 +16,7 @@
 #include "sim.h"
 
 static const char *const ddl_sim_level_names[DDL_SIM_LEVELS] = {"machine", "rack", "cluster"};
+static const char *const ddl_sim_slow_names[] = {"table", "trace", "profile"}; /* DDL_SIM_SLOW_* */
 
 /* A JSON number, or null for a non-finite one (json_real(NaN) is NULL,
  * which json_object_set_new would silently drop). */
@@ -58,6 +59,7 @@ void ddl_sim_summarize(const struct ddl_sim *s, struct ddl_sim_summary *m)
 		const struct ddl_sim_job *j = &s->jobs[i];
 		if (j->arrival < first)
 			first = j->arrival;
+		m->profiled += j->slow_from == DDL_SIM_SLOW_PROFILE;
 		if (j->state != DDL_SIM_DONE)
 			continue;
 		if (j->finish > last)
@@ -111,6 +113,9 @@ int ddl_sim_print_text(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
 	fprintf(f, "first placed    machine %zu, rack %zu, cluster %zu\n", m->placed[0], m->placed[1],
 	        m->placed[2]);
 	fprintf(f, "preemptions     %zu; migrations %zu\n", s->preemptions, s->migrations);
+	if (m->profiled)
+		fprintf(f, "profiles        %zu job%s with slowdowns from ddlprof profiles\n", m->profiled,
+		        m->profiled == 1 ? "" : "s");
 	return ferror(f) ? -1 : 0;
 }
 
@@ -151,6 +156,7 @@ int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
 	json_object_set_new(o, "first_placement", pl);
 	json_object_set_new(o, "preemptions", json_integer((json_int_t)s->preemptions));
 	json_object_set_new(o, "migrations", json_integer((json_int_t)s->migrations));
+	json_object_set_new(o, "jobs_profiled", json_integer((json_int_t)m->profiled));
 	int rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	fputc('\n', f);
 	json_decref(o);
@@ -176,15 +182,17 @@ int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s)
 	}
 	if (csv)
 		fprintf(f, "id,model,gpus,arrival_s,start_s,finish_s,jct_s,queue_s,duration_s,"
-		           "comm_overhead_s,restart_s,first_level,preemptions,migrations\n");
+		           "comm_overhead_s,restart_s,first_level,preemptions,migrations,"
+		           "slowdown_rack,slowdown_cluster,slowdown_from\n");
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct ddl_sim_job *j = &s->jobs[i];
 		const char *lvl = ddl_sim_level_names[j->first_level];
 		if (csv) {
-			fprintf(f, "%s,%s,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%d,%d\n", j->id,
-			        j->model, j->gpus, j->arrival, j->first_start, j->finish,
+			fprintf(f, "%s,%s,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%d,%d,%.6g,%.6g,%s\n",
+			        j->id, j->model, j->gpus, j->arrival, j->first_start, j->finish,
 			        j->finish - j->arrival, j->queued, j->work, j->comm_lost, j->restart_s, lvl,
-			        j->preemptions, j->migrations);
+			        j->preemptions, j->migrations, j->slow[DDL_SIM_RACK],
+			        j->slow[DDL_SIM_CLUSTER], ddl_sim_slow_names[j->slow_from]);
 			continue;
 		}
 		json_t *o = json_object();
@@ -202,6 +210,9 @@ int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s)
 		json_object_set_new(o, "first_level", json_string(lvl));
 		json_object_set_new(o, "preemptions", json_integer(j->preemptions));
 		json_object_set_new(o, "migrations", json_integer(j->migrations));
+		json_object_set_new(o, "slowdown_rack", ddl_sim_json_num(j->slow[DDL_SIM_RACK]));
+		json_object_set_new(o, "slowdown_cluster", ddl_sim_json_num(j->slow[DDL_SIM_CLUSTER]));
+		json_object_set_new(o, "slowdown_from", json_string(ddl_sim_slow_names[j->slow_from]));
 		json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 		fputc('\n', f);
 		json_decref(o);

@@ -4,7 +4,8 @@
  * (load_*.c, from a static table), checks it against the cluster, runs the
  * policy --policy names (policy_*.c, from a static table) through the
  * engine (engine.c) and prints the result (output.c). --generate writes a
- * synthetic trace instead (generate.c).
+ * synthetic trace instead (generate.c). --profiles DIR gives jobs the
+ * slowdowns of DIR/<model>.json, ddlprof reports (load_profile.c).
  *
  * Exit status: 0 done; 1 bad input (unreadable or malformed trace, a bad
  * record under --strict, an existing --jobs-out file, a failed --check);
@@ -15,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sim.h"
 
@@ -44,7 +46,7 @@ static void ddl_sim_usage(FILE *f)
 	        "                   [--cluster RxMxG] [--bw machine=G,rack=G,cluster=G]\n"
 	        "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
 	        "                   [--lease S] [--restart-cost S] [--json] [--jobs-out FILE [--force]]\n"
-	        "                   [--seed N] [--strict] [--check]\n"
+	        "                   [--seed N] [--strict] [--check] [--profiles DIR]\n"
 	        "       ddlprof-sim --generate N [--seed N] [--cluster RxMxG] [--load F]\n"
 	        "  --trace FILE        job trace to replay\n"
 	        "  --format F          trace format (default: told from the file's start)\n"
@@ -59,6 +61,7 @@ static void ddl_sim_usage(FILE *f)
 	        "  --seed N            seed of --generate (the simulation draws no random numbers)\n"
 	        "  --strict            reject the trace on its first bad record\n"
 	        "  --check             verify the simulator's invariants while it runs\n"
+	        "  --profiles DIR      slowdowns of a job's model from DIR/<model>.json, a ddlprof report\n"
 	        "  --generate N        print a synthetic trace of N jobs in our CSV format\n"
 	        "  --load F            offered load of --generate, 0..1 of the cluster (default 0.85)\n"
 	        "See ddlprof-sim(1).\n");
@@ -149,18 +152,56 @@ static int ddl_sim_cmp_arrival(const void *x, const void *y)
 	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
-/* Scales a slowdown's communication part to a bandwidth, from the table's
- * reference bandwidth. */
+/* Scales a slowdown's communication part to a bandwidth, from the
+ * bandwidth it holds at: the profile's, else the table's reference. */
 static double ddl_sim_scale(double slow, double ref, double bw)
 {
 	return bw > 0 ? 1 + (slow - 1) * ref / bw : slow;
+}
+
+/*
+ * --profiles DIR: a job whose slowdowns are still the table's takes those
+ * of DIR/<model>.json when that file exists. An unusable profile is
+ * reported once, naming the file and the field, and its model's jobs are
+ * skipped (counted), or the run is rejected under --strict. A model with
+ * no file keeps the table (counted in *MISSING, the first named in
+ * FIRST). Returns 1 to keep the job, 0 to skip it, -1 to stop.
+ */
+static int ddl_sim_model_profile(struct ddl_sim_profiles *c, const char *dir, struct ddl_sim_job *j,
+                                 int strict, size_t *missing, char *first, size_t nfirst)
+{
+	char path[4200];
+	if (!j->model[0] || j->model[0] == '.' || strchr(j->model, '/'))
+		return 1; /* not a file name: the table */
+	snprintf(path, sizeof path, "%s/%s.json", dir, j->model);
+	size_t before = c->n;
+	const struct ddl_sim_profile *p = ddl_sim_profile_get(c, path);
+	if (!p) {
+		fprintf(stderr, "ddlprof-sim: out of memory\n");
+		return -1;
+	}
+	if (p->ok) {
+		ddl_sim_profile_apply(j, p);
+		return 1;
+	}
+	if (c->n == before)
+		return p->missing ? 1 : strict ? -1 : 0; /* said already */
+	if (p->missing) {
+		if (!(*missing)++)
+			snprintf(first, nfirst, "%s", j->model);
+		return 1;
+	}
+	fprintf(stderr, "ddlprof-sim: %s: %s; %s%s%s\n", path, p->why,
+	        strict ? "rejected (--strict)" : "the jobs of model ", strict ? "" : j->model,
+	        strict ? "" : " skipped");
+	return strict ? -1 : 0;
 }
 
 int main(int argc, char **argv)
 {
 	enum {
 		O_TRACE = 256, O_FORMAT, O_CLUSTER, O_BW, O_POLICY, O_LEASE, O_RESTART, O_JSON,
-		O_JOBS_OUT, O_FORCE, O_SEED, O_STRICT, O_CHECK, O_GENERATE, O_LOAD, O_VERSION
+		O_JOBS_OUT, O_FORCE, O_SEED, O_STRICT, O_CHECK, O_GENERATE, O_LOAD, O_VERSION, O_PROFILES
 	};
 	static const struct option opts[] = {
 		{"trace", required_argument, 0, O_TRACE},
@@ -178,6 +219,7 @@ int main(int argc, char **argv)
 		{"check", no_argument, 0, O_CHECK},
 		{"generate", required_argument, 0, O_GENERATE},
 		{"load", required_argument, 0, O_LOAD},
+		{"profiles", required_argument, 0, O_PROFILES},
 		{"help", no_argument, 0, 'h'},
 		{"version", no_argument, 0, O_VERSION},
 		{0, 0, 0, 0},
@@ -187,7 +229,10 @@ int main(int argc, char **argv)
 	long generate = -1;
 	double load = 0.85, bw[DDL_SIM_LEVELS] = {0, 0, 0};
 	struct ddl_sim_config cfg = {.lease = 300, .restart_cost = 30, .seed = 1};
-	struct ddl_sim_load_opts lo = {0};
+	struct ddl_sim_profiles profs = {0};
+	struct ddl_sim_load_opts lo = {.profiles = &profs};
+	const char *profiles_dir = NULL;
+	struct stat pst;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -228,6 +273,12 @@ int main(int argc, char **argv)
 			break;
 		}
 		case O_STRICT: lo.strict = 1; break;
+		case O_PROFILES:
+			if (stat(optarg, &pst) < 0 || !S_ISDIR(pst.st_mode))
+				return ddl_sim_usage_error("--profiles '%s': expected a directory of "
+				                           "<model>.json reports", optarg);
+			profiles_dir = optarg;
+			break;
 		case O_CHECK: cfg.check = 1; break;
 		case O_GENERATE:
 			if (ddl_sim_parse_int(optarg, &generate) < 0 || generate < 0 || generate > 100000000)
@@ -279,7 +330,8 @@ int main(int argc, char **argv)
 	if (ddl_sim_formats[fi].load(trace, &t, &lo) < 0)
 		goto out;
 	/* Jobs the cluster can never hold are bad records of this run. */
-	size_t keep = 0;
+	size_t keep = 0, missing = 0;
+	char first_missing[sizeof t.jobs[0].model] = "";
 	for (size_t i = 0; i < t.n; i++) {
 		struct ddl_sim_job *j = &t.jobs[i];
 		if (j->gpus > s.cl.gpus) {
@@ -291,13 +343,32 @@ int main(int argc, char **argv)
 				goto out;
 			continue;
 		}
+		if (profiles_dir && j->slow_from == DDL_SIM_SLOW_TABLE) {
+			int k = ddl_sim_model_profile(&profs, profiles_dir, j, lo.strict, &missing,
+			                              first_missing, sizeof first_missing);
+			if (k < 0)
+				goto out;
+			if (k == 0) {
+				t.skipped++;
+				continue;
+			}
+		}
 		j->idx = (int)keep;
-		j->slow[DDL_SIM_RACK] = ddl_sim_scale(j->slow[DDL_SIM_RACK], DDL_SIM_REF_BW_RACK, bw[1]);
-		j->slow[DDL_SIM_CLUSTER] =
-		        ddl_sim_scale(j->slow[DDL_SIM_CLUSTER], DDL_SIM_REF_BW_CLUSTER, bw[2]);
+		j->slow[DDL_SIM_RACK] = ddl_sim_scale(
+		        j->slow[DDL_SIM_RACK],
+		        j->ref_bw[DDL_SIM_RACK] > 0 ? j->ref_bw[DDL_SIM_RACK] : DDL_SIM_REF_BW_RACK, bw[1]);
+		j->slow[DDL_SIM_CLUSTER] = ddl_sim_scale(j->slow[DDL_SIM_CLUSTER],
+		                                         j->ref_bw[DDL_SIM_CLUSTER] > 0
+		                                                 ? j->ref_bw[DDL_SIM_CLUSTER]
+		                                                 : DDL_SIM_REF_BW_CLUSTER,
+		                                         bw[2]);
 		t.jobs[keep++] = *j;
 	}
 	t.n = keep;
+	if (missing)
+		fprintf(stderr, "ddlprof-sim: --profiles %s: no <model>.json for %zu model%s (%s%s); "
+		        "their jobs keep the built-in slowdowns\n", profiles_dir, missing,
+		        missing == 1 ? "" : "s", first_missing, missing > 1 ? ", ..." : "");
 	if (!t.n) {
 		fprintf(stderr, "ddlprof-sim: %s: no jobs to simulate\n", trace);
 		goto out;
@@ -322,6 +393,7 @@ int main(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	ddl_sim_profiles_free(&profs);
 	ddl_sim_trace_free(&t);
 	ddl_sim_cluster_free(&s.cl);
 	ddl_sim_heap_free(&s.heap);

@@ -20,6 +20,10 @@ enum { DDL_SIM_MACHINE = 0, DDL_SIM_RACK = 1, DDL_SIM_CLUSTER = 2, DDL_SIM_LEVEL
 
 enum ddl_sim_state { DDL_SIM_PENDING, DDL_SIM_WAITING, DDL_SIM_RUNNING, DDL_SIM_DONE };
 
+/* Where a job's slowdowns came from: the model table, the trace's own
+ * slowdown columns, or a ddlprof profile. */
+enum { DDL_SIM_SLOW_TABLE, DDL_SIM_SLOW_TRACE, DDL_SIM_SLOW_PROFILE };
+
 struct ddl_sim_job {
 	/* From the trace. */
 	char id[48];
@@ -28,6 +32,8 @@ struct ddl_sim_job {
 	double work;           /* s of run time at the job's tightest feasible level */
 	int gpus;
 	double slow[DDL_SIM_LEVELS]; /* slowdown per level, slow[MACHINE] == 1 */
+	double ref_bw[DDL_SIM_LEVELS]; /* Gbit/s slow[] holds at; 0: the table's references */
+	int slow_from;         /* DDL_SIM_SLOW_*: where slow[] came from */
 	int consolidate;       /* the model is consolidation-sensitive (las) */
 	/* Derived from the cluster. */
 	int min_level;         /* tightest level the job can ever get */
@@ -61,9 +67,13 @@ struct ddl_sim_trace {
 	size_t skipped;        /* bad records skipped */
 };
 
+struct ddl_sim_profiles;
+
 /* Options shared by the loaders. */
 struct ddl_sim_load_opts {
 	int strict;            /* a bad record rejects the whole file */
+	struct ddl_sim_profiles *profiles; /* reports the trace names, read once; NULL: the
+	                                    * loader keeps its own while it runs */
 };
 
 /*
@@ -133,6 +143,34 @@ int ddl_sim_time_ok(double v);
  * seconds, to seconds; 0, or -1 when it is neither or the time is outside
  * 0..DDL_SIM_MAX_TIME. */
 int ddl_sim_parse_time(const char *s, double *v);
+
+/*
+ * Job speeds from ddlprof-report/1 profiles (load_profile.c): a report's
+ * job.sensitivity.slowdown {rack, cluster} at the bandwidths of its
+ * job.sensitivity.bandwidth_bps, read once per path.
+ */
+struct ddl_sim_profile {
+	char *path;
+	int ok;                        /* read and usable */
+	int missing;                   /* no such file */
+	char why[256];                 /* when not ok: "FIELD: reason" or the system's error */
+	double slow[DDL_SIM_LEVELS];
+	double bw[DDL_SIM_LEVELS];     /* Gbit/s; 0 where the report gives none */
+};
+struct ddl_sim_profiles {
+	struct ddl_sim_profile **v;
+	size_t n, cap;
+	size_t *slot, nslot;           /* open-addressing index by path */
+};
+/* The report at PATH, read on first use and kept in C. NULL when memory
+ * ran out; else check ->ok (->why says what is wrong, ->missing that the
+ * file does not exist). */
+const struct ddl_sim_profile *ddl_sim_profile_get(struct ddl_sim_profiles *c, const char *path);
+void ddl_sim_profiles_free(struct ddl_sim_profiles *c);
+/* NAME as a trace names it: relative to the directory of TRACE unless absolute (load_csv.c). */
+void ddl_sim_profile_path(const char *trace, const char *name, char *out, size_t n);
+/* Gives J the slowdowns of the usable profile P. */
+void ddl_sim_profile_apply(struct ddl_sim_job *j, const struct ddl_sim_profile *p);
 
 /* The model table (models.c). */
 struct ddl_sim_model {
@@ -285,6 +323,7 @@ struct ddl_sim_summary {
 	double makespan, jct_mean, jct_p50, jct_p90, jct_p99, queue_mean, comm_overhead;
 	double utilization;
 	size_t placed[DDL_SIM_LEVELS];
+	size_t profiled;       /* jobs whose slowdowns came from a ddlprof profile */
 };
 void ddl_sim_summarize(const struct ddl_sim *s, struct ddl_sim_summary *m);
 int ddl_sim_print_text(FILE *f, const struct ddl_sim *s, const struct ddl_sim_summary *m,

@@ -27,6 +27,12 @@ if command -v valgrind >/dev/null 2>&1; then
 			awk '/loop_wrapped/ {w=$1} /loop_direct/ {d=$1} END {if (w && d) printf "   instructions added per call: %.1f (callgrind: %d wrapped, %d direct, 100000 calls each)\n", (w-d)/100000, w, d}'
 	fi
 fi
+if [ -x $B/bench/launch ] && [ -f $B/bench/libfakecudart.so ]; then
+	echo "-- cost of a wrapped kernel launch (cudaLaunchKernel into a runtime that does nothing;"
+	echo "   wrapped against direct in the same process; medians of $RUNS processes x 9 rounds x 200000)"
+	for i in $(seq "$RUNS"); do pre "kl$i" $B/bench/launch $B/bench/libfakecudart.so 200000 9; done >"$T/launch"
+	echo "   added per launch:   $(awk '{print $6}' "$T/launch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/launch"))"
+fi
 echo "-- send() of 64 bytes on a socketpair, with and without the library (medians of $RUNS processes)"
 for i in $(seq "$RUNS"); do $OV send 200000 5; done | awk '{print $2}' >"$T/plain"
 for i in $(seq "$RUNS"); do pre "s$i" $OV send 200000 5; done | awk '{print $2}' >"$T/with"
@@ -34,7 +40,8 @@ p=$(med <"$T/plain"); w=$(med <"$T/with")
 echo "   without: $p ns   with: $w ns   ratio: $(echo "$w $p" | awk '{printf "%.3f", $1/$2}')"
 dropped=$($B/bin/ddlprof-report --json "$T"/s1 | awk -F: '/events_dropped/ {gsub(/[ ,]/,"",$2); print $2; exit}')
 echo "   events dropped in that run: ${dropped:-?}"
-echo "-- trace size and reader speed (2000000 events with varied sizes; medians of 5 reads)"
+echo "-- trace size and reader speed (2000000 events with varied sizes; medians of 5 reads;"
+echo "   read: the whole trace into memory; stream: chunk by chunk into a one-pass consumer)"
 for c in 1 0; do
 	env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/ev$c" DDLPROF_COMPRESS=$c DDLPROF_BUFFER_EVENTS=1048576 $OV events 2000000
 	echo "   compress=$c: $($B/bench/readspeed 5 "$T"/ev$c/*.ddlt)"

@@ -11,8 +11,10 @@
 # and, where it can (as root), what the real-workload tests use; those tests
 # skip without it:
 #   python3-torch   PyTorch DistributedDataParallel over gloo (CPU)
+#   openmpi-bin, libopenmpi-dev  Open MPI's mpirun and mpicc, for
+#                   examples/mpi_allreduce and the MPI tests (about 11 MB)
 set -eu
-OPTIONAL="python3-torch"
+OPTIONAL="python3-torch openmpi-bin libopenmpi-dev"
 PKGS="libjansson-dev libzstd-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do

@@ -5,6 +5,7 @@
  * intervals against the plan).
  */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -413,6 +414,82 @@ int test_gpu_clock_alignment(void)
 	/* aligned, the ranks' iterations line up again: starts within 5 ms */
 	fprintf(stderr, "    skew-h1 corrected by about -80 ms; residual %.1f us\n", resid * 1e6);
 	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Differential mode: ddlsynth on one GPU, two on one host, and four on two
+ * hosts. The node run's added time is its interconnect stall, the multi
+ * run's added time over the single run its whole communication stall: the
+ * two methods agree within 10% (and 1 ms) there. Bad uses exit 2.
+ */
+int test_report_compare(void)
+{
+	const char *synth = tbuild("examples/ddlsynth");
+	if (!ddl_exists(synth))
+		return DDL_SKIP;
+	char *dir = tmpdir();
+	static const char *const labels[3] = {"single", "node", "multi"};
+	static const char *const shape[3][6] = {
+	    {"--ranks", "1", NULL},
+	    {"--ranks", "2", "--ranks-per-host", "2", NULL},
+	    {"--ranks", "4", "--ranks-per-host", "2", "--allreduce", "hierarchical"}};
+	char spec[3][PATH_MAX + 16];
+	for (int k = 0; k < 3; k++) {
+		char tdir[PATH_MAX];
+		snprintf(tdir, sizeof tdir, "%s/%s", dir, labels[k]);
+		snprintf(spec[k], sizeof spec[k], "%s=%s", labels[k], tdir);
+		char *argv[40] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)synth};
+		int n = 6;
+		for (int i = 0; i < 6 && shape[k][i]; i++)
+			argv[n++] = (char *)shape[k][i];
+		static const char *const common[] = {"--layers", "4", "--params-per-layer", "250k",
+		                                     "--compute-ms", "4", "--bucket-mb", "2", "--iterations",
+		                                     "12", "--overlap", "off", "--intra-gbps", "2",
+		                                     "--net-gbps", "0.5", "--markers", "--quiet", NULL};
+		for (int i = 0; common[i]; i++)
+			argv[n++] = (char *)common[i];
+		argv[n] = NULL;
+		struct ddl_run_result r;
+		CHECK(trun(argv, NULL, 120, &r) == 0 && r.status == 0, "%s run failed: %s", labels[k],
+		      r.err ? r.err : "");
+		trun_free(&r);
+	}
+	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "--json", "--compare", spec[0], spec[1],
+	                spec[2], NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && r.status == 0, "--compare failed: %s", r.err ? r.err : "");
+	json_error_t je;
+	json_t *j = json_loads(r.out, 0, &je);
+	trun_free(&r);
+	CHECK(j, "not JSON: %s", je.text);
+	CHECK(!strcmp(json_string_value(json_object_get(j, "schema")), "ddlprof-compare/1"), "schema");
+	json_t *d = json_object_get(j, "differential");
+	double ic = ddl_jnum(json_object_get(d, "interconnect_stall"), "differential_s");
+	double icd = ddl_jnum(json_object_get(d, "interconnect_stall"), "direct_s");
+	double cm = ddl_jnum(json_object_get(d, "communication_stall"), "differential_s");
+	double cmd = ddl_jnum(json_object_get(d, "communication_stall"), "direct_s");
+	fprintf(stderr, "    interconnect: differential %.2f ms, direct %.2f ms; communication: "
+	        "differential %.2f ms, direct %.2f ms\n", ic * 1e3, icd * 1e3, cm * 1e3, cmd * 1e3);
+	CHECK(icd > 0.005 && fabs(ic - icd) < 0.10 * icd + 0.001, "interconnect %.4f vs %.4f", ic, icd);
+	CHECK(cmd > 0.02 && fabs(cm - cmd) < 0.10 * cmd + 0.001, "communication %.4f vs %.4f", cm, cmd);
+	CHECK(json_is_object(json_object_get(d, "network_stall")), "no network_stall");
+	json_decref(j);
+	/* bad uses */
+	char bad1[PATH_MAX + 16];
+	snprintf(bad1, sizeof bad1, "bogus=%s/single", dir);
+	char *b1[] = {(char *)tbuild("bin/ddlprof-report"), "--compare", spec[0], NULL};
+	char *b2[] = {(char *)tbuild("bin/ddlprof-report"), "--compare", bad1, spec[1], NULL};
+	char *b3[] = {(char *)tbuild("bin/ddlprof-report"), "--compare", spec[0], "--compare", spec[0], NULL};
+	char *const *bads[] = {b1, b2, b3};
+	for (int k = 0; k < 3; k++) {
+		CHECK(trun(bads[k], NULL, 30, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2 &&
+		          r.err && strstr(r.err, "--compare"),
+		      "bad use %d: status %d, %s", k, r.status, r.err ? r.err : "");
+		trun_free(&r);
+	}
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

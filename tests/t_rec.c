@@ -1170,3 +1170,167 @@ int test_rec_emulation(void)
 	free(dir);
 	return DDL_PASS;
 }
+
+/* Runs ARGS (NULL-terminated) and keeps stdout, stderr and the status. */
+static int ddl_slurm_run(char *const args[], struct ddl_run_result *r)
+{
+	if (ddl_rec_exec(args, r) < 0) {
+		fprintf(stderr, "    could not run ddlprof-recommend\n");
+		return -1;
+	}
+	return ddl_rec_status(r);
+}
+
+/*
+ * --slurm. tests/rec/slurm_sensitive.json: 16 ranks on 4 hosts, slowdown
+ * 1.4 in a rack and 2.0 across racks, iterations of 0.49 and 0.7 s there:
+ * spread over leaf switches it loses 1 - 1.4/2 = 30% (>= 10%), so one
+ * switch; the default table's waits for 16-31 GPUs are 240 +- 120 s:
+ * 240 + 2 x 120 = 480 s = 0:08:00. A history of 16-31 GPU waits 600, 700,
+ * 800, 900 (and others' ignored): mean 750 + 2 x 111.8 = 973.6 -> 1020 s.
+ * Only the last 32 waits count. 1000 iterations save 1000 x 0.21 = 210 s:
+ * the wait is 240 s; 100 iterations save 21 s, under the 60 s bound: no
+ * --switches. --nodes-per-switch 2: COUNT 2. Waits of 1e6 s are held to
+ * 2400 s. The insensitive profile (1.03, 1.06: 2.8%) and a one-node job
+ * get no --switches.
+ */
+int test_rec_slurm(void)
+{
+	char *dir = tmpdir(), hist[PATH_MAX], last[PATH_MAX], huge[PATH_MAX], one[PATH_MAX];
+	const char *sens = ddl_rec_data("slurm_sensitive.json"), *insens = ddl_rec_data("slurm_insensitive.json");
+	snprintf(hist, sizeof hist, "%s/waits.csv", dir);
+	snprintf(last, sizeof last, "%s/last32.csv", dir);
+	snprintf(huge, sizeof huge, "%s/huge.csv", dir);
+	FILE *f = fopen(hist, "w");
+	CHECK(f, "write %s", hist);
+	fprintf(f, "demand,wait_s\n# oldest first\n16,600\n8,5000\n16,700\n 31 , 800 \n32,9000\n24,900\n");
+	fclose(f);
+	CHECK((f = fopen(last, "w")), "write %s", last);
+	for (int i = 0; i < 40; i++)
+		fprintf(f, "16,%d\n", i < 8 ? 100000 : 120);
+	fclose(f);
+	CHECK((f = fopen(huge, "w")), "write %s", huge);
+	fprintf(f, "16,1000000\n16,1000000\n");
+	fclose(f);
+	/* one node: the same job on a single host of 16 GPUs */
+	json_t *j = json_load_file(sens, 0, NULL);
+	CHECK(j, "read %s", sens);
+	json_t *job = json_object_get(j, "job");
+	json_object_set_new(job, "hosts", json_integer(1));
+	json_object_set_new(json_object_get(job, "gpu"), "count_per_host", json_integer(16));
+	snprintf(one, sizeof one, "%s/one.json", dir);
+	CHECK(json_dump_file(j, one, 0) == 0, "write %s", one);
+	json_decref(j);
+
+	struct {
+		char *args[16];
+		const char *want[4];
+		const char *not;
+	} c[] = {
+		{{"--slurm", "--profile", (char *)sens, NULL},
+		 {"#SBATCH --nodes=4\n", "#SBATCH --ntasks-per-node=4\n", "#SBATCH --gres=gpu:4\n",
+		  "#SBATCH --switches=1@0:08:00\n"}, "recommended"},
+		{{"--slurm", "--profile", (char *)sens, "--wait-history", hist, NULL},
+		 {"#SBATCH --switches=1@0:17:00\n", "4 waits"}, NULL},
+		{{"--slurm", "--profile", (char *)sens, "--wait-history", last, NULL},
+		 {"#SBATCH --switches=1@0:02:00\n", "32 waits"}, NULL},
+		{{"--slurm", "--profile", (char *)sens, "--wait-history", huge, NULL},
+		 {"#SBATCH --switches=1@0:40:00\n"}, NULL},
+		{{"--slurm", "--profile", (char *)sens, "--nodes-per-switch", "2", "--iterations", "1000",
+		  "--catalog", (char *)ddl_rec_data("tiny.json"), "--max-instances", "2", NULL},
+		 {"#SBATCH --switches=2@0:04:00\n", "recommended", "saves 210 s"}, NULL},
+		{{"--slurm", "--profile", (char *)sens, "--iterations", "100", "--catalog",
+		  (char *)ddl_rec_data("tiny.json"), NULL},
+		 {"no --switches", "only 21 s"}, "--switches="},
+		{{"--slurm", "--profile", (char *)sens, "--switch-threshold", "0.5", NULL},
+		 {"no --switches", "30.0%", "50% threshold"}, "--switches="},
+		{{"--slurm", "--profile", (char *)insens, NULL},
+		 {"#SBATCH --nodes=4\n", "no --switches", "2.8%"}, "--switches="},
+		{{"--slurm", "--profile", one, NULL},
+		 {"#SBATCH --nodes=1\n", "#SBATCH --gres=gpu:16\n", "one node"}, "--switches="},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct ddl_run_result r;
+		int st = ddl_slurm_run(c[i].args, &r);
+		CHECK(st == 0, "case %zu: status %d: %s", i, st, r.err);
+		for (int k = 0; k < 4 && c[i].want[k]; k++)
+			CHECK(strstr(r.out, c[i].want[k]), "case %zu: no '%s' in:\n%s", i, c[i].want[k], r.out);
+		CHECK(!c[i].not || !strstr(r.out, c[i].not), "case %zu: '%s' in:\n%s", i, c[i].not, r.out);
+		trun_free(&r);
+	}
+
+	/* JSON: the recommendation with "slurm" added; alone without a run length */
+	char *full[] = {"--slurm", "--profile", (char *)sens, "--nodes-per-switch", "2", "--iterations", "1000",
+	                "--catalog", (char *)ddl_rec_data("tiny.json"), "--max-instances", "2", "--json", NULL};
+	int st;
+	json_t *res = ddl_rec_json(full, &st);
+	CHECK(res && st == 0, "--json: status %d", st);
+	json_t *sl = json_object_get(res, "slurm");
+	CHECK(json_is_object(json_object_get(res, "recommendation")) &&
+	      !strcmp(json_string_value(json_object_get(res, "schema")), "ddlprof-recommend/1") &&
+	      json_integer_value(json_object_get(sl, "switches")) == 2 && ddl_near(ddl_num(sl, "max_wait_s"), 240) &&
+	      !strcmp(json_string_value(json_object_get(sl, "max_wait")), "0:04:00") &&
+	      ddl_near(ddl_num(sl, "saved_s"), 210) && json_integer_value(json_object_get(sl, "nodes")) == 4 &&
+	      json_integer_value(json_object_get(sl, "gpus_per_node")) == 4 &&
+	      ddl_near(ddl_num(json_object_get(sl, "sensitivity"), "switch_loss"), 0.3) &&
+	      ddl_near(ddl_num(json_object_get(sl, "tuner"), "wait_s"), 480) &&
+	      json_array_size(json_object_get(sl, "sbatch")) == 4,
+	      "slurm object: %s", json_dumps(sl, 0));
+	json_decref(res);
+	char *alone[] = {"--slurm", "--profile", (char *)insens, "--json", NULL};
+	res = ddl_rec_json(alone, &st);
+	sl = json_object_get(res, "slurm");
+	CHECK(res && st == 0 && !json_object_get(res, "recommendation") &&
+	      !strcmp(json_string_value(json_object_get(res, "schema")), "ddlprof-recommend/1") &&
+	      json_is_null(json_object_get(sl, "switches")) && json_is_null(json_object_get(sl, "max_wait_s")) &&
+	      json_array_size(json_object_get(sl, "sbatch")) == 3,
+	      "--json alone: status %d", st);
+	json_decref(res);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * --slurm's errors: a report without job.sensitivity (status 1, naming the
+ * file and the field), a bad --wait-history line (status 1, its line),
+ * the Slurm options without --slurm and --slurm without a profile (usage,
+ * status 2).
+ */
+int test_rec_slurm_errors(void)
+{
+	char *dir = tmpdir(), bad[PATH_MAX];
+	snprintf(bad, sizeof bad, "%s/waits.csv", dir);
+	FILE *f = fopen(bad, "w");
+	CHECK(f, "write %s", bad);
+	fprintf(f, "demand,wait_s\n16,100\n16,soon\n");
+	fclose(f);
+	const char *sens = ddl_rec_data("slurm_sensitive.json");
+	struct {
+		char *args[12];
+		int status;
+		const char *says[2];
+	} c[] = {
+		{{"--slurm", "--profile", (char *)ddl_rec_data("p4.json"), NULL}, 1,
+		 {"p4.json: job.sensitivity: missing"}},
+		{{"--slurm", "--profile", (char *)sens, "--wait-history", bad, NULL}, 1, {"waits.csv:3: want demand,wait_s"}},
+		{{"--slurm", "--profile", (char *)sens, "--wait-history", "/no/such/file", NULL}, 1,
+		 {"--wait-history /no/such/file"}},
+		{{"--profile", (char *)sens, "--wait-history", bad, "--iterations", "10", NULL}, 2, {"go with --slurm"}},
+		{{"--slurm", "--layers", "4", "--params", "1e6", "--compute-ms", "10", "--iterations", "10", NULL}, 2,
+		 {"--slurm needs a --profile"}},
+		{{"--slurm", "--profile", (char *)sens, "--switch-threshold", "2", NULL}, 2, {"--switch-threshold"}},
+		{{"--slurm", "--profile", (char *)sens, "--nodes-per-switch", "0", NULL}, 2, {"--nodes-per-switch"}},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct ddl_run_result r;
+		int st = ddl_slurm_run(c[i].args, &r);
+		CHECK(st == c[i].status, "case %zu: status %d, expected %d: %s", i, st, c[i].status, r.err);
+		for (int k = 0; k < 2 && c[i].says[k]; k++)
+			CHECK(strstr(r.err, c[i].says[k]), "case %zu: no '%s' in: %s", i, c[i].says[k], r.err);
+		trun_free(&r);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}

@@ -686,3 +686,158 @@ int test_sim_output_numbers(void)
 	free(dir);
 	return DDL_PASS;
 }
+
+/* Runs ddlprof-sim with ARGS plus --jobs-out, --lease 100 --restart-cost 10
+ * --check; returns job ID's record and the summary in *SUM (NULL on failure). */
+static json_t *ddl_sim_job_of(char *const args[], const char *id, json_t **sum)
+{
+	char *dir = tmpdir(), out[PATH_MAX], *argv[32];
+	int n = 0;
+	snprintf(out, sizeof out, "%s/jobs.jsonl", dir);
+	for (int i = 0; args[i] && n < 20; i++)
+		argv[n++] = args[i];
+	char *more[] = {"--lease", "100", "--restart-cost", "10", "--check", "--json", "--jobs-out", out, NULL};
+	for (int i = 0; more[i]; i++)
+		argv[n++] = more[i];
+	argv[n] = NULL;
+	struct ddl_run_result r;
+	json_t *job = NULL;
+	*sum = NULL;
+	if (ddl_sim_exec(argv, &r) == 0 && ddl_sim_status(&r) == 0)
+		*sum = json_loads(r.out, 0, NULL);
+	else
+		fprintf(stderr, "    status %d: %s\n", ddl_sim_status(&r), r.err);
+	trun_free(&r);
+	FILE *f = fopen(out, "r");
+	char line[4096];
+	while (f && !job && fgets(line, sizeof line, f)) {
+		json_t *j = json_loads(line, 0, NULL);
+		const char *jid = json_string_value(json_object_get(j, "id"));
+		if (jid && !strcmp(jid, id))
+			job = j;
+		else
+			json_decref(j);
+	}
+	if (f)
+		fclose(f);
+	trm(dir);
+	free(dir);
+	return job;
+}
+
+/*
+ * Job speeds from ddlprof profiles (the files of tests/sim/profiles are
+ * ddlprof-report/1 reports). profiled.csv is consolidate.csv with z's
+ * profile column naming profiles/sensitive.json (slowdown 2.0 in a rack,
+ * 3.0 across racks, at 25 and 10 Gbit/s), relative to the trace; on
+ * 1x2x4, lease 100 s, restart 10 s (see test_sim_hand_consolidation):
+ *   fifo: z spans both machines at 1/2 speed: 0-400, overhead 200 s;
+ *   dally: z waits for machine 0, free at 50: 50-250;
+ *   fifo --bw rack=12.5: 1 + (2 - 1) x 25 / 12.5 = 3 (the profile's own
+ *     bandwidth is the reference): 0-600.
+ * consolidate.csv --profiles profiles: z (vgg16) takes profiles/vgg16.json
+ *   (1.2 in a rack): fifo 0-240, overhead 40 s; x and y (resnet50, no
+ *   file) keep the table, said in one line.
+ */
+int test_sim_profiles(void)
+{
+	const char *t = ddl_sim_data("profiled.csv"), *c = ddl_sim_data("consolidate.csv");
+	char pdir[PATH_MAX];
+	snprintf(pdir, sizeof pdir, "%s", ddl_sim_data("profiles"));
+	struct {
+		char *args[12];
+		double jct, comm, rack, cluster;
+	} k[] = {
+		{{"--trace", (char *)t, "--cluster", "1x2x4", "--policy", "fifo", NULL}, 400, 200, 2, 3},
+		{{"--trace", (char *)t, "--cluster", "1x2x4", "--policy", "dally", NULL}, 250, 0, 2, 3},
+		{{"--trace", (char *)t, "--cluster", "1x2x4", "--bw", "rack=12.5", NULL}, 600, 400, 3, 3},
+		{{"--trace", (char *)c, "--cluster", "1x2x4", "--profiles", pdir, NULL}, 240, 40, 1.2, 1.5},
+	};
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+		json_t *sum, *z = ddl_sim_job_of(k[i].args, "z", &sum);
+		CHECK(z && sum, "case %zu: no record of z", i);
+		CHECK(ddl_near(ddl_num(z, "jct_s"), k[i].jct) && ddl_near(ddl_num(z, "comm_overhead_s"), k[i].comm),
+		      "case %zu: z JCT %.3f, overhead %.3f; expected %g, %g", i, ddl_num(z, "jct_s"),
+		      ddl_num(z, "comm_overhead_s"), k[i].jct, k[i].comm);
+		CHECK(ddl_near(ddl_num(z, "slowdown_rack"), k[i].rack) &&
+		      ddl_near(ddl_num(z, "slowdown_cluster"), k[i].cluster) &&
+		      json_is_string(json_object_get(z, "slowdown_from")) &&
+		      !strcmp(json_string_value(json_object_get(z, "slowdown_from")), "profile"),
+		      "case %zu: z slowdowns %g %g from %s", i, ddl_num(z, "slowdown_rack"),
+		      ddl_num(z, "slowdown_cluster"), json_string_value(json_object_get(z, "slowdown_from")));
+		CHECK(json_integer_value(json_object_get(sum, "jobs_profiled")) == 1 &&
+		      json_integer_value(json_object_get(sum, "jobs_completed")) == 3,
+		      "case %zu: jobs_profiled %lld", i,
+		      (long long)json_integer_value(json_object_get(sum, "jobs_profiled")));
+		json_decref(z);
+		json_decref(sum);
+	}
+	/* the models without a file keep the table, in one line naming one of them */
+	char *args[] = {"--trace", (char *)c, "--cluster", "1x2x4", "--profiles", pdir, NULL};
+	struct ddl_run_result r;
+	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "status %d", ddl_sim_status(&r));
+	CHECK(strstr(r.err, "no <model>.json for 1 model (resnet50)") &&
+	      strstr(r.out, "profiles        1 job with slowdowns from ddlprof profiles"),
+	      "stderr '%s', stdout '%s'", r.err, r.out);
+	trun_free(&r);
+	return DDL_PASS;
+}
+
+/*
+ * Bad profiles: each record of bad_profiles.csv names a report that cannot
+ * be used and is skipped with its line number, the file and the field (or
+ * the system's reason); --strict rejects the trace at the first. A bad
+ * report under --profiles skips its model's jobs, said once, or rejects
+ * the run under --strict; --profiles must name a directory.
+ */
+int test_sim_bad_profiles(void)
+{
+	const char *t = ddl_sim_data("bad_profiles.csv"), *c = ddl_sim_data("consolidate.csv");
+	static const char *const says[] = {
+		"bad_profiles.csv:3: profile ", "no_such_file.json: No such file or directory",
+		"bad_profiles.csv:4: profile ", "vgg16.json: job.sensitivity.slowdown.rack: must be a number",
+		"bad_profiles.csv:5: profile ", "null_sensitivity.json: job.sensitivity: null",
+		"bad_profiles.csv:6: profile ", "newer.json: schema: \"ddlprof-report/2\" is newer",
+		"bad_profiles.csv:7: profile ", "not_a_report.json: schema: not a ddlprof-report profile",
+		"bad_profiles.csv:8: profile ", "cluster_below_rack.json: job.sensitivity.slowdown.cluster: below .rack",
+		"bad_profiles.csv:9: profile ", "truncated.json: line 1: not JSON",
+		"bad_profiles.csv:10: profile ", "badprofiles: not a regular file",
+	};
+	char *args[] = {"--trace", (char *)t, "--cluster", "1x2x4", "--json", NULL};
+	struct ddl_run_result r;
+	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "status %d: %s", ddl_sim_status(&r), r.err);
+	for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
+		CHECK(strstr(r.err, says[i]), "no '%s' in: %s", says[i], r.err);
+	json_t *j = json_loads(r.out, 0, NULL);
+	CHECK(j && json_integer_value(json_object_get(j, "jobs")) == 1 &&
+	      json_integer_value(json_object_get(j, "jobs_skipped")) == 8 &&
+	      json_integer_value(json_object_get(j, "jobs_profiled")) == 1, "%s", r.out);
+	json_decref(j);
+	trun_free(&r);
+	char *strict[] = {"--trace", (char *)t, "--cluster", "1x2x4", "--strict", NULL};
+	CHECK(ddl_sim_exec(strict, &r) == 0 && ddl_sim_status(&r) == 1 &&
+	      strstr(r.err, "bad_profiles.csv:3: profile ") && strstr(r.err, "rejected (--strict)") &&
+	      !strstr(r.err, "bad_profiles.csv:4:"), "--strict: status %d: %s", ddl_sim_status(&r), r.err);
+	trun_free(&r);
+
+	char bdir[PATH_MAX];
+	snprintf(bdir, sizeof bdir, "%s", ddl_sim_data("badprofiles"));
+	char *bad[] = {"--trace", (char *)c, "--cluster", "1x2x4", "--profiles", bdir, "--json", NULL};
+	CHECK(ddl_sim_exec(bad, &r) == 0 && ddl_sim_status(&r) == 0, "status %d: %s", ddl_sim_status(&r), r.err);
+	CHECK(strstr(r.err, "badprofiles/vgg16.json: job.sensitivity.slowdown.rack: must be a number") &&
+	      strstr(r.err, "the jobs of model vgg16 skipped"), "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	CHECK(j && json_integer_value(json_object_get(j, "jobs")) == 2 &&
+	      json_integer_value(json_object_get(j, "jobs_skipped")) == 1, "%s", r.out);
+	json_decref(j);
+	trun_free(&r);
+	char *bads[] = {"--trace", (char *)c, "--cluster", "1x2x4", "--profiles", bdir, "--strict", NULL};
+	CHECK(ddl_sim_exec(bads, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, "rejected (--strict)"),
+	      "--profiles --strict: status %d: %s", ddl_sim_status(&r), r.err);
+	trun_free(&r);
+	char *nodir[] = {"--trace", (char *)c, "--profiles", (char *)t, NULL};
+	CHECK(ddl_sim_exec(nodir, &r) == 0 && ddl_sim_status(&r) == 2 && strstr(r.err, "--profiles"),
+	      "--profiles FILE: status %d: %s", ddl_sim_status(&r), r.err);
+	trun_free(&r);
+	return DDL_PASS;
+}

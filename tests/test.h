@@ -87,11 +87,37 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(gpu_synth_device_times) \
 	X(gpu_synth_iterations_from_collectives) \
 	X(gpu_clock_alignment) \
+	X(report_compare) \
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
 	X(launcher_runs) \
 	X(report_errors) \
 	X(report_fail_if) \
+	X(callsite_top_stall) \
+	X(callsite_off_no_stacks) \
+	X(callsite_transparent) \
+	X(callsite_tcpring) \
+	X(callsite_papi) \
+	X(sens_tcpring) \
+	X(sens_synth) \
+	X(sim_profiles) \
+	X(sim_bad_profiles) \
+	X(rec_slurm) \
+	X(rec_slurm_errors) \
+	X(mpi_loopback) \
+	X(mpi_two_hosts) \
+	X(report_out_tcpring) \
+	X(report_out_synth) \
+	X(report_out_hostile_names) \
+	X(report_out_options) \
+	X(nvtx_iterations) \
+	X(nvtx_names) \
+	X(nvtx_transparent) \
+	X(nvtx_storm) \
+	X(nvtx_fork) \
+	X(nvtx_launcher_env) \
+	X(nvtx_setuid) \
+	X(nvtx_torch) \
 	X(sim_usage) \
 	X(sim_hand_fifo_gandiva) \
 	X(sim_hand_consolidation) \

@@ -18,6 +18,11 @@
  *
  * Ranges nest per thread; pop closes the innermost open range of the
  * calling thread. Names are copied; any string up to 255 bytes.
+ *
+ * Programs that already use NVTX (nvtxRangePushA and the like, or
+ * torch.cuda.nvtx in a CUDA build of PyTorch) need neither this header nor
+ * a change: under ddlprof their ranges and marks are recorded as these same
+ * events (ddlprof(1), "NVTX ranges").
  */
 #ifndef DDLPROF_DDLPROF_H
 #define DDLPROF_DDLPROF_H

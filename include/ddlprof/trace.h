@@ -106,7 +106,9 @@ enum ddl_class {
 	DDL_CLASS_COLL,     /* NCCL collective (incl. point-to-point) issued on a stream */
 	DDL_CLASS_NCCL,     /* NCCL group and communicator calls */
 	DDL_CLASS_DEVICE,   /* an interval on the device (event pair or CUPTI) */
-	DDL_CLASS_ARGS,     /* not an event: the arguments of the event before it */
+	DDL_CLASS_ARGS,     /* not an event: a record that goes with the event before it
+	                     * (args, stack) or a reading (counters); tools that do not
+	                     * know a record of this class skip it */
 };
 
 #define DDL_EVENT_KINDS(X) \
@@ -185,7 +187,11 @@ enum ddl_class {
 	X(DEV_COLL, "collective", DDL_CLASS_DEVICE) \
 	X(DEV_GRAPH, "graph", DDL_CLASS_DEVICE) \
 	X(NCCL_COMM_INIT_RANK_SCALABLE, "ncclCommInitRankScalable", DDL_CLASS_NCCL) \
-	X(NCCL_COMM_SHRINK, "ncclCommShrink", DDL_CLASS_NCCL)
+	X(NCCL_COMM_SHRINK, "ncclCommShrink", DDL_CLASS_NCCL) \
+	X(RANGE_START, "range_start", DDL_CLASS_MARK) \
+	X(RANGE_END, "range_end", DDL_CLASS_MARK) \
+	X(STACK, "stack", DDL_CLASS_ARGS) \
+	X(COUNTER, "counter", DDL_CLASS_ARGS)
 
 enum ddl_event_kind {
 	DDL_EV_NONE = 0,
@@ -202,13 +208,20 @@ enum ddl_event_kind {
 #define DDL_EVF_EVPAIR   0x08u /* device interval from a CUDA event pair */
 #define DDL_EVF_CUPTI    0x10u /* device interval from a CUPTI activity record */
 #define DDL_EVF_ARGS     0x20u /* an args record (DDL_EV_ARGS) follows this event */
+#define DDL_EVF_RUN      0x40u /* device interval of a run of kernels on one stream,
+                                * from the launch whose corr it carries to the next
+                                * other work on that stream */
+#define DDL_EVF_STACK    0x80u /* a stack record (DDL_EV_STACK) follows this event
+                                * (after its args record, if it has one) */
 #define DDL_DUR_LONG_SHIFT 16
 
 /*
  * One intercepted call, 32 bytes. result is bytes moved for data calls,
  * the return value for waits and accept, 0 for connect, or -errno.
  * Marker events (ddlprof.h) have dur 0, result the name's DDL_STR_NAME id
- * (0 for range_pop) and fd -1.
+ * (0 for range_pop) and fd -1. NVTX start/end ranges (range_start,
+ * range_end) carry the range's number in fd instead, which pairs them: they
+ * do not nest, and the end may be on another thread.
  * fd is the descriptor, except: poll/ppoll, the number of descriptors;
  * select/pselect, nfds (highest descriptor + 1); epoll waits, the epoll
  * descriptor; accept, the listening socket (the new one is in result).
@@ -254,6 +267,30 @@ struct ddl_args {
 #define DDL_ARGF_TIMED   0x01u /* a device interval was requested for this call */
 #define DDL_ARGF_GROUPED 0x02u /* issued inside ncclGroupStart/End */
 
+/*
+ * Call stacks (ddlprof --backtrace): a communication or synchronisation
+ * call recorded with DDL_EVF_STACK is followed by this record, which names
+ * the stack it was called from. Each distinct stack is interned once, as a
+ * DDL_STR_STACK string; its frames name their modules (DDL_STR_MODULE).
+ */
+struct ddl_stackrec {
+	uint64_t reserved0; /* 0 */
+	uint32_t stack;     /* DDL_STR_STACK id (>= 1) */
+	uint8_t kind;       /* DDL_EV_STACK, at the same offset as an event's kind */
+	uint8_t flags;      /* 0 */
+	uint16_t tid;       /* the event's thread index */
+	uint64_t reserved[2]; /* 0 */
+};
+
+/*
+ * Counter readings (ddlprof --papi) are events of kind DDL_EV_COUNTER of
+ * their own: start = when read, dur = 0, tid = the thread counted, result =
+ * the counter's value (a running total since the thread's counters
+ * started), fd = the counter (DDL_STR_COUNTER id), peer = 0. A thread's
+ * counters are read at each of its marker events (range push and pop,
+ * marks, NVTX ranges), just before the marker's own event.
+ */
+
 /* String records: {id, kind, len, value} then len bytes of text, no NUL. */
 enum ddl_str_kind {
 	DDL_STR_PEER = 1,   /* id = peer index; value = DDL_PEERF_* | family << 8 */
@@ -262,6 +299,13 @@ enum ddl_str_kind {
 	DDL_STR_NAME = 4,   /* id = name id (markers, kernels); text = the name */
 	DDL_STR_STREAM = 5, /* id = stream id; value = device; text = "0x..." handle */
 	DDL_STR_COMM = 6,   /* id = communicator id; text = "key=value ..." (ddlprof-trace(5)) */
+	DDL_STR_STACK = 7,  /* id = stack id; value = frames; text = one line per frame,
+	                     * innermost first: "0xADDR MODULE 0xOFFSET" (MODULE a
+	                     * DDL_STR_MODULE id, 0 unknown; OFFSET from its start) */
+	DDL_STR_MODULE = 8, /* id = module id; text = "BUILDID PATH" (BUILDID hex, or "-") */
+	DDL_STR_COUNTER = 9, /* id = counter id; value = 0 when counted, else the PAPI
+	                      * error (negated) that refused it; text = the event's
+	                      * name, then for a refused one "\n" and why */
 };
 
 #define DDL_PEERF_LOCAL 0x01u /* the peer is on this host */
@@ -296,6 +340,9 @@ struct ddl_end {
 
 _Static_assert(sizeof(struct ddl_event) == 32, "event record is 32 bytes");
 _Static_assert(sizeof(struct ddl_args) == 32, "args record is 32 bytes");
+_Static_assert(sizeof(struct ddl_stackrec) == 32, "stack record is 32 bytes");
+_Static_assert(offsetof(struct ddl_stackrec, kind) == offsetof(struct ddl_event, kind),
+               "stack records and events keep kind at one offset");
 _Static_assert(offsetof(struct ddl_args, kind) == offsetof(struct ddl_event, kind),
                "args and events keep kind at one offset");
 _Static_assert(sizeof(struct ddl_chunk) == 24, "chunk header is 24 bytes");

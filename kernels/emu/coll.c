@@ -19,6 +19,13 @@
  * soon as it is, while later slices are still on the wire. No rank waits
  * for a whole step to finish, so the ring runs as a pipeline.
  *
+ * On the device timeline an operation starts when its stream reached it
+ * (or the communicator's previous operation ended) and ends when its last
+ * byte has arrived and been reduced, but not before the end of the last
+ * slot its sends reserved on the link: the pacing clock runs from the
+ * start, so the CPU time of setting up, copying and reducing is spent
+ * inside the paced transfer time instead of on top of it.
+ *
  * A group's collectives run in issue order, then all its point-to-point
  * transfers at once, so the classic "everyone sends to the next and
  * receives from the previous" group cannot deadlock.
@@ -254,6 +261,7 @@ static int emu_allgather(struct ncclComm *c, const struct emu_ncclop *o, uint64_
 
 int emu_coll_allgather_bytes(struct ncclComm *c, void *buf, size_t each, uint64_t tag)
 {
+	c->op_start = c->sched_end = emu_now(); /* called by the host thread, which has the turn */
 	return c->nranks == 1 ? 0 : emu_ring_allgather(c, buf, each, 1, tag);
 }
 
@@ -413,17 +421,35 @@ static int emu_p2p_run(struct ncclComm *c, const struct emu_ncclwork *w)
 	return e;
 }
 
-void emu_nccl_run(struct emu_ncclwork *w)
+uint64_t emu_nccl_run(struct emu_ncclwork *w, uint64_t start)
 {
 	struct ncclComm *c = w->comm;
+	uint64_t end = start;
 	if (emu_comm_turn_wait(c, w->seq) == 0 && !c->async_err) {
+		/*
+		 * The link's clock starts when the device started the operation, not
+		 * when this thread got to it: setting up, and a late wake-up, are
+		 * caught up while the transfers run (net.c). The operation ends when
+		 * its last byte is through, and not before its last slot on the link.
+		 */
+		c->op_start = c->last_end > start ? c->last_end : start;
+		c->sched_end = c->op_start;
 		int e = 0;
 		for (int i = 0; i < w->nops && !e; i++)
 			if (!emu_is_p2p(w->ops[i].kind))
 				e = emu_coll_one(c, &w->ops[i], w->seq);
 		if (!e)
 			emu_p2p_run(c, w);
+		uint64_t now = emu_now();
+		end = c->sched_end > now ? c->sched_end : now;
+		if (end > now)
+			emu_sleep_until(end);
+		c->last_end = end;
+	} else {
+		uint64_t now = emu_now();
+		end = now > start ? now : start;
 	}
 	emu_comm_turn_done(c);
 	free(w);
+	return end;
 }

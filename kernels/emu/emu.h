@@ -104,6 +104,7 @@ struct emu_op {
 	struct emu_op *next;
 	enum emu_op_kind kind;
 	uint64_t seq;
+	uint64_t enq_ns; /* when it was enqueued: the earliest the device can start it */
 	union {
 		struct { ddlemu_kernel_fn fn; void **args; } kern;
 		struct { void *dst; const void *src; size_t n; uint64_t ns; } copy;
@@ -133,14 +134,22 @@ uint64_t emu_stream_push(struct emu_stream *s, struct emu_op *op);
 /* Sequence number of the last op enqueued so far. */
 uint64_t emu_stream_tail(struct emu_stream *s);
 void emu_stream_wait(struct emu_stream *s, uint64_t seq);
+/*
+ * Whether s has nothing enqueued or running, and nothing it would wait for
+ * implicitly (legacy-stream synchronisation): work pushed now would start
+ * at once.
+ */
+int emu_stream_idle(struct emu_stream *s);
 void emu_stream_ref(struct emu_stream *s);
 void emu_stream_unref(struct emu_stream *s);
 int emu_stream_device(struct emu_stream *s);
 
 /* ---- events (event.c) ---- */
 
-void emu_event_complete(struct emu_event *ev, uint64_t gen);
-void emu_event_wait(struct emu_event *ev, uint64_t gen);
+/* Completes record gen of ev with device time ts. */
+void emu_event_complete(struct emu_event *ev, uint64_t gen, uint64_t ts);
+/* Waits for record gen of ev; returns the device time of the newest completed record. */
+uint64_t emu_event_wait(struct emu_event *ev, uint64_t gen);
 void emu_event_unref(struct emu_event *ev);
 
 /* ---- kernels (launch.c) ---- */
@@ -174,6 +183,12 @@ struct ncclComm {
 	ncclResult_t async_err;
 	int aborting;
 	unsigned splits;  /* ncclCommSplit calls so far: the same on every rank */
+	/*
+	 * Device time of the operation that has the turn (coll.c): when it
+	 * started (its stream reached it and the previous one had ended), the
+	 * end of the last link slot it reserved, and the previous one's end.
+	 */
+	uint64_t op_start, sched_end, last_end;
 	int init_pending; /* initialised at ncclGroupEnd */
 	char errmsg[160];
 };
@@ -212,7 +227,8 @@ struct emu_ncclwork {
 	struct emu_ncclop ops[];
 };
 
-void emu_nccl_run(struct emu_ncclwork *w);
+/* Runs w on its stream's worker, started on the device at `start`; returns its device end. */
+uint64_t emu_nccl_run(struct emu_ncclwork *w, uint64_t start);
 
 /* comm.c: communicator lifetime; each returns a ncclResult_t. */
 /* Whether c is a communicator handed out and not destroyed. */

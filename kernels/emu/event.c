@@ -1,8 +1,11 @@
 /*
  * Emulated events. cudaEventRecord enqueues a record op; when the stream's
- * worker reaches it, the event takes a real CLOCK_MONOTONIC timestamp, so
- * cudaEventElapsedTime between two events measures what the emulated work
- * between them really took. An event refers to its most recent record
+ * worker reaches it, the event takes the stream's device time on the
+ * CLOCK_MONOTONIC scale (stream.c): when the work before it ended, or when
+ * it was recorded, whichever is later. So cudaEventElapsedTime between two
+ * events measures what the emulated work between them took on the device.
+ * A record on an idle stream completes at once, in the call, as it does on
+ * a GPU within microseconds. An event refers to its most recent record
  * (records are numbered; a completed older record never overwrites a newer
  * one). Waits sleep on a condition variable. An event is freed when it has
  * been destroyed and no queued op refers to it.
@@ -32,24 +35,25 @@ void emu_event_unref(struct emu_event *ev)
 	free(ev);
 }
 
-void emu_event_complete(struct emu_event *ev, uint64_t gen)
+void emu_event_complete(struct emu_event *ev, uint64_t gen, uint64_t ts)
 {
-	uint64_t now = emu_now();
 	pthread_mutex_lock(&ev->mu);
 	if (gen > ev->done) {
 		ev->done = gen;
-		ev->ts = now;
+		ev->ts = ts;
 	}
 	pthread_cond_broadcast(&ev->cv);
 	pthread_mutex_unlock(&ev->mu);
 }
 
-void emu_event_wait(struct emu_event *ev, uint64_t gen)
+uint64_t emu_event_wait(struct emu_event *ev, uint64_t gen)
 {
 	pthread_mutex_lock(&ev->mu);
 	while (ev->done < gen)
 		pthread_cond_wait(&ev->cv, &ev->mu);
+	uint64_t ts = ev->ts;
 	pthread_mutex_unlock(&ev->mu);
+	return ts;
 }
 
 static cudaError_t emu_event_get(cudaEvent_t h, struct emu_event **out)
@@ -107,6 +111,15 @@ static cudaError_t emu_event_record(cudaEvent_t event, cudaStream_t stream, unsi
 		e = emu_stream_get(stream, &s);
 	if (e)
 		return e;
+	/* nothing ahead of it: the device passes it now (a profiler's anchor
+	 * event must not wait for a worker thread to be scheduled) */
+	if (emu_stream_idle(s)) {
+		pthread_mutex_lock(&ev->mu);
+		uint64_t gen = ++ev->gen;
+		pthread_mutex_unlock(&ev->mu);
+		emu_event_complete(ev, gen, emu_now());
+		return cudaSuccess;
+	}
 	struct emu_op *op = emu_op_new(EMU_OP_RECORD, 0);
 	if (!op)
 		return cudaErrorMemoryAllocation;

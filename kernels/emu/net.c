@@ -13,10 +13,15 @@
  *
  * Pacing: one token bucket per emulated device and link class, as a
  * virtual clock `next` (when the link is next free). A send reserves a
- * piece of about half a millisecond of wire time and writes it when that
- * time has passed, so a transfer of B bytes takes B / bandwidth. Within
- * one operation the sender keeps to its schedule (a late wake-up is caught
- * up); a new operation starts from now (an idle link saves up no burst).
+ * slot of about half a millisecond of wire time and writes its piece when
+ * the slot begins; the operation is not over before its last slot ends
+ * (coll.c), so a transfer of B bytes takes B / bandwidth, and the receiver
+ * has the slot's time to take the piece in and reduce it. Within one
+ * operation the sender keeps to its schedule (a late wake-up is caught
+ * up); a new operation starts from its start on the device (c->op_start,
+ * which may be a little before now: the time this thread took to get to
+ * it is caught up too), never from earlier, so an idle link saves up no
+ * burst.
  *
  * emu_xfer_run moves a set of transfers concurrently with non-blocking
  * sockets and ppoll (sleeping until the next piece is due, never
@@ -78,27 +83,28 @@ static void emu_pacer_init(void)
 }
 
 /*
- * Reserves k bytes of the link for operation (c, tag); returns when they
- * have crossed it (the time to write them). The link is busy until `next`.
- * When the same operation reserved last, it continues on its own schedule,
- * up to EMU_PACE_CATCHUP behind now: a sender that woke late, or waited for
- * its data, catches up, but never gets ahead of start + bytes / bandwidth.
- * Another operation starts no earlier than now: no saved-up burst.
+ * Reserves a slot of k bytes on the link for operation (c, tag); returns
+ * when it begins (when the piece may be written) and sets *slot_end. The
+ * link is busy until `next`. When the same operation reserved last, it
+ * continues on its own schedule, up to EMU_PACE_CATCHUP behind now: a
+ * sender that woke late, or waited for its data, catches up, but never gets
+ * ahead of start + bytes / bandwidth. Another operation starts no earlier
+ * than its device start (and than EMU_PACE_CATCHUP before now).
  */
 static uint64_t emu_pace(struct emu_pacer *p, double bps, size_t k, uint64_t now, const struct ncclComm *c,
-                         uint64_t tag)
+                         uint64_t tag, uint64_t *slot_end)
 {
 	pthread_mutex_lock(&p->mu);
-	uint64_t floor = now;
-	if (p->owner == c && p->tag == tag)
-		floor = now - EMU_PACE_CATCHUP;
+	uint64_t floor = now > EMU_PACE_CATCHUP ? now - EMU_PACE_CATCHUP : 0;
+	if ((p->owner != c || p->tag != tag) && c->op_start > floor)
+		floor = c->op_start;
 	uint64_t start = p->next > floor ? p->next : floor;
 	p->next = start + emu_wire_ns(k, bps);
 	p->owner = c;
 	p->tag = tag;
-	uint64_t end = p->next;
+	*slot_end = p->next;
 	pthread_mutex_unlock(&p->mu);
-	return end;
+	return start;
 }
 
 /* ---- sockets ---- */
@@ -437,8 +443,11 @@ static uint64_t emu_xfer_plan(struct ncclComm *c, struct emu_xfer *t, uint64_t n
 	if (k > t->len - t->done)
 		k = t->len - t->done;
 	struct emu_pacer *p = &emu_pacers[c->dev][c->conns[t->peer].intra ? 0 : 1];
-	t->ready_at = emu_pace(p, bps, k, now, c, tag);
+	uint64_t slot_end;
+	t->ready_at = emu_pace(p, bps, k, now, c, tag, &slot_end);
 	t->budget = k;
+	if (slot_end > c->sched_end)
+		c->sched_end = slot_end;
 	return t->ready_at;
 }
 

@@ -10,6 +10,16 @@
  * legacy stream. Non-blocking streams are independent. Streams of one
  * device run concurrently (kernels do not share the emulated GPU).
  *
+ * Device time: each stream keeps the time its last op ended on the
+ * emulated device. An op starts when it was enqueued or when the op before
+ * it ended, whichever is later (as a GPU starts queued work), not when the
+ * worker thread happens to wake up; it takes its planned time, or the CPU
+ * time its work really needed when that is longer, and the worker sleeps
+ * until that end before it goes on. Event records take the device time, so
+ * the intervals a profiler measures are the emulated device's, without the
+ * scheduling delays of the worker threads; device times never run ahead of
+ * the real clock. A record on an idle stream completes in the call.
+ *
  * Locks: emu_dev_mu (device stream lists, and every push that implies
  * cross-stream waits, so that those waits always point backwards in time
  * and can never form a cycle), then a stream's mu. A stream is freed when
@@ -18,6 +28,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #include "emu.h"
 
@@ -30,6 +42,8 @@ struct emu_stream {
 	pthread_cond_t work, done_cv;
 	struct emu_op *head, *tail;
 	uint64_t enq, done;
+	uint64_t done_at; /* device time at which op `done` ended */
+	uint64_t dev_t;   /* the same, kept by the worker alone */
 	int dying;
 	atomic_int refs;
 	struct emu_stream *dnext; /* the device's list, under emu_dev_mu */
@@ -68,55 +82,94 @@ int emu_stream_device(struct emu_stream *s)
 	return s->dev;
 }
 
-static void emu_op_run(struct emu_op *op)
+/* Set by ddlemu_kernel_time from a kernel's code, on its worker thread. */
+static __thread int emu_in_kernel;
+static __thread uint64_t emu_kernel_ns;
+
+void ddlemu_kernel_time(uint64_t ns)
 {
-	uint64_t t0;
+	if (emu_in_kernel)
+		emu_kernel_ns = ns;
+}
+
+/* CPU time of the calling thread: work that was preempted took no longer on the device. */
+static uint64_t emu_cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Runs op on the worker as the device starts it at `start` (<= now);
+ * returns its device end, slept out here: start plus its planned time or
+ * the CPU time its work took, whichever is longer (copies, memsets, and
+ * kernels that give their time), or plus the time it ran (other kernels
+ * and host functions, which may block). Waits end when what they wait for
+ * ended on the device.
+ */
+static uint64_t emu_op_run(struct emu_op *op, uint64_t start)
+{
+	uint64_t t0 = emu_now(), c0 = emu_cpu_now(), ns = 0, t;
+	int planned = 1;
 	switch (op->kind) {
 	case EMU_OP_KERNEL:
+		emu_in_kernel = 1;
+		emu_kernel_ns = 0;
 		op->u.kern.fn(op->u.kern.args);
+		emu_in_kernel = 0;
+		ns = emu_kernel_ns;
+		planned = ns > 0;
 		break;
 	case EMU_OP_COPY:
-		t0 = emu_now();
 		memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n);
-		if (op->u.copy.ns)
-			emu_sleep_until(t0 + op->u.copy.ns);
+		ns = op->u.copy.ns;
 		break;
 	case EMU_OP_SET:
-		t0 = emu_now();
 		memset(op->u.set.dst, op->u.set.val, op->u.set.n);
-		if (op->u.set.ns)
-			emu_sleep_until(t0 + op->u.set.ns);
+		ns = op->u.set.ns;
 		break;
 	case EMU_OP_RECORD:
-		emu_event_complete(op->u.ev.ev, op->u.ev.gen);
+		emu_event_complete(op->u.ev.ev, op->u.ev.gen, start);
 		emu_event_unref(op->u.ev.ev);
-		break;
+		return start;
 	case EMU_OP_WAIT_EVENT:
-		emu_event_wait(op->u.ev.ev, op->u.ev.gen);
+		t = emu_event_wait(op->u.ev.ev, op->u.ev.gen);
 		emu_event_unref(op->u.ev.ev);
-		break;
+		return t > start ? t : start;
 	case EMU_OP_WAIT_STREAM:
 		emu_stream_wait(op->u.sw.s, op->u.sw.seq);
+		pthread_mutex_lock(&op->u.sw.s->mu);
+		t = op->u.sw.s->done_at;
+		pthread_mutex_unlock(&op->u.sw.s->mu);
 		emu_stream_unref(op->u.sw.s);
-		break;
+		return t > start ? t : start;
 	case EMU_OP_HOSTFN:
 		op->u.host.fn(op->u.host.arg);
+		planned = 0;
 		break;
 	case EMU_OP_CALLBACK:
 		op->u.cb.fn(op->u.cb.h, cudaSuccess, op->u.cb.arg);
+		planned = 0;
 		break;
 	case EMU_OP_FREE:
 		emu_mem_release(op->u.free.p);
 		break;
 	case EMU_OP_NCCL:
-		emu_nccl_run(op->u.nccl.w);
-		break;
+		return emu_nccl_run(op->u.nccl.w, start);
 	}
+	uint64_t now = emu_now(), busy = planned ? emu_cpu_now() - c0 : now - t0;
+	uint64_t end = start + (busy > ns ? busy : ns);
+	if (end > now)
+		emu_sleep_until(end);
+	return end;
 }
 
 static void *emu_worker(void *arg)
 {
 	struct emu_stream *s = arg;
+	/* wake up on time: the default 50 us slack would show in every step of a job */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		while (!s->head && !s->dying)
@@ -128,9 +181,11 @@ static void *emu_worker(void *arg)
 		if (!s->head)
 			s->tail = NULL;
 		pthread_mutex_unlock(&s->mu);
-		emu_op_run(op);
+		uint64_t end = emu_op_run(op, op->enq_ns > s->dev_t ? op->enq_ns : s->dev_t);
+		s->dev_t = end;
 		pthread_mutex_lock(&s->mu);
 		s->done = op->seq;
+		s->done_at = end;
 		pthread_cond_broadcast(&s->done_cv);
 		free(op);
 	}
@@ -231,12 +286,13 @@ static void emu_wait_pending(struct emu_stream *t, struct emu_op **list)
 
 static uint64_t emu_append(struct emu_stream *s, struct emu_op *first)
 {
-	uint64_t seq = 0;
+	uint64_t seq = 0, now = emu_now();
 	pthread_mutex_lock(&s->mu);
 	for (struct emu_op *op = first, *next; op; op = next) {
 		next = op->next;
 		op->next = NULL;
 		op->seq = seq = ++s->enq;
+		op->enq_ns = now;
 		if (s->tail)
 			s->tail->next = op;
 		else
@@ -269,6 +325,31 @@ uint64_t emu_stream_push(struct emu_stream *s, struct emu_op *op)
 	uint64_t seq = emu_append(s, waits);
 	pthread_mutex_unlock(&emu_dev_mu);
 	return seq;
+}
+
+static int emu_quiet(struct emu_stream *t)
+{
+	pthread_mutex_lock(&t->mu);
+	int q = t->enq == t->done;
+	pthread_mutex_unlock(&t->mu);
+	return q;
+}
+
+int emu_stream_idle(struct emu_stream *s)
+{
+	if (!s->legacy && !emu_blocking(s))
+		return emu_quiet(s);
+	pthread_mutex_lock(&emu_dev_mu);
+	int idle = emu_quiet(s);
+	if (idle && s->legacy) {
+		for (struct emu_stream *t = emu_dev_streams[s->dev]; t && idle; t = t->dnext)
+			if (t != s && emu_blocking(t))
+				idle = emu_quiet(t);
+	} else if (idle && emu_dev_legacy[s->dev]) {
+		idle = emu_quiet(emu_dev_legacy[s->dev]);
+	}
+	pthread_mutex_unlock(&emu_dev_mu);
+	return idle;
 }
 
 uint64_t emu_stream_tail(struct emu_stream *s)

@@ -1,0 +1,237 @@
+/*
+ * Differential mode (ddlprof-report --compare), the original work's method:
+ * the same job profiled on one GPU (single), on one machine (node) and
+ * across machines (multi). With the per-GPU work held equal, what the node
+ * run adds to the single run's iteration is interconnect stall, and what
+ * the multi run adds to the node run's is network stall:
+ *
+ *     interconnect = t(node) - t(single)      network = t(multi) - t(node)
+ *
+ * each t the mean iteration time over ranks divided by the samples a rank
+ * processes per iteration (SAMPLES, default 1), so runs with different
+ * per-rank batches compare per sample. Beside it, each run's own (direct)
+ * breakdown, and the disagreement between the two methods: differential
+ * minus direct, where the direct figure is the node run's interconnect
+ * stall and the multi run's network stall.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+struct ddl_cmp_run {
+	const char *label; /* single, node, multi */
+	char path[4096];
+	double samples;
+	struct ddl_traceset set;
+	struct ddl_report rep;
+	int loaded;
+	double t;          /* mean iteration, per sample */
+	struct ddl_parts parts; /* direct breakdown, per sample */
+};
+
+static const char *const ddl_labels[3] = {"single", "node", "multi"};
+
+/* LABEL=DIR[@SAMPLES]; 0, or -1 with ERR. */
+static int ddl_cmp_parse(struct ddl_cmp_run *runs, const char *spec, char *err, size_t errlen)
+{
+	const char *eq = strchr(spec, '=');
+	int k = -1;
+	for (int i = 0; i < 3 && eq; i++)
+		if ((size_t)(eq - spec) == strlen(ddl_labels[i]) && !strncmp(spec, ddl_labels[i], strlen(ddl_labels[i])))
+			k = i;
+	if (k < 0 || !eq[1]) {
+		snprintf(err, errlen, "--compare '%.200s': use single=DIR, node=DIR or multi=DIR "
+		         "(optionally DIR@SAMPLES)", spec);
+		return -1;
+	}
+	if (runs[k].path[0]) {
+		snprintf(err, errlen, "--compare: %s= given twice", ddl_labels[k]);
+		return -1;
+	}
+	snprintf(runs[k].path, sizeof runs[k].path, "%s", eq + 1);
+	runs[k].samples = 1;
+	char *at = strrchr(runs[k].path, '@');
+	if (at) {
+		char *end;
+		double s = strtod(at + 1, &end);
+		if (*end || end == at + 1 || !(s > 0) || s > 1e9) {
+			snprintf(err, errlen, "--compare '%.200s': SAMPLES after @ must be a positive number",
+			         spec);
+			return -1;
+		}
+		*at = 0;
+		runs[k].samples = s;
+	}
+	return 0;
+}
+
+/* Loads and analyses one run as ddlprof-report would. */
+static int ddl_cmp_load(struct ddl_cmp_run *c, const struct ddl_cmp_opts *o)
+{
+	char err[1024];
+	char *paths[] = {c->path};
+	if (ddl_traceset_load(&c->set, paths, 1, err, sizeof err) < 0) {
+		fprintf(stderr, "ddlprof-report: --compare %s: %s\n", c->label, err);
+		ddl_traceset_free(&c->set);
+		return -1;
+	}
+	const struct ddl_run *run = ddl_traceset_run(&c->set, NULL);
+	if (!run) {
+		fprintf(stderr, "ddlprof-report: --compare %s: no readable traces in %s\n", c->label, c->path);
+		ddl_traceset_free(&c->set);
+		return -1;
+	}
+	if (ddl_report_build(&c->rep, &c->set, run) < 0 ||
+	    ddl_report_bw(&c->rep, o->bw, err, sizeof err) < 0) {
+		fprintf(stderr, "ddlprof-report: --compare %s: %s\n", c->label, err);
+		ddl_traceset_free(&c->set);
+		return -1;
+	}
+	c->rep.iteration_names = o->iter_names;
+	c->rep.data_names = o->data_names;
+	c->rep.warmup = o->warmup;
+	ddl_report_gpu(&c->rep);
+	ddl_report_align(&c->rep);
+	ddl_report_iterations(&c->rep, o->iter_names, o->warmup);
+	ddl_report_breakdown(&c->rep);
+	c->loaded = 1;
+	if (c->rep.iterations <= 0) {
+		fprintf(stderr, "ddlprof-report: --compare %s: no iterations found in %s\n", c->label,
+		        c->path);
+		return -1;
+	}
+	/* means over ranks, per sample */
+	double t = 0;
+	struct ddl_parts sum = {0};
+	int n = 0;
+	for (size_t i = 0; i < c->rep.nprocs; i++) {
+		const struct ddl_proc *p = &c->rep.procs[i];
+		if (!p->niter)
+			continue;
+		t += p->iter_mean_s;
+#define DDL_X_ADD(f) sum.f += p->per_iter.f;
+		DDL_PARTS(DDL_X_ADD)
+#undef DDL_X_ADD
+		n++;
+	}
+	c->t = t / n / c->samples;
+#define DDL_X_DIV(f) c->parts.f = sum.f / n / c->samples;
+	DDL_PARTS(DDL_X_DIV)
+#undef DDL_X_DIV
+	return 0;
+}
+
+static json_t *ddl_cmp_part_json(double diff, double direct, const char *from, const char *direct_run)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:s, s:s}", "differential_s", diff, "direct_s", direct,
+	                 "disagreement_s", diff - direct, "disagreement_pct",
+	                 direct > 0 ? 100 * (diff - direct) / direct : 0.0, "from", from, "direct_run",
+	                 direct_run);
+}
+
+static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
+{
+	int have[3] = {r[0].loaded, r[1].loaded, r[2].loaded};
+	double ic = have[0] && have[1] ? r[1].t - r[0].t : 0;
+	double net = have[1] && have[2] ? r[2].t - r[1].t : 0;
+	double comm = have[0] && have[2] ? r[2].t - r[0].t : 0;
+	if (json) {
+		json_t *root = json_object(), *runs = json_object(), *d = json_object();
+		json_object_set_new(root, "schema", json_string("ddlprof-compare/1"));
+		for (int k = 0; k < 3; k++) {
+			if (!have[k])
+				continue;
+			json_t *parts = json_object();
+#define DDL_X_JSON(x) json_object_set_new(parts, #x, json_real(r[k].parts.x));
+			DDL_PARTS(DDL_X_JSON)
+#undef DDL_X_JSON
+			json_object_set_new(runs, ddl_labels[k],
+			                    json_pack("{s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:o}", "path", r[k].path,
+			                              "run_id", r[k].rep.run->id, "ranks", r[k].rep.nranks, "hosts",
+			                              r[k].rep.nhosts, "iterations", (json_int_t)r[k].rep.iterations,
+			                              "samples", r[k].samples, "iteration_s", r[k].t,
+			                              "breakdown_s", parts));
+		}
+		json_object_set_new(root, "runs", runs);
+		if (have[0] && have[1])
+			json_object_set_new(d, "interconnect_stall",
+			                    ddl_cmp_part_json(ic, r[1].parts.interconnect_stall, "node - single", "node"));
+		if (have[1] && have[2])
+			json_object_set_new(d, "network_stall",
+			                    ddl_cmp_part_json(net, r[2].parts.network_stall, "multi - node", "multi"));
+		if (have[0] && have[2])
+			json_object_set_new(d, "communication_stall",
+			                    ddl_cmp_part_json(comm, r[2].parts.network_stall + r[2].parts.interconnect_stall,
+			                                      "multi - single", "multi"));
+		json_object_set_new(root, "differential", d);
+		json_object_set_new(root, "unit", json_string("seconds per sample (per iteration when samples = 1)"));
+		int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+		fputc('\n', f);
+		json_decref(root);
+		return rc;
+	}
+	fprintf(f, "ddlprof differential analysis (ms per %s)\n",
+	        r[0].samples == 1 && r[1].samples == 1 && r[2].samples == 1 ? "iteration" : "sample");
+	fprintf(f, "  %-7s %5s %5s %10s %10s %8s %13s %9s %8s\n", "run", "ranks", "hosts", "iteration",
+	        "compute", "data", "interconnect", "network", "idle");
+	for (int k = 0; k < 3; k++) {
+		if (!have[k])
+			continue;
+		const struct ddl_parts *p = &r[k].parts;
+		fprintf(f, "  %-7s %5d %5d %10.3f %10.3f %8.3f %13.3f %9.3f %8.3f\n", ddl_labels[k],
+		        r[k].rep.nranks, r[k].rep.nhosts, r[k].t * 1e3, p->compute * 1e3, p->data_stall * 1e3,
+		        p->interconnect_stall * 1e3, p->network_stall * 1e3, p->idle * 1e3);
+	}
+	fprintf(f, "  (breakdowns: each run's own, direct from its traces)\n\n");
+	if (have[0] && have[1])
+		fprintf(f, "  interconnect stall: differential %.3f ms (node - single), direct %.3f ms (node run): "
+		        "disagreement %+.3f ms\n", ic * 1e3, r[1].parts.interconnect_stall * 1e3,
+		        (ic - r[1].parts.interconnect_stall) * 1e3);
+	if (have[1] && have[2])
+		fprintf(f, "  network stall:      differential %.3f ms (multi - node), direct %.3f ms (multi run): "
+		        "disagreement %+.3f ms\n", net * 1e3, r[2].parts.network_stall * 1e3,
+		        (net - r[2].parts.network_stall) * 1e3);
+	if (have[0] && have[2])
+		fprintf(f, "  communication stall: differential %.3f ms (multi - single), direct %.3f ms "
+		        "(multi run, interconnect + network): disagreement %+.3f ms\n", comm * 1e3,
+		        (r[2].parts.network_stall + r[2].parts.interconnect_stall) * 1e3,
+		        (comm - r[2].parts.network_stall - r[2].parts.interconnect_stall) * 1e3);
+	return ferror(f) ? -1 : 0;
+}
+
+int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f)
+{
+	struct ddl_cmp_run runs[3];
+	memset(runs, 0, sizeof runs);
+	char err[512];
+	for (int k = 0; k < 3; k++)
+		runs[k].label = ddl_labels[k];
+	for (int i = 0; i < nspecs; i++)
+		if (ddl_cmp_parse(runs, specs[i], err, sizeof err) < 0) {
+			fprintf(stderr, "ddlprof-report: %s\n", err);
+			return 2;
+		}
+	int given = 0;
+	for (int k = 0; k < 3; k++)
+		given += runs[k].path[0] != 0;
+	if (given < 2) {
+		fprintf(stderr, "ddlprof-report: --compare needs two or three of single=DIR, node=DIR, "
+		        "multi=DIR\n");
+		return 2;
+	}
+	int status = 0;
+	for (int k = 0; k < 3 && !status; k++)
+		if (runs[k].path[0] && ddl_cmp_load(&runs[k], o) < 0)
+			status = 1;
+	if (!status && ddl_cmp_write(runs, o->json, f) < 0)
+		status = 1;
+	for (int k = 0; k < 3; k++) {
+		if (runs[k].loaded)
+			ddl_report_free(&runs[k].rep);
+		if (runs[k].path[0] && (runs[k].loaded || status == 0))
+			ddl_traceset_free(&runs[k].set);
+	}
+	return status;
+}

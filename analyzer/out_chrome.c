@@ -1,0 +1,747 @@
+/*
+ * --format chrome: the run as a Chrome trace-event JSON file, which
+ * Perfetto (ui.perfetto.dev) and chrome://tracing open. One trace process
+ * per process, named by its rank; one track per thread with its socket,
+ * wait, CUDA and NCCL calls, marker ranges and marks; one track per CUDA
+ * stream with the device intervals; one track with the analysed iterations
+ * and their breakdown. Flow arrows join a timed launch to its device
+ * interval.
+ *
+ * Traces can hold millions of events, so the file is streamed with fprintf,
+ * event by event, in each process's stored order (viewers sort by time);
+ * nothing but small per-trace indexes is kept in memory. Every string goes
+ * through one escaper that keeps the output valid JSON (and valid UTF-8)
+ * whatever bytes a name holds.
+ *
+ * This file also holds the helpers the timeline outputs share (html too):
+ * UTF-8 checking, and what a device interval was (its kernel name, and the
+ * part of the breakdown it feeds), found through the host call that
+ * issued it.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+/* ---- shared helpers ---- */
+
+size_t ddl_utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0];
+	if (c < 0x80)
+		return c ? 1 : 0;
+	size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	for (size_t k = 1; k < n; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	/* overlong forms, UTF-16 surrogates and code points past U+10FFFF */
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
+	    (c == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+static int ddl_devcall_cmp(const void *x, const void *y)
+{
+	const struct ddl_devcall *p = x, *q = y;
+	return p->key < q->key ? -1 : p->key > q->key;
+}
+
+static uint64_t ddl_devcall_key(unsigned tid, uint32_t corr)
+{
+	return (uint64_t)tid << 32 | corr;
+}
+
+/*
+ * The calls that event-pair intervals refer to. A group's interval names
+ * the ncclGroupEnd call; its span is the widest of the collectives grouped
+ * since the outermost ncclGroupStart, as breakdown_gpu.c counts it.
+ */
+int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, struct ddl_devcalls *c)
+{
+	memset(c, 0, sizeof *c);
+	size_t cap = 0;
+	int group_span[1024] = {0}; /* per thread index; later indices share the last */
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ddl_event *e = &t->ev[i];
+		int cls = ddl_event_class(e->kind);
+		if (cls < DDL_CLASS_LAUNCH || cls > DDL_CLASS_NCCL)
+			continue;
+		const struct ddl_args *a = ddl_event_args(t, i);
+		if (!a)
+			continue;
+		int *gs = &group_span[e->tid < 1024 ? e->tid : 1023];
+		int span = DDL_SPAN_UNKNOWN;
+		if (e->kind == DDL_EV_NCCL_GROUP_START && a->aux == 1)
+			*gs = DDL_SPAN_UNKNOWN;
+		if (cls == DDL_CLASS_COLL) {
+			span = ddl_comm_span(r, t, a->comm);
+			if ((a->flags & DDL_ARGF_GROUPED) && span > *gs)
+				*gs = span;
+		} else if (e->kind == DDL_EV_NCCL_GROUP_END) {
+			span = *gs;
+		}
+		if (!(a->flags & DDL_ARGF_TIMED) && e->kind != DDL_EV_NCCL_GROUP_END)
+			continue;
+		if (c->n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct ddl_devcall *q = realloc(c->v, nc * sizeof *q);
+			if (!q) {
+				ddl_devcalls_free(c);
+				return -1;
+			}
+			c->v = q;
+			cap = nc;
+		}
+		c->v[c->n++] = (struct ddl_devcall){ddl_devcall_key(e->tid, a->corr), i, span};
+	}
+	if (c->n)
+		qsort(c->v, c->n, sizeof *c->v, ddl_devcall_cmp);
+	return 0;
+}
+
+void ddl_devcalls_free(struct ddl_devcalls *c)
+{
+	free(c->v);
+	memset(c, 0, sizeof *c);
+}
+
+const struct ddl_devcall *ddl_devcalls_find(const struct ddl_devcalls *c, unsigned tid, uint32_t corr)
+{
+	struct ddl_devcall k = {ddl_devcall_key(tid, corr), 0, 0};
+	return c->n ? bsearch(&k, c->v, c->n, sizeof *c->v, ddl_devcall_cmp) : NULL;
+}
+
+/* A cudaMemcpyKind, as the CUDA calls record it. */
+static const char *ddl_copy_kind(unsigned op)
+{
+	static const char *const kinds[] = {"HtoH", "HtoD", "DtoH", "DtoD", "default"};
+	return op < 5 ? kinds[op] : "unknown";
+}
+
+/* A CUpti_ActivityMemcpyKind, as CUPTI's records give it. */
+static const char *ddl_cupti_copy_kind(unsigned op)
+{
+	static const char *const kinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+	                                    "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+	return op < 11 ? kinds[op] : "unknown";
+}
+
+void ddl_device_info(const struct ddl_trace *t, size_t i, const struct ddl_devcalls *c,
+                     struct ddl_devinfo *d)
+{
+	const struct ddl_event *e = &t->ev[i];
+	memset(d, 0, sizeof *d);
+	d->call = SIZE_MAX;
+	d->span = DDL_SPAN_UNKNOWN;
+	/* CUPTI intervals carry their own args; event pairs point at the call */
+	d->args = e->flags & DDL_EVF_CUPTI ? ddl_event_args(t, i) : NULL;
+	if (e->flags & DDL_EVF_EVPAIR) {
+		const struct ddl_devcall *dc = ddl_devcalls_find(c, e->tid, (uint32_t)e->result);
+		if (dc) {
+			d->call = dc->ev;
+			d->span = dc->span;
+			d->args = ddl_event_args(t, dc->ev);
+		}
+	}
+	const char *kname = d->args ? ddl_trace_name(t, d->args->name) : NULL;
+	d->name = d->buf;
+	switch (e->kind) {
+	case DDL_EV_DEV_KERNEL:
+		d->part = DDL_DEV_COMPUTE;
+		if (e->flags & DDL_EVF_RUN) /* a run of kernels, timed as one */
+			snprintf(d->buf, sizeof d->buf, "kernels from %.100s", kname ? kname : "a launch");
+		else
+			d->name = kname ? kname : "kernel";
+		break;
+	case DDL_EV_DEV_MEMCPY:
+		d->part = DDL_DEV_COPY;
+		if (d->args)
+			snprintf(d->buf, sizeof d->buf, "memcpy %s", e->flags & DDL_EVF_CUPTI
+			                                                  ? ddl_cupti_copy_kind(d->args->op)
+			                                                  : ddl_copy_kind(d->args->op));
+		else
+			d->name = "memcpy";
+		break;
+	case DDL_EV_DEV_COLL: {
+		/* as breakdown_gpu.c: a collective not known to stay inside one machine is network */
+		d->part = d->span == DDL_SPAN_INTRA ? DDL_DEV_INTRA : DDL_DEV_INTER;
+		unsigned kind = d->call != SIZE_MAX ? t->ev[d->call].kind : 0;
+		const char *op = ddl_nccl_op_name(kind);
+		d->name = op ? op : kind == DDL_EV_NCCL_GROUP_END ? "nccl group" : "collective";
+		break;
+	}
+	default: /* graphs, memsets and kinds newer than us run like kernels */
+		d->part = DDL_DEV_COMPUTE;
+		d->name = ddl_event_name(e->kind);
+		break;
+	}
+}
+
+/* ---- the writer ---- */
+
+struct ddl_cw {
+	FILE *f;
+	int64_t t0;   /* the run's start on the real-time clock */
+	int first;    /* no event written yet */
+	int nargs;    /* -1: no args object open */
+	long pid;     /* the process being written */
+	uint64_t flow; /* last flow id */
+};
+
+/*
+ * S as a JSON string. Bytes that are not UTF-8, and control characters
+ * without a short escape, become U+FFFD, written as UTF-8: some versions of
+ * Perfetto's JSON reader refuse backslash-u escapes and a raw DEL.
+ */
+static void ddl_cw_str(FILE *f, const char *s)
+{
+	static const char *const esc[32] = {['\b'] = "\\b", ['\f'] = "\\f", ['\n'] = "\\n",
+	                                    ['\r'] = "\\r", ['\t'] = "\\t"};
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	fputc('"', f);
+	while (*p) {
+		size_t n = ddl_utf8_len(p);
+		if (n == 0 || *p == 0x7f || (*p < 0x20 && !esc[*p])) {
+			fputs("\xef\xbf\xbd", f);
+			p++;
+		} else if (*p < 0x20) {
+			fputs(esc[*p++], f);
+		} else if (*p == '"' || *p == '\\') {
+			fputc('\\', f);
+			fputc(*p++, f);
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
+	}
+	fputc('"', f);
+}
+
+/* Nanoseconds as microseconds with three decimals, exactly. */
+static void ddl_cw_us(FILE *f, int64_t ns)
+{
+	if (ns < 0)
+		ns = 0;
+	fprintf(f, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
+}
+
+/* Opens an event: {"ph":PH,"ts":..,"pid":..,"tid":..,"name":NAME,"cat":CAT
+ * (the time first: Perfetto's reader looks for it before decoding names). */
+static void ddl_cw_open(struct ddl_cw *w, const char *ph, const char *name, const char *cat,
+                        int64_t at_ns, long tid)
+{
+	fputs(w->first ? "\n" : ",\n", w->f);
+	w->first = 0;
+	w->nargs = -1;
+	fprintf(w->f, "{\"ph\":\"%s\",\"ts\":", ph);
+	ddl_cw_us(w->f, at_ns - w->t0);
+	fprintf(w->f, ",\"pid\":%ld,\"tid\":%ld,\"name\":", w->pid, tid);
+	ddl_cw_str(w->f, name);
+	if (cat)
+		fprintf(w->f, ",\"cat\":\"%s\"", cat);
+}
+
+/* A complete ("X") event; a start before the run's is moved to it, keeping the end. */
+static void ddl_cw_slice(struct ddl_cw *w, const char *name, const char *cat, int64_t a, int64_t b,
+                         long tid)
+{
+	if (a < w->t0)
+		a = w->t0;
+	if (b < a)
+		b = a;
+	ddl_cw_open(w, "X", name, cat, a, tid);
+	fputs(",\"dur\":", w->f);
+	ddl_cw_us(w->f, b - a);
+}
+
+static void ddl_cw_key(struct ddl_cw *w, const char *k)
+{
+	fputs(w->nargs < 0 ? ",\"args\":{" : w->nargs > 0 ? "," : "", w->f);
+	w->nargs = w->nargs < 0 ? 1 : w->nargs + 1;
+	fprintf(w->f, "\"%s\":", k);
+}
+
+static void ddl_arg_str(struct ddl_cw *w, const char *k, const char *v)
+{
+	ddl_cw_key(w, k);
+	ddl_cw_str(w->f, v);
+}
+
+static void ddl_arg_int(struct ddl_cw *w, const char *k, long long v)
+{
+	ddl_cw_key(w, k);
+	fprintf(w->f, "%lld", v);
+}
+
+static void ddl_arg_num(struct ddl_cw *w, const char *k, double v)
+{
+	ddl_cw_key(w, k);
+	if (isfinite(v))
+		fprintf(w->f, "%.6f", v);
+	else
+		fputs("null", w->f);
+}
+
+static void ddl_cw_close(struct ddl_cw *w)
+{
+	fputs(w->nargs >= 0 ? "}}" : "}", w->f);
+}
+
+/* A metadata event naming a process or thread, or ordering it. */
+static void ddl_cw_meta(struct ddl_cw *w, const char *what, long tid, const char *name, long sort)
+{
+	fputs(w->first ? "\n" : ",\n", w->f);
+	w->first = 0;
+	fprintf(w->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%ld,\"tid\":%ld,\"args\":{", what, w->pid,
+	        tid);
+	if (name) {
+		fputs("\"name\":", w->f);
+		ddl_cw_str(w->f, name);
+	} else {
+		fprintf(w->f, "\"sort_index\":%ld", sort);
+	}
+	fputs("}}", w->f);
+}
+
+/* ---- per process ---- */
+
+/*
+ * Track ids. A thread keeps its OS thread id (Linux's are below 2^22); one
+ * whose id the trace lost gets 2^22 plus its index. Each process numbers
+ * its iterations and stream tracks from 2^23 + 1024 x its index: Perfetto
+ * applies a thread name by the id alone, so no two processes may share one.
+ */
+#define DDL_TID_LOST  (1L << 22)
+#define DDL_TID_SYNTH (1L << 23)
+#define DDL_TRACKS    1024 /* per process: iterations, streams, "other streams" */
+
+static long ddl_tid(const struct ddl_trace *t, unsigned idx)
+{
+	uint32_t tid = idx < t->nthreads ? t->threads[idx].tid : 0;
+	return tid ? (long)tid : DDL_TID_LOST + (long)idx;
+}
+
+/* The tracks of one process: its threads, then its streams. */
+struct ddl_tracks {
+	long *tids;
+	size_t ntids, ctids;
+	uint64_t *streams; /* image << 32 | stream id */
+	size_t nstreams;
+	long base;         /* the iterations track; streams follow */
+	int more;          /* streams past DDL_TRACKS - 2 share the last track */
+};
+
+static int ddl_has_tid(const struct ddl_tracks *tk, long tid)
+{
+	for (size_t i = 0; i < tk->ntids; i++)
+		if (tk->tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* Names the track of thread IDX of T; -1 without memory. */
+static int ddl_thread_track(struct ddl_cw *w, const struct ddl_proc *p, const struct ddl_trace *t,
+                            unsigned idx, struct ddl_tracks *tk)
+{
+	long tid = ddl_tid(t, idx);
+	if (ddl_has_tid(tk, tid))
+		return 0;
+	if (tk->ntids == tk->ctids) {
+		size_t c = tk->ctids ? tk->ctids * 2 : 16;
+		long *q = realloc(tk->tids, c * sizeof *q);
+		if (!q)
+			return -1;
+		tk->tids = q;
+		tk->ctids = c;
+	}
+	tk->tids[tk->ntids++] = tid;
+	const char *name = idx < t->nthreads ? t->threads[idx].name : NULL;
+	char label[64];
+	if (!name || !*name) {
+		snprintf(label, sizeof label, "thread %ld", tid);
+		name = label;
+	}
+	ddl_cw_meta(w, "thread_name", tid, name, 0);
+	/* iterations, the main thread, streams, then the other threads */
+	ddl_cw_meta(w, "thread_sort_index", tid, NULL, tid == (long)p->pid ? 1 : 2 * DDL_TRACKS);
+	return 0;
+}
+
+/* Names the track of stream E->peer of image K; -1 without memory. */
+static int ddl_stream_new(struct ddl_cw *w, const struct ddl_trace *t, size_t k,
+                          const struct ddl_event *e, struct ddl_tracks *tk)
+{
+	char name[96];
+	long tid;
+	if (tk->nstreams == DDL_TRACKS - 2) {
+		if (tk->more++)
+			return 0;
+		tid = tk->base + DDL_TRACKS - 1;
+		snprintf(name, sizeof name, "other streams");
+	} else {
+		uint64_t *q = realloc(tk->streams, (tk->nstreams + 1) * sizeof *q);
+		if (!q)
+			return -1;
+		tk->streams = q;
+		tk->streams[tk->nstreams++] = (uint64_t)k << 32 | e->peer;
+		tid = tk->base + (long)tk->nstreams;
+		/* CUPTI's own stream numbers have bit 31 set (ddlprof-trace(5)) */
+		int dev = e->peer < t->nstreams && t->streams[e->peer].dev >= 0 ? t->streams[e->peer].dev
+		                                                                : e->fd;
+		snprintf(name, sizeof name, "stream %u (device %d%s)", e->peer & 0x7fffffffu, dev,
+		         e->peer & 0x80000000u ? ", CUPTI" : "");
+		if (k > 0)
+			snprintf(name + strlen(name), sizeof name - strlen(name), " image %zu", k + 1);
+	}
+	ddl_cw_meta(w, "thread_name", tid, name, 0);
+	ddl_cw_meta(w, "thread_sort_index", tid, NULL, 1 + (tid - tk->base));
+	return 0;
+}
+
+/* The track of stream PEER of image K; the last one when it has none of its own. */
+static long ddl_stream_tid(const struct ddl_tracks *tk, size_t k, uint32_t peer)
+{
+	uint64_t key = (uint64_t)k << 32 | peer;
+	for (size_t i = 0; i < tk->nstreams; i++)
+		if (tk->streams[i] == key)
+			return tk->base + 1 + (long)i;
+	return tk->base + DDL_TRACKS - 1;
+}
+
+/*
+ * Names every thread that made a call and every stream that ran work, in
+ * order of first appearance, before any event: metadata carries no time,
+ * and a viewer applies it where it sorts it.
+ */
+static int ddl_tracks_name(struct ddl_cw *w, const struct ddl_proc *p, struct ddl_tracks *tk)
+{
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		unsigned last = UINT_MAX; /* events of one thread come in runs */
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			int cls = ddl_event_class(e->kind);
+			if (cls == DDL_CLASS_ARGS)
+				continue;
+			if (cls == DDL_CLASS_DEVICE) {
+				if (ddl_stream_tid(tk, k, e->peer) == tk->base + DDL_TRACKS - 1 &&
+				    ddl_stream_new(w, t, k, e, tk) < 0)
+					return -1;
+			} else if (e->tid != last) {
+				last = e->tid;
+				if (ddl_thread_track(w, p, t, e->tid, tk) < 0)
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static const char *ddl_cat_of(int cls)
+{
+	switch (cls) {
+	case DDL_CLASS_TX:
+	case DDL_CLASS_RX:
+	case DDL_CLASS_WAIT:
+	case DDL_CLASS_CONN:
+		return "net";
+	case DDL_CLASS_SYNC:
+		return "sync";
+	case DDL_CLASS_COLL:
+	case DDL_CLASS_NCCL:
+		return "nccl";
+	case DDL_CLASS_LAUNCH:
+	case DDL_CLASS_COPY:
+	case DDL_CLASS_GPUSYNC:
+	case DDL_CLASS_CUDA:
+		return "cuda";
+	default:
+		return "other";
+	}
+}
+
+static const char *ddl_redop_name(unsigned op)
+{
+	static const char *const ops[] = {"sum", "prod", "max", "min", "avg"};
+	return op < 5 ? ops[op] : NULL;
+}
+
+/* A socket call, a wait on a thread, or a call of a kind newer than us. */
+static void ddl_host_args(struct ddl_cw *w, const struct ddl_trace *t, const struct ddl_event *e,
+                          int cls)
+{
+	ddl_arg_int(w, "fd", e->fd);
+	ddl_arg_int(w, "result", (long long)e->result);
+	if ((cls == DDL_CLASS_TX || cls == DDL_CLASS_RX) && e->result > 0 && !(e->flags & DDL_EVF_PEEK))
+		ddl_arg_int(w, "bytes", (long long)e->result);
+	if (cls != DDL_CLASS_SYNC && e->peer && e->peer < t->npeers && t->peers[e->peer].text) {
+		ddl_arg_str(w, "peer", t->peers[e->peer].text);
+		ddl_arg_str(w, "peer_host", t->peers[e->peer].local ? "local" : "remote");
+	}
+	if (e->flags & DDL_EVF_SOCKWAIT)
+		ddl_arg_str(w, "waited_on", "socket");
+	if (e->flags & DDL_EVF_PEEK)
+		ddl_arg_str(w, "flags", "MSG_PEEK");
+}
+
+/* A CUDA or NCCL call: its return code, device, stream and ddl_args. */
+static void ddl_gpu_args(struct ddl_cw *w, const struct ddl_trace *t, size_t i, int cls)
+{
+	const struct ddl_event *e = &t->ev[i];
+	const struct ddl_args *a = ddl_event_args(t, i);
+	ddl_arg_int(w, "result", (long long)e->result);
+	ddl_arg_int(w, "device", e->fd);
+	ddl_arg_int(w, "stream", e->peer);
+	if (!a)
+		return;
+	if (a->bytes)
+		ddl_arg_int(w, cls == DDL_CLASS_LAUNCH ? "blocks" : "bytes", (long long)a->bytes);
+	if (cls == DDL_CLASS_LAUNCH && a->aux)
+		ddl_arg_int(w, "threads_per_block", a->aux);
+	const char *name = ddl_trace_name(t, a->name);
+	if (name)
+		ddl_arg_str(w, "kernel", name);
+	const struct ddl_comm_info *ci = a->comm ? ddl_trace_comm(t, a->comm) : NULL;
+	if (ci) {
+		char key[24];
+		snprintf(key, sizeof key, "%016llx", (unsigned long long)ci->key);
+		ddl_arg_str(w, "comm", key);
+		ddl_arg_int(w, "comm_rank", ci->rank);
+		ddl_arg_int(w, "comm_size", ci->nranks);
+	}
+	if (cls == DDL_CLASS_COLL) {
+		const char *op = ddl_redop_name(a->op);
+		if (op && e->kind != DDL_EV_NCCL_SEND && e->kind != DDL_EV_NCCL_RECV &&
+		    e->kind != DDL_EV_NCCL_ALLGATHER && e->kind != DDL_EV_NCCL_BROADCAST &&
+		    e->kind != DDL_EV_NCCL_BCAST)
+			ddl_arg_str(w, "op", op);
+		ddl_arg_int(w, "dtype", a->dtype);
+		if (a->peer >= 0)
+			ddl_arg_int(w, "peer", a->peer);
+	} else if (cls == DDL_CLASS_COPY && e->kind != DDL_EV_CUDA_MEMSET &&
+	           e->kind != DDL_EV_CUDA_MEMSET_ASYNC) {
+		ddl_arg_str(w, "copy", ddl_copy_kind(a->op));
+	}
+	ddl_arg_int(w, "corr", a->corr);
+	if (a->flags & DDL_ARGF_TIMED)
+		ddl_arg_int(w, "timed", 1);
+	if (a->flags & DDL_ARGF_GROUPED)
+		ddl_arg_int(w, "grouped", 1);
+}
+
+static const char *const ddl_part_names[] = {"compute", "collective intra", "collective inter",
+                                             "copy"};
+
+/* A device interval on its stream's track, and the flow from its launch. */
+static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t k, size_t i,
+                             const struct ddl_devcalls *dc, const struct ddl_tracks *tk)
+{
+	const struct ddl_trace *t = p->tr[k];
+	const struct ddl_event *e = &t->ev[i];
+	long tid = ddl_stream_tid(tk, k, e->peer);
+	struct ddl_devinfo d;
+	ddl_device_info(t, i, dc, &d);
+	int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
+	ddl_cw_slice(w, d.name, "device", a, b, tid);
+	ddl_arg_str(w, "kind", ddl_event_name(e->kind));
+	ddl_arg_str(w, "part", ddl_part_names[d.part]);
+	ddl_arg_int(w, "device", e->fd);
+	ddl_arg_int(w, "issued_by", ddl_tid(t, e->tid));
+	ddl_arg_str(w, "timing", e->flags & DDL_EVF_CUPTI ? "cupti" : "events");
+	ddl_arg_int(w, e->flags & DDL_EVF_CUPTI ? "cupti_corr" : "corr", (long long)e->result);
+	if (d.args && d.args->bytes && e->kind != DDL_EV_DEV_KERNEL)
+		ddl_arg_int(w, "bytes", (long long)d.args->bytes);
+	if (e->kind == DDL_EV_DEV_COLL)
+		ddl_arg_str(w, "span", d.span == DDL_SPAN_INTRA ? "intra" : d.span == DDL_SPAN_INTER
+		                                                             ? "inter" : "unknown");
+	ddl_cw_close(w);
+	if (d.call == SIZE_MAX)
+		return;
+	/* "s" inside the launch, "f" bound to the enclosing device slice */
+	const struct ddl_event *h = &t->ev[d.call];
+	int64_t ha = ddl_trace_real_ns(t, h->start);
+	w->flow++;
+	ddl_cw_open(w, "s", "launch", "flow", ha + ddl_trace_dur_ns(t, h) / 2, ddl_tid(t, h->tid));
+	fprintf(w->f, ",\"id\":%" PRIu64 "}", w->flow);
+	ddl_cw_open(w, "f", "launch", "flow", a + (b - a) / 2, tid);
+	fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", w->flow);
+}
+
+/* Open marker ranges of one thread of one image. */
+#define DDL_MDEPTH 256
+struct ddl_mstack {
+	uint16_t tidx;
+	int depth;
+	int64_t at[DDL_MDEPTH];
+	int64_t name[DDL_MDEPTH];
+};
+
+static struct ddl_mstack *ddl_mstack_get(struct ddl_mstack **v, size_t *n, uint16_t tidx)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*v)[i].tidx == tidx)
+			return &(*v)[i];
+	struct ddl_mstack *q = realloc(*v, (*n + 1) * sizeof *q);
+	if (!q)
+		return NULL;
+	*v = q;
+	q[*n].tidx = tidx;
+	q[*n].depth = 0;
+	return &q[(*n)++];
+}
+
+static void ddl_range_slice(struct ddl_cw *w, const struct ddl_trace *t, const struct ddl_mstack *m,
+                            int level, int64_t end, int closed)
+{
+	const char *name = ddl_trace_name(t, (uint64_t)m->name[level]);
+	ddl_cw_slice(w, name ? name : "(unnamed range)", "marker", m->at[level], end,
+	             ddl_tid(t, m->tidx));
+	if (!closed)
+		ddl_arg_int(w, "unclosed", 1);
+	ddl_cw_close(w);
+}
+
+/* range_push and range_pop pair into one slice; marks are instants. */
+static void ddl_marker_event(struct ddl_cw *w, const struct ddl_trace *t, const struct ddl_event *e,
+                             struct ddl_mstack **ms, size_t *nms)
+{
+	int64_t at = ddl_trace_real_ns(t, e->start);
+	if (e->kind == DDL_EV_MARK) {
+		const char *name = ddl_trace_name(t, (uint64_t)e->result);
+		ddl_cw_open(w, "i", name ? name : "(unnamed mark)", "marker", at < w->t0 ? w->t0 : at,
+		            ddl_tid(t, e->tid));
+		fputs(",\"s\":\"t\"}", w->f);
+		return;
+	}
+	if (e->kind != DDL_EV_RANGE_PUSH && e->kind != DDL_EV_RANGE_POP)
+		return; /* start/end ranges (NVTX) are not nested: not on the push/pop stack */
+	struct ddl_mstack *m = ddl_mstack_get(ms, nms, e->tid);
+	if (!m)
+		return;
+	if (e->kind == DDL_EV_RANGE_PUSH) {
+		if (m->depth < DDL_MDEPTH) {
+			m->at[m->depth] = at;
+			m->name[m->depth] = e->result;
+		}
+		m->depth++;
+	} else if (m->depth > 0 && --m->depth < DDL_MDEPTH) {
+		ddl_range_slice(w, t, m, m->depth, at, 1);
+	}
+}
+
+/* The iterations track: one slice per analysed iteration, with its parts. */
+static void ddl_iteration_track(struct ddl_cw *w, const struct ddl_proc *p, long tid)
+{
+	if (!p->niter)
+		return;
+	ddl_cw_meta(w, "thread_name", tid, "iterations", 0);
+	ddl_cw_meta(w, "thread_sort_index", tid, NULL, 0);
+	for (size_t k = 0; k < p->niter; k++) {
+		char name[48];
+		size_t n = k + (size_t)p->warmup_skipped;
+		snprintf(name, sizeof name, "iteration %zu", n);
+		ddl_cw_slice(w, name, "iteration", p->iter[k].start_ns, p->iter[k].end_ns, tid);
+		ddl_arg_int(w, "iteration", (long long)n);
+		ddl_arg_str(w, "found_by", p->iteration_method);
+		ddl_arg_num(w, "duration_ms", p->iter_s[k] * 1e3);
+		const struct ddl_parts *pp = p->iter_parts ? &p->iter_parts[k] : &p->per_iter;
+#define DDL_X_ARG(f) ddl_arg_num(w, #f "_ms", pp->f * 1e3);
+		DDL_PARTS(DDL_X_ARG)
+#undef DDL_X_ARG
+		ddl_arg_str(w, "parts", p->iter_parts ? "this iteration" : "mean of the rank");
+		ddl_cw_close(w);
+	}
+}
+
+/* Every event of one image of a process. */
+static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const struct ddl_proc *p,
+                             size_t k, const struct ddl_tracks *tk)
+{
+	const struct ddl_trace *t = p->tr[k];
+	struct ddl_devcalls dc;
+	ddl_devcalls_build(r, t, &dc); /* without memory: intervals go unnamed */
+	struct ddl_mstack *ms = NULL;
+	size_t nms = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ddl_event *e = &t->ev[i];
+		int cls = ddl_event_class(e->kind);
+		if (cls == DDL_CLASS_ARGS)
+			continue;
+		if (cls == DDL_CLASS_MARK) {
+			ddl_marker_event(w, t, e, &ms, &nms);
+			continue;
+		}
+		if (cls == DDL_CLASS_DEVICE) {
+			ddl_device_event(w, p, k, i, &dc, tk);
+			continue;
+		}
+		int64_t a = ddl_trace_real_ns(t, e->start);
+		ddl_cw_slice(w, ddl_event_name(e->kind), ddl_cat_of(cls), a, a + ddl_trace_dur_ns(t, e),
+		             ddl_tid(t, e->tid));
+		if (cls >= DDL_CLASS_LAUNCH)
+			ddl_gpu_args(w, t, i, cls);
+		else
+			ddl_host_args(w, t, e, cls);
+		ddl_cw_close(w);
+	}
+	/* ranges still open when the image ended run to its last clock sample */
+	int64_t end = t->nclk ? ddl_trace_real_ns(t, t->clk[t->nclk - 1].ticks) : p->end_real_ns;
+	for (size_t m = 0; m < nms; m++)
+		for (int d = ms[m].depth < DDL_MDEPTH ? ms[m].depth : DDL_MDEPTH; d-- > 0;)
+			ddl_range_slice(w, t, &ms[m], d, end > ms[m].at[d] ? end : ms[m].at[d], 0);
+	free(ms);
+	ddl_devcalls_free(&dc);
+}
+
+/*
+ * Trace pids: the OS pid, or, when two processes of the run share it (two
+ * hosts, containers) or it is 0 (which Perfetto keeps for the kernel's idle
+ * task), 2^24 plus the process's index, beyond any Linux pid. The rank is
+ * in the process's name, and process_sort_index keeps the report's order.
+ */
+static long ddl_chrome_pid(const struct ddl_report *r, size_t i)
+{
+	uint32_t pid = r->procs[i].pid;
+	for (size_t k = 0; k < r->nprocs; k++)
+		if (k != i && r->procs[k].pid == pid)
+			pid = 0;
+	return pid ? (long)pid : (1L << 24) + (long)i;
+}
+
+static void ddl_process(struct ddl_cw *w, const struct ddl_report *r, size_t i)
+{
+	const struct ddl_proc *p = &r->procs[i];
+	w->pid = ddl_chrome_pid(r, i);
+	char name[160];
+	if (p->rank >= 0)
+		snprintf(name, sizeof name, "rank %d on %s (pid %u)", p->rank, p->host, p->pid);
+	else
+		snprintf(name, sizeof name, "%s (pid %u)", p->host, p->pid);
+	ddl_cw_meta(w, "process_name", w->pid, name, 0);
+	ddl_cw_meta(w, "process_sort_index", w->pid, NULL, (long)i);
+	struct ddl_tracks tk = {0};
+	tk.base = DDL_TID_SYNTH + DDL_TRACKS * (long)i;
+	ddl_tracks_name(w, p, &tk); /* without memory: some tracks go unnamed */
+	ddl_iteration_track(w, p, tk.base);
+	for (size_t k = 0; k < p->ntr; k++)
+		ddl_image_events(w, r, p, k, &tk);
+	free(tk.tids);
+	free(tk.streams);
+}
+
+int ddl_out_chrome(const struct ddl_report *r, FILE *f)
+{
+	struct ddl_cw w = {f, r->nprocs ? r->start_real_ns : 0, 1, -1, 0, 0};
+	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schema\":\"ddlprof-chrome/1\",\"run_id\":", f);
+	ddl_cw_str(f, r->run->id);
+	fprintf(f, ",\"start_unix_ns\":%" PRId64 ",\"ddlprof\":\"%s\"},\n\"traceEvents\":[", w.t0,
+	        DDLPROF_VERSION);
+	for (size_t i = 0; i < r->nprocs; i++)
+		ddl_process(&w, r, i);
+	fputs("\n]}\n", f);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,630 @@
+/*
+ * ddlprof-report's chrome, html and csv formats on real profiled jobs:
+ * tcpring (sockets and markers) and ddlsynth on the CUDA/NCCL emulation
+ * (device intervals; skipped where it was not built). The Chrome trace
+ * must parse, name one process per process of the JSON report and one
+ * track per thread that made a call, and hold exactly the events --dump
+ * lists, kind by kind; the CSV must have one row per analysed iteration,
+ * whose parts add up to its duration; the HTML must be one self-contained
+ * page. A program with hostile names (markup, quotes, bytes that are not
+ * UTF-8) checks the escaping of all three.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ddlprof/crc32c.h"
+#include "ddlprof/trace.h"
+#include "test.h"
+
+static int ddl_status(const struct ddl_run_result *r)
+{
+	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
+}
+
+/* ddlprof-report ARG... DIR; stdout into *OUT (caller frees); exit status, -1 if it did not finish. */
+static int ddl_report_run(const char *dir, const char *a1, const char *a2, char **out)
+{
+	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), (char *)a1, (char *)a2, (char *)dir, NULL};
+	if (!a2) {
+		argv[2] = (char *)dir;
+		argv[3] = NULL;
+	}
+	struct ddl_run_result r;
+	*out = NULL;
+	if (trun(argv, NULL, 120, &r) < 0) {
+		trun_free(&r);
+		return -1;
+	}
+	int st = ddl_status(&r);
+	if (st != 0)
+		fprintf(stderr, "    ddlprof-report %s: status %d: %s\n", a1, st, r.err);
+	*out = r.out;
+	free(r.err);
+	return st;
+}
+
+/* Profiles ARGS (NULL-terminated, at most 39) into TDIR; 0 or -1. */
+static int ddl_profile(const char *tdir, const char *const *args)
+{
+	char *argv[48] = {(char *)tbuild("bin/ddlprof"), "-q", "--kernel-sample", "1", "-o", (char *)tdir, "--"};
+	int n = 7;
+	for (int i = 0; args[i] && n < 46; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	struct ddl_run_result r;
+	int rc = trun(argv, NULL, 180, &r);
+	if (rc != 0 || ddl_status(&r) != 0) {
+		fprintf(stderr, "    %s failed under ddlprof (status %d): %s\n", args[0], r.status, r.err);
+		rc = -1;
+	}
+	trun_free(&r);
+	return rc;
+}
+
+/* ---- counting events by process and kind ---- */
+
+#define DDL_MAXP 16
+#define DDL_MAXK 160
+
+struct ddl_count {
+	long pid;
+	char key[DDL_MAXK][80];
+	long n[DDL_MAXK];
+	int nk;
+	long tids[512];
+	int ntids;
+};
+
+struct ddl_counts {
+	struct ddl_count p[DDL_MAXP];
+	int np;
+};
+
+static struct ddl_count *ddl_count_proc(struct ddl_counts *c, long pid)
+{
+	for (int i = 0; i < c->np; i++)
+		if (c->p[i].pid == pid)
+			return &c->p[i];
+	if (c->np == DDL_MAXP)
+		return NULL;
+	struct ddl_count *p = &c->p[c->np++];
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	return p;
+}
+
+static void ddl_count_add(struct ddl_count *p, const char *a, const char *b)
+{
+	char key[80];
+	snprintf(key, sizeof key, "%s%s", a, b);
+	for (int i = 0; i < p->nk; i++)
+		if (!strcmp(p->key[i], key)) {
+			p->n[i]++;
+			return;
+		}
+	if (p->nk == DDL_MAXK)
+		return;
+	snprintf(p->key[p->nk], sizeof p->key[0], "%s", key);
+	p->n[p->nk++] = 1;
+}
+
+static long ddl_count_get(const struct ddl_count *p, const char *key)
+{
+	for (int i = 0; i < p->nk; i++)
+		if (!strcmp(p->key[i], key))
+			return p->n[i];
+	return 0;
+}
+
+static void ddl_count_tid(struct ddl_count *p, long tid)
+{
+	for (int i = 0; i < p->ntids; i++)
+		if (p->tids[i] == tid)
+			return;
+	if (p->ntids < 512)
+		p->tids[p->ntids++] = tid;
+}
+
+static int ddl_is_device_kind(const char *k)
+{
+	return !strcmp(k, "kernel") || !strcmp(k, "memcpy") || !strcmp(k, "memset") ||
+	       !strcmp(k, "collective") || !strcmp(k, "graph");
+}
+
+/* --dump's lines, by process: "K:kind" for calls, "D:kind" for device
+ * intervals, "M:push" and "M:mark" for markers; threads of non-device lines. */
+static int ddl_count_dump(char *dump, struct ddl_counts *c)
+{
+	memset(c, 0, sizeof *c);
+	char *save;
+	for (char *line = strtok_r(dump, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		char host[128], kind[96];
+		long pid, tid;
+		double ts;
+		CHECK(sscanf(line, "%127s %ld %ld %lf %95s", host, &pid, &tid, &ts, kind) == 5, "dump line '%s'", line);
+		char *br = strchr(kind, '[');
+		if (br)
+			*br = 0; /* poll[sock] is a poll */
+		struct ddl_count *p = ddl_count_proc(c, pid);
+		CHECK(p, "too many processes");
+		if (ddl_is_device_kind(kind)) {
+			ddl_count_add(p, "D:", kind);
+			continue;
+		}
+		ddl_count_tid(p, tid);
+		if (!strcmp(kind, "range_push"))
+			ddl_count_add(p, "M:", "push");
+		else if (!strcmp(kind, "mark"))
+			ddl_count_add(p, "M:", "mark");
+		else if (strcmp(kind, "range_pop"))
+			ddl_count_add(p, "K:", kind);
+	}
+	return DDL_PASS;
+}
+
+static const char *ddl_jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+/* The same from the Chrome trace, by OS pid (from "(pid P)" in each process's name). */
+static int ddl_count_chrome(json_t *events, struct ddl_counts *c, int *nprocs, int *kernels)
+{
+	memset(c, 0, sizeof *c);
+	long map[DDL_MAXP][2];
+	int nmap = 0;
+	size_t i;
+	json_t *e;
+	*nprocs = 0;
+	*kernels = 0;
+	json_array_foreach(events, i, e)
+		if (!strcmp(ddl_jstr(e, "ph"), "M") && !strcmp(ddl_jstr(e, "name"), "process_name")) {
+			const char *nm = ddl_jstr(json_object_get(e, "args"), "name"), *at = strstr(nm, "(pid ");
+			CHECK(at && nmap < DDL_MAXP, "process name '%s'", nm);
+			map[nmap][0] = (long)json_integer_value(json_object_get(e, "pid"));
+			map[nmap++][1] = strtol(at + 5, NULL, 10);
+			(*nprocs)++;
+		}
+	long flows[DDL_MAXP][2] = {{0}};
+	json_array_foreach(events, i, e) {
+		const char *ph = ddl_jstr(e, "ph"), *cat = ddl_jstr(e, "cat"), *name = ddl_jstr(e, "name");
+		long cpid = (long)json_integer_value(json_object_get(e, "pid"));
+		long tid = (long)json_integer_value(json_object_get(e, "tid"));
+		int m = -1;
+		for (int k = 0; k < nmap; k++)
+			if (map[k][0] == cpid)
+				m = k;
+		CHECK(m >= 0, "event of pid %ld, which has no process_name", cpid);
+		struct ddl_count *p = ddl_count_proc(c, map[m][1]);
+		CHECK(p, "too many processes");
+		json_t *ts = json_object_get(e, "ts"), *args = json_object_get(e, "args");
+		if (strcmp(ph, "M"))
+			CHECK(json_is_number(ts) && json_number_value(ts) >= 0, "%s event %s: ts", ph, name);
+		if (!strcmp(ph, "M")) {
+			if (!strcmp(name, "thread_name") && tid < (1L << 23))
+				ddl_count_tid(p, tid);
+		} else if (!strcmp(ph, "X")) {
+			json_t *dur = json_object_get(e, "dur");
+			CHECK(json_is_number(dur) && json_number_value(dur) >= 0, "X event %s: dur", name);
+			if (!strcmp(cat, "device")) {
+				ddl_count_add(p, "D:", ddl_jstr(args, "kind"));
+				*kernels += !strcmp(name, "ddk_compute_kernel");
+				CHECK(tid >= (1L << 23), "device slice %s on a thread's track", name);
+			} else if (!strcmp(cat, "marker")) {
+				ddl_count_add(p, "M:", "push");
+			} else if (!strcmp(cat, "iteration")) {
+				ddl_count_add(p, "I:", "iteration");
+			} else {
+				ddl_count_add(p, "K:", name);
+			}
+		} else if (!strcmp(ph, "i")) {
+			ddl_count_add(p, "M:", "mark");
+		} else if (!strcmp(ph, "s") || !strcmp(ph, "f")) {
+			flows[m][ph[0] == 'f']++;
+		} else {
+			CHECK(0, "unexpected phase '%s'", ph);
+		}
+	}
+	for (int k = 0; k < nmap; k++)
+		CHECK(flows[k][0] == flows[k][1], "pid %ld: %ld flow starts, %ld ends", map[k][1], flows[k][0],
+		      flows[k][1]);
+	return DDL_PASS;
+}
+
+/* The JSON report's iterations for OS pid PID, or -1 when it is not a rank. */
+static long ddl_rank_iters(json_t *rep, long pid)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(rep, "ranks"), i, r)
+		if (json_integer_value(json_object_get(r, "pid")) == pid)
+			return (long)json_integer_value(json_object_get(r, "iterations"));
+	return -1;
+}
+
+/* The Chrome trace against --dump and the JSON report. KERNEL: expect device kernels. */
+static int ddl_check_chrome(const char *dir, json_t *rep, int kernel)
+{
+	char *out, *dump;
+	CHECK(ddl_report_run(dir, "--chrome", NULL, &out) == 0, "--chrome");
+	CHECK(ddl_report_run(dir, "--dump", NULL, &dump) == 0, "--dump");
+	json_error_t je;
+	json_t *j = json_loads(out, 0, &je);
+	CHECK(j, "chrome output is not JSON: %s at line %d", je.text, je.line);
+	json_t *events = json_object_get(j, "traceEvents");
+	CHECK(json_is_array(events) && json_array_size(events) > 0, "no traceEvents");
+	CHECK(!strcmp(ddl_jstr(json_object_get(j, "otherData"), "schema"), "ddlprof-chrome/1"), "schema");
+	static struct ddl_counts want, got;
+	if (ddl_count_dump(dump, &want) != DDL_PASS)
+		return DDL_FAIL;
+	int nprocs, kernels;
+	if (ddl_count_chrome(events, &got, &nprocs, &kernels) != DDL_PASS)
+		return DDL_FAIL;
+	CHECK(nprocs == (int)json_array_size(json_object_get(rep, "processes")),
+	      "%d processes in the trace, %zu in the report", nprocs,
+	      json_array_size(json_object_get(rep, "processes")));
+	CHECK(got.np == want.np, "%d processes with events, %d in the dump", got.np, want.np);
+	for (int i = 0; i < want.np; i++) {
+		const struct ddl_count *w = &want.p[i];
+		const struct ddl_count *g = NULL;
+		for (int k = 0; k < got.np; k++)
+			if (got.p[k].pid == w->pid)
+				g = &got.p[k];
+		CHECK(g, "pid %ld is not in the trace", w->pid);
+		CHECK(g->ntids == w->ntids, "pid %ld: %d thread tracks, %d threads in the dump", w->pid,
+		      g->ntids, w->ntids);
+		for (int k = 0; k < w->nk; k++)
+			CHECK(ddl_count_get(g, w->key[k]) == w->n[k], "pid %ld: %ld slices of %s, %ld in the dump",
+			      w->pid, ddl_count_get(g, w->key[k]), w->key[k], w->n[k]);
+		for (int k = 0; k < g->nk; k++)
+			CHECK(!strcmp(g->key[k], "I:iteration") || ddl_count_get(w, g->key[k]) == g->n[k],
+			      "pid %ld: %ld slices of %s, not in the dump", w->pid, g->n[k], g->key[k]);
+		long it = ddl_rank_iters(rep, w->pid);
+		CHECK(ddl_count_get(g, "I:iteration") == (it > 0 ? it : 0), "pid %ld: %ld iteration slices, "
+		      "report says %ld", w->pid, ddl_count_get(g, "I:iteration"), it);
+	}
+	if (kernel)
+		CHECK(kernels > 0, "no device slice named ddk_compute_kernel");
+	json_decref(j);
+	free(out);
+	free(dump);
+	return DDL_PASS;
+}
+
+/* One CSV line into at most 16 fields (RFC 4180 quotes); returns how many. */
+static int ddl_csv_split(char *line, char **f, int max)
+{
+	int n = 0;
+	char *w = line, *p = line;
+	while (n < max) {
+		f[n++] = w;
+		if (*p == '"') {
+			for (p++; *p; p++) {
+				if (*p == '"' && p[1] == '"')
+					*w++ = *p++;
+				else if (*p == '"')
+					break;
+				else
+					*w++ = *p;
+			}
+			if (*p)
+				p++;
+		}
+		while (*p && *p != ',')
+			*w++ = *p++;
+		int more = *p == ',';
+		*w++ = 0;
+		if (!more)
+			break;
+		w = ++p;
+	}
+	return n;
+}
+
+/* The CSV: the header, one row per analysed iteration of every rank, parts adding up. */
+static int ddl_check_csv(const char *dir, json_t *rep)
+{
+	char *out;
+	CHECK(ddl_report_run(dir, "--csv", NULL, &out) == 0, "--csv");
+	const char *head = "rank,host,pid,iteration,start_s,duration_s,compute_s,data_stall_s,"
+	                   "interconnect_stall_s,network_stall_s,idle_s\n";
+	CHECK(!strncmp(out, head, strlen(head)), "header: %.200s", out);
+	long pids[DDL_MAXP], rows[DDL_MAXP];
+	int np = 0;
+	char *save;
+	for (char *line = strtok_r(out + strlen(head), "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[16];
+		CHECK(ddl_csv_split(line, f, 16) == 11, "row '%s'", line);
+		long pid = strtol(f[2], NULL, 10);
+		double v[7];
+		for (int k = 0; k < 7; k++) {
+			char *end;
+			v[k] = strtod(f[4 + k], &end);
+			CHECK(*end == 0 && isfinite(v[k]), "row '%s': field %d", line, 5 + k);
+		}
+		CHECK(v[0] >= 0 && v[1] > 0, "row of pid %ld: start %g, duration %g", pid, v[0], v[1]);
+		double sum = v[2] + v[3] + v[4] + v[5] + v[6];
+		CHECK(fabs(sum - v[1]) <= 1e-6, "pid %ld iteration %s: parts add up to %.9f, duration %.9f", pid,
+		      f[3], sum, v[1]);
+		for (int k = 2; k < 7; k++)
+			CHECK(v[k] >= -1e-9, "pid %ld iteration %s: negative part %.9f", pid, f[3], v[k]);
+		int i = 0;
+		while (i < np && pids[i] != pid)
+			i++;
+		if (i == np) {
+			CHECK(np < DDL_MAXP, "too many processes");
+			pids[np] = pid;
+			rows[np++] = 0;
+			json_t *pr = tproc(rep, pid);
+			CHECK(pr, "pid %ld is not in the report", pid);
+			CHECK(!strcmp(f[1], ddl_jstr(pr, "host")), "pid %ld: host '%s', report '%s'", pid, f[1],
+			      ddl_jstr(pr, "host"));
+			CHECK(strtol(f[0], NULL, 10) == json_integer_value(json_object_get(pr, "rank")),
+			      "pid %ld: rank %s", pid, f[0]);
+		}
+		rows[i]++;
+	}
+	size_t i;
+	json_t *r;
+	int ranks_with = 0;
+	json_array_foreach(json_object_get(rep, "ranks"), i, r) {
+		long pid = (long)json_integer_value(json_object_get(r, "pid"));
+		long want = (long)json_integer_value(json_object_get(r, "iterations")), have = 0;
+		for (int k = 0; k < np; k++)
+			if (pids[k] == pid)
+				have = rows[k];
+		CHECK(have == want, "pid %ld: %ld rows, report says %ld iterations", pid, have, want);
+		ranks_with += want > 0;
+	}
+	CHECK(ranks_with == np && np > 0, "%d processes in the CSV, %d ranks with iterations", np, ranks_with);
+	free(out);
+	return DDL_PASS;
+}
+
+static int ddl_count_of(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/* The HTML page: self-contained, a row and a timeline per rank, tags closed. */
+static int ddl_check_html(const char *dir, json_t *rep, char **page)
+{
+	char *out;
+	CHECK(ddl_report_run(dir, "--html", NULL, &out) == 0, "--html");
+	CHECK(!strncmp(out, "<!DOCTYPE html>\n", 16), "start: %.60s", out);
+	CHECK(strstr(out, "</html>\n"), "no </html>");
+	CHECK(!strcasestr(out, "<script") && !strcasestr(out, "http") && !strcasestr(out, "<link") &&
+	      !strcasestr(out, "url(") && !strcasestr(out, "@import"), "the page refers to something outside it");
+	static const char *const pairs[][2] = {{"<svg", "</svg>"}, {"<table", "</table>"}, {"<tr", "</tr>"},
+	                                       {"<td", "</td>"}, {"<h2", "</h2>"}, {"<title>", "</title>"}};
+	for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+		CHECK(ddl_count_of(out, pairs[k][0]) == ddl_count_of(out, pairs[k][1]), "%d %s, %d %s",
+		      ddl_count_of(out, pairs[k][0]), pairs[k][0], ddl_count_of(out, pairs[k][1]), pairs[k][1]);
+	size_t i;
+	json_t *r;
+	int ranks = 0;
+	json_array_foreach(json_object_get(rep, "ranks"), i, r) {
+		if (json_integer_value(json_object_get(r, "iterations")) <= 0)
+			continue;
+		char row[96];
+		long long rank = (long long)json_integer_value(json_object_get(r, "rank"));
+		long long pid = (long long)json_integer_value(json_object_get(r, "pid"));
+		snprintf(row, sizeof row, "<tr class=\"rank\"><td class=\"l\">%s %lld</td>",
+		         rank >= 0 ? "rank" : "pid", rank >= 0 ? rank : pid);
+		CHECK(strstr(out, row), "no row %s", row);
+		ranks++;
+	}
+	CHECK(ddl_count_of(out, "<tr class=\"rank\">") == ranks, "%d rank rows, %d ranks",
+	      ddl_count_of(out, "<tr class=\"rank\">"), ranks);
+	CHECK(ddl_count_of(out, "(the median)</h3>") == ranks, "%d timelines, %d ranks",
+	      ddl_count_of(out, "(the median)</h3>"), ranks);
+	if (page)
+		*page = out;
+	else
+		free(out);
+	return DDL_PASS;
+}
+
+/* All three formats on one profiled run. */
+static int ddl_check_all(const char *tdir, int kernel)
+{
+	int st;
+	json_t *rep = treport(tdir, &st);
+	CHECK(rep && st == 0, "no JSON report (status %d)", st);
+	CHECK(json_integer_value(json_object_get(json_object_get(rep, "job"), "iterations")) > 0,
+	      "no iterations found");
+	int rc = ddl_check_chrome(tdir, rep, kernel);
+	if (rc == DDL_PASS)
+		rc = ddl_check_csv(tdir, rep);
+	if (rc == DDL_PASS)
+		rc = ddl_check_html(tdir, rep, NULL);
+	json_decref(rep);
+	return rc;
+}
+
+int test_report_out_tcpring(void)
+{
+	char *dir = tmpdir(), tdir[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	const char *args[] = {tbuild("examples/tcpring"), "-n", "14", "-m", "1", "-c", "8", "-k", NULL};
+	/* tcpring's ports follow its pid: one more try if another job holds them */
+	if (ddl_profile(tdir, args) != 0) {
+		trm(tdir);
+		CHECK(ddl_profile(tdir, args) == 0, "tcpring, twice");
+	}
+	int rc = ddl_check_all(tdir, 0);
+	trm(dir);
+	free(dir);
+	return rc;
+}
+
+int test_report_out_synth(void)
+{
+	const char *synth = tbuild("examples/ddlsynth");
+	if (access(synth, X_OK) != 0)
+		return DDL_SKIP; /* built without the CUDA headers */
+	char *dir = tmpdir(), tdir[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	const char *args[] = {synth, "--ranks", "4", "--ranks-per-host", "2", "--layers", "3",
+	                      "--params-per-layer", "200k", "--compute-ms", "3", "--bucket-mb", "1",
+	                      "--iterations", "8", "--overlap", "off", "--net-gbps", "0.5", "--markers",
+	                      "--quiet", NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "ddlsynth");
+	int rc = ddl_check_all(tdir, 1);
+	trm(dir);
+	free(dir);
+	return rc;
+}
+
+/* The event named NAME of phase PH, or NULL. */
+static json_t *ddl_find_event(json_t *events, const char *ph, const char *name)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(events, i, e)
+		if (!strcmp(ddl_jstr(e, "ph"), ph) && !strcmp(ddl_jstr(e, "name"), name))
+			return e;
+	return NULL;
+}
+
+int test_report_out_hostile_names(void)
+{
+	char *dir = tmpdir(), tdir[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	const char *args[] = {tbuild("tests/progs/outnames"), NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "outnames");
+	int rc = ddl_check_all(tdir, 0);
+	if (rc != DDL_PASS)
+		return rc;
+	/* Chrome: valid JSON (jansson refuses bad UTF-8) holding the names as they were */
+	char *out;
+	CHECK(ddl_report_run(tdir, "--chrome", NULL, &out) == 0, "--chrome");
+	json_t *j = json_loads(out, 0, NULL), *ev = json_object_get(j, "traceEvents");
+	CHECK(ddl_find_event(ev, "X", "<script>alert(1)</script>"), "no <script> range slice");
+	CHECK(ddl_find_event(ev, "X", "data,\"quoted\" \\ back"), "no quoted range slice");
+	CHECK(ddl_find_event(ev, "i", "bad \xef\xbf\xbd\xef\xbf\xbd utf-8 \xef\xbf\xbd\xef\xbf\xbd ctl "
+	                     "\xef\xbf\xbd\xef\xbf\xbd cut"),
+	      "mark with bad bytes and control characters not as U+FFFD");
+	CHECK(!strstr(out, "\\u"), "\\u escapes, which some Perfetto versions refuse");
+	size_t i;
+	json_t *e;
+	int named = 0;
+	json_array_foreach(ev, i, e)
+		named |= !strcmp(ddl_jstr(json_object_get(e, "args"), "name"), "<b>\"x&y'");
+	CHECK(named, "thread name lost");
+	json_decref(j);
+	free(out);
+	/* HTML: markup as text */
+	int st;
+	json_t *rep = treport(tdir, &st);
+	char *page = NULL;
+	CHECK(ddl_check_html(tdir, rep, &page) == DDL_PASS, "html");
+	CHECK(!strstr(page, "<script>") && !strstr(page, "<b>\"x"), "markup from the trace in the page");
+	CHECK(strstr(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), "marker name not shown escaped");
+	CHECK(strstr(page, "&lt;b&gt;&quot;x&amp;y&#39;"), "thread name not shown escaped");
+	CHECK(strstr(page, "bad &#xfffd;&#xfffd; utf-8 &#xfffd;&#xfffd; ctl &#xfffd;&#xfffd; cut"),
+	      "mark with bad bytes not shown with U+FFFD");
+	free(page);
+	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* Sets the host in the header of every trace in DIR; 0 or -1. */
+static int ddl_rehost(const char *dir, const char *host)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		if (!strstr(de->d_name, ".ddlt"))
+			continue;
+		char path[4400];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		int fd = open(path, O_RDWR);
+		struct ddl_file_header h;
+		if (fd < 0 || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.header_size != sizeof h) {
+			if (fd >= 0)
+				close(fd);
+			closedir(d);
+			return -1;
+		}
+		memset(h.host, 0, sizeof h.host);
+		snprintf(h.host, sizeof h.host, "%s", host);
+		h.hcrc = ddl_crc32c(&h, offsetof(struct ddl_file_header, hcrc));
+		int ok = pwrite(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
+		close(fd);
+		if (!ok)
+			break;
+		n++;
+	}
+	closedir(d);
+	return n > 0 ? 0 : -1;
+}
+
+/* Aliases, -o and --force, and a host name that needs CSV quoting. */
+int test_report_out_options(void)
+{
+	char *dir = tmpdir(), tdir[4200], file[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	snprintf(file, sizeof file, "%s/out.csv", dir);
+	const char *args[] = {tbuild("tests/progs/markers"), NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "markers");
+	static const char *const fmt[][2] = {{"--csv", "csv"}, {"--html", "html"}, {"--chrome", "chrome"}};
+	for (int k = 0; k < 3; k++) {
+		char *a, *b;
+		CHECK(ddl_report_run(tdir, fmt[k][0], NULL, &a) == 0, "%s", fmt[k][0]);
+		CHECK(ddl_report_run(tdir, "--format", fmt[k][1], &b) == 0, "--format %s", fmt[k][1]);
+		CHECK(!strcmp(a, b), "%s and --format %s differ", fmt[k][0], fmt[k][1]);
+		free(a);
+		free(b);
+	}
+	const char *R = tbuild("bin/ddlprof-report");
+	char *a1[] = {(char *)R, "--csv", "-o", file, tdir, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(a1, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "-o: %s", r.err);
+	trun_free(&r);
+	CHECK(trun(a1, NULL, 30, &r) == 0 && ddl_status(&r) == 1 && strstr(r.err, "--force"),
+	      "existing output not refused: %s", r.err);
+	trun_free(&r);
+	char *a2[] = {(char *)R, "--html", "--force", "-o", file, tdir, NULL};
+	CHECK(trun(a2, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "--force: %s", r.err);
+	trun_free(&r);
+	FILE *f = fopen(file, "r");
+	char head[32] = "";
+	CHECK(f && fgets(head, sizeof head, f) && !strcmp(head, "<!DOCTYPE html>\n"), "replaced: %s", head);
+	fclose(f);
+	char *a3[] = {(char *)R, "--format", "svg", tdir, NULL};
+	CHECK(trun(a3, NULL, 30, &r) == 0 && ddl_status(&r) == 2 && strstr(r.err, "chrome, html or csv"),
+	      "bad format: %s", r.err);
+	trun_free(&r);
+	/* a host name with a comma and a quote: the library writes host names
+	 * tamed, so the trace's header is rewritten (and its checksum) */
+	CHECK(ddl_rehost(tdir, "h,o\"st") == 0, "cannot rewrite the trace header");
+	char *out;
+	CHECK(ddl_report_run(tdir, "--csv", NULL, &out) == 0, "--csv");
+	CHECK(strstr(out, "\n-1,\"h,o\"\"st\","), "host not quoted: %s", out);
+	int st;
+	json_t *rep = treport(tdir, &st);
+	CHECK(rep && ddl_check_csv(tdir, rep) == DDL_PASS, "csv with a quoted host");
+	json_decref(rep);
+	free(out);
+	trun_free(&r);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
