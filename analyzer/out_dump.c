@@ -65,8 +65,8 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f)
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t j = 0; j < t->nev; j++) {
 				const struct ddl_event *e = &t->ev[j];
-				if (e->kind == DDL_EV_ARGS)
-					continue; /* printed with its event */
+				if (ddl_event_class(e->kind) == DDL_CLASS_ARGS)
+					continue; /* args, stack and counter records: part of their event */
 				uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 				const char *peer = e->peer && e->peer < t->npeers && t->peers[e->peer].text
 				                       ? t->peers[e->peer].text : "-";

@@ -95,7 +95,9 @@ int test_callsite_top_stall(void)
 	CHECK(!strcmp(json_string_value(json_object_get(top, "call")), "recv"), "top call: %s",
 	      json_string_value(json_object_get(top, "call")));
 	double stall = json_real_value(json_object_get(top, "stall_s"));
-	CHECK(json_integer_value(json_object_get(top, "calls")) == 30, "30 calls from that site");
+	/* one recv a step, or a few when the reply comes in pieces */
+	json_int_t calls = json_integer_value(json_object_get(top, "calls"));
+	CHECK(calls >= 30 && calls <= 240, "%lld calls from that site for 30 steps", (long long)calls);
 	/* 25 analysed steps of about 10 ms blocked on a local peer */
 	CHECK(stall > 0.15 && stall < 0.6, "its stall %.3f s", stall);
 	CHECK(json_real_value(json_object_get(top, "interconnect_stall_s")) == stall &&
