@@ -247,6 +247,6 @@ install: all
 		install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/}; done
 
 clean:
-	rm -rf $(B) build-san
+	rm -rf $(B) build-san build-tsan
 
 .PHONY: all deps check demo bench install clean fuzz

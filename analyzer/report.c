@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "progress.h"
 #include "report.h"
 
 static const struct {
@@ -37,7 +38,7 @@ static void ddl_usage(FILE *f)
 	           "                       --format text|json|dump|chrome|html|csv] [--run ID]\n"
 	           "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
 	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
-	           "                      [--baseline DIR] [-o FILE [--force]] DIR|FILE...\n"
+	           "                      [--baseline DIR] [-q] [-o FILE [--force]] DIR|FILE...\n"
 	           "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
 }
@@ -65,6 +66,7 @@ int main(int argc, char **argv)
 		{"format", required_argument, NULL, 'F'}, {"run", required_argument, NULL, 'r'},
 		{"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"warmup", required_argument, NULL, 'w'}, {"iteration-name", required_argument, NULL, 'n'},
 		{"bw", required_argument, NULL, 'b'}, {"fail-if", required_argument, NULL, 'x'},
 		{"data-names", required_argument, NULL, 'D'},
@@ -81,10 +83,11 @@ int main(int argc, char **argv)
 	int nfail = 0;
 	const char *baseline = NULL; /* --baseline: the unperturbed run of a --perturb-net run */
 	char err[1024];
-	int force = 0, c, warmup = 5, idx = 0;
+	int quiet = 0, force = 0, c, warmup = 5, idx = 0;
 	char *end;
-	while ((c = getopt_long(argc, argv, "o:h", opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:hq", opts, &idx)) != -1) {
 		switch (c) {
+		case 'q': quiet = 1; break;
 		case 'j': format = "json"; break;
 		case 'd': format = "dump"; break;
 		case 'F': format = optarg; break;
@@ -177,7 +180,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct ddl_traceset set;
-	if (ddl_traceset_load(&set, argv + optind, argc - optind, err, sizeof err) < 0) {
+	struct ddl_progress prog;
+	ddl_progress_init(&prog, "ddlprof-report", quiet);
+	ddl_traceset_progress = &prog;
+	int loaded = ddl_traceset_load(&set, argv + optind, argc - optind, err, sizeof err);
+	ddl_traceset_progress = NULL;
+	ddl_progress_done(&prog);
+	if (loaded < 0) {
 		fprintf(stderr, "ddlprof-report: %s\n", err);
 		ddl_traceset_free(&set);
 		return 1;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "progress.h"
 #include "trace_set.h"
 
 static int ddl_add_error(struct ddl_traceset *s, const char *msg)
@@ -25,6 +26,9 @@ static int ddl_add_error(struct ddl_traceset *s, const char *msg)
 	return 0;
 }
 
+struct ddl_progress *ddl_traceset_progress;
+static uint64_t ddl_progress_events;
+
 static int ddl_add_file(struct ddl_traceset *s, const char *path)
 {
 	char err[512];
@@ -36,7 +40,11 @@ static int ddl_add_file(struct ddl_traceset *s, const char *path)
 		ddl_trace_free(&s->t[s->n]);
 		return ddl_add_error(s, err);
 	}
+	ddl_progress_events += s->t[s->n].nev;
 	s->n++;
+	if (ddl_traceset_progress)
+		ddl_progress_update(ddl_traceset_progress, (double)ddl_progress_events, 0,
+		                    "events read");
 	return 0;
 }
 

@@ -32,5 +32,8 @@ int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, ch
 /* The newest run, or the run named ID; NULL when there is no such run. */
 const struct ddl_run *ddl_traceset_run(const struct ddl_traceset *s, const char *id);
 void ddl_traceset_free(struct ddl_traceset *s);
+/* When set, loading shows its progress there (progress.h). */
+struct ddl_progress;
+extern struct ddl_progress *ddl_traceset_progress;
 
 #endif

@@ -1477,11 +1477,23 @@ static int ddl_rank_run(const struct ddl_opts *o, const struct ddl_env *e)
 	if (plan_fd >= 0 && (rc = ddl_plan_write(plan_fd, o, &R.p, &R.L)))
 		ddl_die("writing %s: %s", o->plan_json, strerror(-rc));
 	ddl_rank_comms(&R, &st);
-	ddl_store_close(&st);
 	ddl_rank_alloc(&R);
 
 	double mean, lo, hi;
 	ddl_rank_loop(&R, o, &mean, &lo, &hi);
+	/*
+	 * Every rank has finished its steps before any tears down: on a shared
+	 * machine one rank's exit work (freeing, closing, a profiler writing its
+	 * trace) would otherwise slow another's last step. Through the store, so
+	 * that the job's collectives stay the planned ones; a failure here only
+	 * means a rank has gone, which its own exit status reports.
+	 */
+	char done = 1, *all = calloc((size_t)R.world, 1);
+	st.deadline = ddl_now() + 30;
+	if (all)
+		ddl_store_allgather(&st, &done, 1, all);
+	free(all);
+	ddl_store_close(&st);
 	if (!o->quiet)
 		printf("ddlsynth: rank %d/%d on %s: mean step %.3f ms over %d iterations (min %.3f, max %.3f; "
 		       "planned %.3f ms)\n",

@@ -312,7 +312,10 @@ int ddl_sim_run(struct ddl_sim *s)
 		j->state = DDL_SIM_PENDING;
 		j->min_level = ddl_sim_cluster_min_level(&s->cl, j->gpus);
 	}
+	size_t steps = 0;
 	while (s->done < n) {
+		if ((++steps & 8191) == 0)
+			ddl_progress_update(&s->progress, (double)s->done, (double)n, "jobs done");
 		const struct ddl_sim_event *top = ddl_sim_heap_top(&s->heap);
 		double t = INFINITY;
 		if (top)

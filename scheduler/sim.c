@@ -46,7 +46,7 @@ static void ddl_sim_usage(FILE *f)
 	        "                   [--cluster RxMxG] [--bw machine=G,rack=G,cluster=G]\n"
 	        "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
 	        "                   [--lease S] [--restart-cost S] [--json] [--jobs-out FILE [--force]]\n"
-	        "                   [--seed N] [--strict] [--check] [--profiles DIR]\n"
+	        "                   [--seed N] [--strict] [--check] [--profiles DIR] [-q]\n"
 	        "       ddlprof-sim --generate N [--seed N] [--cluster RxMxG] [--load F]\n"
 	        "  --trace FILE        job trace to replay\n"
 	        "  --format F          trace format (default: told from the file's start)\n"
@@ -62,6 +62,7 @@ static void ddl_sim_usage(FILE *f)
 	        "  --strict            reject the trace on its first bad record\n"
 	        "  --check             verify the simulator's invariants while it runs\n"
 	        "  --profiles DIR      slowdowns of a job's model from DIR/<model>.json, a ddlprof report\n"
+	        "  -q, --quiet         no progress line (shown on a terminal for runs over a second)\n"
 	        "  --generate N        print a synthetic trace of N jobs in our CSV format\n"
 	        "  --load F            offered load of --generate, 0..1 of the cluster (default 0.85)\n"
 	        "See ddlprof-sim(1).\n");
@@ -221,11 +222,12 @@ int main(int argc, char **argv)
 		{"load", required_argument, 0, O_LOAD},
 		{"profiles", required_argument, 0, O_PROFILES},
 		{"help", no_argument, 0, 'h'},
+		{"quiet", no_argument, 0, 'q'},
 		{"version", no_argument, 0, O_VERSION},
 		{0, 0, 0, 0},
 	};
 	const char *trace = NULL, *format = NULL, *jobs_out = NULL, *policy_name = "fifo";
-	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0;
+	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0, quiet = 0;
 	long generate = -1;
 	double load = 0.85, bw[DDL_SIM_LEVELS] = {0, 0, 0};
 	struct ddl_sim_config cfg = {.lease = 300, .restart_cost = 30, .seed = 1};
@@ -234,8 +236,9 @@ int main(int argc, char **argv)
 	const char *profiles_dir = NULL;
 	struct stat pst;
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
 		switch (c) {
+		case 'q': quiet = 1; break;
 		case O_TRACE: trace = optarg; break;
 		case O_FORMAT: format = optarg; break;
 		case O_CLUSTER:
@@ -376,7 +379,10 @@ int main(int argc, char **argv)
 	qsort(t.jobs, t.n, sizeof *t.jobs, ddl_sim_cmp_arrival);
 	s.jobs = t.jobs;
 	s.njobs = t.n;
-	if (ddl_sim_run(&s) < 0)
+	ddl_progress_init(&s.progress, "ddlprof-sim", quiet);
+	int ran = ddl_sim_run(&s);
+	ddl_progress_done(&s.progress);
+	if (ran < 0)
 		goto out;
 	if (cfg.check)
 		fprintf(stderr, "ddlprof-sim: check: invariants held (%zu jobs, %zu lease ends)\n",

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "progress.h"
+
 #define DDL_SIM_SCHEMA "ddlprof-sim/1"
 
 /* Placement levels, tightest first: every GPU on one machine, several
@@ -284,6 +286,7 @@ struct ddl_sim_config {
 };
 
 struct ddl_sim {
+	struct ddl_progress progress; /* a line on a terminal for long runs */
 	const struct ddl_sim_policy *policy;
 	struct ddl_sim_config cfg;
 	struct ddl_sim_cluster cl;

@@ -494,3 +494,105 @@ int test_report_compare(void)
 	free(dir);
 	return DDL_PASS;
 }
+
+/* ---- the breakdown against the plan, part by part ---- */
+
+static const char *const ddl_parts[] = {"compute_s", "data_stall_s", "interconnect_stall_s", "network_stall_s",
+                                        "idle_s"};
+
+/*
+ * Every part of the report's job.per_iteration against the plan's
+ * expected_parts: within 5% or 0.5 ms, whichever is larger. Prints the
+ * figures; returns 1 when all are within.
+ */
+static int ddl_parts_within(struct ddl_synth *s, const char *what, int attempt)
+{
+	json_t *pi = json_object_get(json_object_get(s->rep, "job"), "per_iteration");
+	json_t *want = json_object_get(json_object_get(s->plan, "per_iteration"), "expected_parts");
+	int ok = json_is_object(pi) && json_is_object(want);
+	char line[512];
+	int n = snprintf(line, sizeof line, "    %s, run %d (ms, report/plan):", what, attempt);
+	for (size_t k = 0; k < sizeof ddl_parts / sizeof ddl_parts[0]; k++) {
+		double got = ddl_jnum(pi, ddl_parts[k]), exp = ddl_jnum(want, ddl_parts[k]);
+		double tol = 0.05 * exp > 0.0005 ? 0.05 * exp : 0.0005;
+		int in = got >= 0 && exp >= 0 && fabs(got - exp) <= tol;
+		ok &= in;
+		n += snprintf(line + n, sizeof line - (size_t)n, " %.*s %.2f/%.2f%s", (int)strcspn(ddl_parts[k], "_"),
+		              ddl_parts[k], got * 1e3, exp * 1e3, in ? "" : " (off)");
+	}
+	fprintf(stderr, "%s\n", line);
+	return ok;
+}
+
+/* The five parts add up to the mean iteration (each iteration's parts add up exactly). */
+static int ddl_parts_sum(struct ddl_synth *s)
+{
+	json_t *job = json_object_get(s->rep, "job"), *pi = json_object_get(job, "per_iteration");
+	double sum = 0, mean = ddl_jnum(job, "iteration_mean_s");
+	for (size_t k = 0; k < sizeof ddl_parts / sizeof ddl_parts[0]; k++)
+		sum += ddl_jnum(pi, ddl_parts[k]);
+	CHECK(mean > 0 && fabs(sum - mean) <= 1e-5, "parts add up to %.6f s, mean iteration %.6f s", sum, mean);
+	return DDL_PASS;
+}
+
+/* The plan itself: without overlap its expected parts are its serial sums; with overlap some transfer is hidden. */
+static int ddl_plan_parts(struct ddl_synth *s, int overlap)
+{
+	json_t *pp = json_object_get(s->plan, "per_iteration"), *e = json_object_get(pp, "expected_parts");
+	CHECK(json_is_object(e), "no per_iteration.expected_parts in the plan");
+	double c = ddl_jnum(e, "compute_s"), d = ddl_jnum(e, "data_stall_s"), ic = ddl_jnum(e, "interconnect_stall_s");
+	double nt = ddl_jnum(e, "network_stall_s"), idle = ddl_jnum(e, "idle_s");
+	double step = ddl_jnum(pp, "expected_iteration_s");
+	CHECK(fabs(c + d + ic + nt + idle - step) < 1e-9, "expected parts add up to %.9f s, step %.9f s",
+	      c + d + ic + nt + idle, step);
+	CHECK(fabs(c - ddl_jnum(pp, "compute_s")) < 1e-9 && fabs(d - ddl_jnum(pp, "data_s")) < 1e-9,
+	      "expected compute %.6f s and data %.6f s", c, d);
+	if (!overlap)
+		CHECK(fabs(ic - ddl_jnum(pp, "intra_s")) < 1e-9 && fabs(nt - ddl_jnum(pp, "inter_s")) < 1e-9 &&
+		          idle == 0 && fabs(step - ddl_jnum(pp, "serial_step_s")) < 1e-9,
+		      "without overlap: interconnect %.6f s, network %.6f s, idle %.6f s", ic, nt, idle);
+	else
+		CHECK(ic + nt < ddl_jnum(pp, "transfer_s") - 0.005, "overlap hides only %.6f s of transfer",
+		      ddl_jnum(pp, "transfer_s") - ic - nt);
+	return DDL_PASS;
+}
+
+/*
+ * ddlsynth with planned compute, a host data delay, an input copy, and
+ * transfers inside and across hosts (hierarchical all-reduce, 4 ranks on
+ * 2 emulated hosts), without and with overlap: every part the report
+ * finds is within 5% of the plan's expected part (or 0.5 ms), and the
+ * parts add up to the iteration. The links are slow (1 and 0.25 Gbit/s,
+ * copies at 4) so that two busy cores keep up with the real bytes. Other
+ * work on the machine can stall a few steps of a run: a run off the plan
+ * is repeated, three runs at most per setting.
+ */
+int test_gpu_synth_parts_vs_plan(void)
+{
+	static const char *const overlap[2] = {"off", "on"};
+	for (int o = 0; o < 2; o++) {
+		const char *const args[] = {"--ranks", "4", "--ranks-per-host", "2", "--layers", "4",
+		                            "--params-per-layer", "250k", "--compute-ms", "5", "--bucket-mb", "2",
+		                            "--iterations", "12", "--overlap", overlap[o], "--allreduce",
+		                            "hierarchical", "--intra-gbps", "1", "--net-gbps", "0.25", "--data-ms",
+		                            "3", "--input-mb", "1", "--pcie-gbps", "4", "--markers", NULL};
+		char what[32];
+		snprintf(what, sizeof what, "overlap %s", overlap[o]);
+		int within = 0;
+		for (int attempt = 1; attempt <= 3 && !within; attempt++) {
+			struct ddl_synth s;
+			int rc = ddl_synth_run(&s, args);
+			if (rc == DDL_PASS)
+				rc = ddl_plan_parts(&s, o);
+			if (rc == DDL_PASS)
+				rc = ddl_parts_sum(&s);
+			if (rc == DDL_PASS)
+				within = ddl_parts_within(&s, what, attempt);
+			ddl_synth_free(&s);
+			if (rc != DDL_PASS)
+				return rc;
+		}
+		CHECK(within, "%s: the breakdown stayed off the plan in three runs", what);
+	}
+	return DDL_PASS;
+}

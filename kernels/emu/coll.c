@@ -54,6 +54,25 @@ static int emu_oom(struct ncclComm *c)
 	return ncclSystemError;
 }
 
+/*
+ * Working buffer `slot` (0 or 1) of c, at least n bytes, kept for the next
+ * operation: no allocation, and no first touch of fresh pages, inside the
+ * time of an operation once the sizes have been seen. NULL without memory.
+ */
+static char *emu_scratch(struct ncclComm *c, int slot, size_t n)
+{
+	if (n <= c->scratch_cap[slot])
+		return c->scratch[slot];
+	free(c->scratch[slot]);
+	c->scratch_cap[slot] = 0;
+	c->scratch[slot] = malloc(n);
+	if (!c->scratch[slot])
+		return NULL;
+	memset(c->scratch[slot], 0, n); /* take the page faults now */
+	c->scratch_cap[slot] = n;
+	return c->scratch[slot];
+}
+
 /* Slice size for chunks of at most max_bytes: about an eighth, at least 64 KiB, a multiple of 64. */
 static size_t emu_slice(size_t max_bytes)
 {
@@ -155,17 +174,21 @@ static size_t emu_max_chunk(const size_t *off, int n)
 /*
  * Plans ring reduce-scatter steps over buf (chunk i is elements
  * off[i]..off[i+1]): afterwards chunk `rank` holds the reduction over all
- * ranks (divided by n for ncclAvg). Received slices land in tmp.
+ * ranks (divided by n for ncclAvg). When `mine` is not NULL the result
+ * goes there instead (it holds this rank's own chunk to start with), and
+ * the first step sends from src, not buf: then buf needs only the chunks
+ * that partial sums go through. Received slices land in tmp.
  */
 static void emu_plan_rs(struct emu_plan *p, struct ncclComm *c, char *buf, const size_t *off, size_t esz,
-                        ncclDataType_t t, ncclRedOp_t op, char *tmp)
+                        ncclDataType_t t, ncclRedOp_t op, char *tmp, char *mine, const char *src)
 {
 	int n = c->nranks, r = c->rank, next = (r + 1) % n, prev = emu_mod(r - 1, n);
 	for (int s = 0; s < n - 1; s++) {
 		int sc = emu_mod(r - s - 1, n), rc = emu_mod(r - s - 2, n);
-		emu_plan_step(p, next, buf + off[sc] * esz, (off[sc + 1] - off[sc]) * esz, s > 0, prev, tmp,
-		              (off[rc + 1] - off[rc]) * esz, buf + off[rc] * esz, t, op,
-		              s == n - 2 && op == ncclAvg ? n : 0);
+		const char *from = (s == 0 && mine ? src : buf) + off[sc] * esz;
+		char *dst = s == n - 2 && mine ? mine : buf + off[rc] * esz;
+		emu_plan_step(p, next, from, (off[sc + 1] - off[sc]) * esz, s > 0, prev, tmp,
+		              (off[rc + 1] - off[rc]) * esz, dst, t, op, s == n - 2 && op == ncclAvg ? n : 0);
 	}
 }
 
@@ -199,15 +222,14 @@ static int emu_allreduce(struct ncclComm *c, const struct emu_ncclop *o, uint64_
 		return 0;
 	size_t *off = emu_offsets(n, o->count, 0);
 	size_t maxb = off ? emu_max_chunk(off, n) * esz : 0;
-	char *tmp = off ? malloc(maxb + 1) : NULL;
+	char *tmp = off ? emu_scratch(c, 0, maxb + 1) : NULL;
 	int e = tmp && emu_plan_init(&p, maxb, 2 * (n - 1)) == 0 ? 0 : emu_oom(c);
 	if (!e) {
-		emu_plan_rs(&p, c, o->recvbuff, off, esz, o->type, o->op, tmp);
+		emu_plan_rs(&p, c, o->recvbuff, off, esz, o->type, o->op, tmp, NULL, NULL);
 		emu_plan_ag(&p, c, o->recvbuff, off, esz, 1);
 		e = emu_plan_run(&p, c, tag);
 	}
 	free(off);
-	free(tmp);
 	return e;
 }
 
@@ -220,19 +242,24 @@ static int emu_reducescatter(struct ncclComm *c, const struct emu_ncclop *o, uin
 		memmove(o->recvbuff, o->sendbuff, each);
 		return 0;
 	}
+	/*
+	 * The first step sends straight from sendbuff and the last reduces
+	 * straight into recvbuff; the partial sums in between go through
+	 * copies of the chunks they are made in (chunks rank-2 ... rank-n+1).
+	 */
 	size_t *off = emu_offsets(n, 0, o->count);
-	char *wb = malloc(each * (size_t)n + 1), *tmp = malloc(each + 1);
+	char *wb = emu_scratch(c, 0, each * (size_t)n + 1), *tmp = emu_scratch(c, 1, each + 1);
 	int e = off && wb && tmp && emu_plan_init(&p, each, n - 1) == 0 ? 0 : emu_oom(c);
 	if (!e) {
-		memcpy(wb, o->sendbuff, each * (size_t)n);
-		emu_plan_rs(&p, c, wb, off, esz, o->type, o->op, tmp);
+		for (int s = 0; s < n - 2; s++) {
+			size_t at = each * (size_t)emu_mod(c->rank - s - 2, n);
+			memcpy(wb + at, (const char *)o->sendbuff + at, each);
+		}
+		memmove(o->recvbuff, (const char *)o->sendbuff + each * (size_t)c->rank, each);
+		emu_plan_rs(&p, c, wb, off, esz, o->type, o->op, tmp, o->recvbuff, o->sendbuff);
 		e = emu_plan_run(&p, c, tag);
 	}
-	if (!e)
-		memcpy(o->recvbuff, wb + each * (size_t)c->rank, each);
 	free(off);
-	free(wb);
-	free(tmp);
 	return e;
 }
 
@@ -304,11 +331,8 @@ static int emu_reduce_chain(struct ncclComm *c, const struct emu_ncclop *o, uint
 	}
 	int root = p == n - 1;
 	/* the partial result: recvbuff at the root, a copy elsewhere; slices come in through tmp */
-	char *acc = root ? o->recvbuff : malloc(bytes + 1), *tmp = malloc(bytes + 1);
+	char *acc = root ? o->recvbuff : emu_scratch(c, 0, bytes + 1), *tmp = emu_scratch(c, 1, bytes + 1);
 	if (!acc || !tmp) {
-		if (!root)
-			free(acc);
-		free(tmp);
 		emu_plan_free(&pl);
 		return emu_oom(c);
 	}
@@ -318,11 +342,7 @@ static int emu_reduce_chain(struct ncclComm *c, const struct emu_ncclop *o, uint
 	              root && o->op == ncclAvg ? n : 0);
 	if (!root)
 		emu_plan_step(&pl, (r + 1) % n, acc, bytes, 1, -1, NULL, 0, NULL, o->type, o->op, 0);
-	int e = emu_plan_run(&pl, c, tag);
-	if (!root)
-		free(acc);
-	free(tmp);
-	return e;
+	return emu_plan_run(&pl, c, tag);
 }
 
 /* Gather, scatter and all-to-all: direct transfers with every peer at once. */

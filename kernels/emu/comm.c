@@ -139,6 +139,8 @@ void emu_comm_free(struct ncclComm *c)
 		close(c->lfd_unix);
 	free(c->conns);
 	free(c->peers);
+	free(c->scratch[0]);
+	free(c->scratch[1]);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
 	emu_handles_del(&emu_live_comms, c);

@@ -189,6 +189,9 @@ struct ncclComm {
 	 * end of the last link slot it reserved, and the previous one's end.
 	 */
 	uint64_t op_start, sched_end, last_end;
+	/* working buffers of the collectives, kept from one operation to the next (coll.c) */
+	char *scratch[2];
+	size_t scratch_cap[2];
 	int init_pending; /* initialised at ncclGroupEnd */
 	char errmsg[160];
 };
@@ -250,7 +253,7 @@ void emu_comm_fail(struct ncclComm *c, ncclResult_t r, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 size_t emu_type_size(ncclDataType_t t);
-/* dst[i] = dst[i] OP src[i]; 0, or -1 for a type or op it cannot reduce. */
+/* dst[i] = dst[i] OP src[i] (the two do not overlap); 0, or -1 for a type or op it cannot reduce. */
 int emu_reduce(void *dst, const void *src, size_t count, ncclDataType_t t, ncclRedOp_t op);
 int emu_reduce_ok(ncclDataType_t t, ncclRedOp_t op);
 /* dst[i] /= n, for ncclAvg. */
