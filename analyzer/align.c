@@ -20,8 +20,9 @@
 struct ddl_cend {
 	uint64_t key;   /* communicator */
 	uint64_t seq;   /* its n-th timed, ungrouped collective in this process */
-	int64_t end_ns; /* device end, as the trace's clock reads it */
+	int64_t start_ns, end_ns; /* on the device, as the trace's clock reads it */
 	int host;       /* index into the report's host list */
+	int proc;       /* index into the report's processes */
 };
 
 static int ddl_cend_cmp(const void *a, const void *b)
@@ -34,6 +35,12 @@ static int ddl_cend_cmp(const void *a, const void *b)
 	return x->host - y->host;
 }
 
+static int ddl_dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int ddl_i64_cmp(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -42,7 +49,7 @@ static int ddl_i64_cmp(const void *a, const void *b)
 
 struct ddl_dend {
 	uint64_t id;    /* tid << 32 | corr */
-	int64_t end_ns;
+	int64_t start_ns, end_ns;
 };
 
 static int ddl_dend_cmp(const void *a, const void *b)
@@ -52,8 +59,8 @@ static int ddl_dend_cmp(const void *a, const void *b)
 }
 
 /* Ends of one process's collectives, by communicator and sequence. */
-static void ddl_proc_ends(const struct ddl_proc *p, int host, struct ddl_cend **v, size_t *n,
-                          size_t *cap)
+static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend **v,
+                          size_t *n, size_t *cap)
 {
 	struct {
 		uint64_t key, seq;
@@ -73,6 +80,7 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, struct ddl_cend **
 			const struct ddl_event *d = &t->ev[i];
 			if (d->kind == DDL_EV_DEV_COLL && (d->flags & DDL_EVF_EVPAIR))
 				dv[nd++] = (struct ddl_dend){(uint64_t)d->tid << 32 | (uint32_t)d->result,
+				                             ddl_trace_real_ns(t, d->start),
 				                             ddl_trace_real_ns(t, d->start) + ddl_trace_dur_ns(t, d)};
 		}
 		qsort(dv, nd, sizeof *dv, ddl_dend_cmp);
@@ -93,7 +101,7 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, struct ddl_cend **
 				seqs[nseq].key = ci->key;
 				seqs[nseq++].seq = 0;
 			}
-			struct ddl_dend want = {(uint64_t)e->tid << 32 | a->corr, 0};
+			struct ddl_dend want = {(uint64_t)e->tid << 32 | a->corr, 0, 0};
 			const struct ddl_dend *hit = bsearch(&want, dv, nd, sizeof *dv, ddl_dend_cmp);
 			if (hit) {
 				if (*n == *cap) {
@@ -104,7 +112,8 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, struct ddl_cend **
 					*v = q;
 					*cap = c;
 				}
-				(*v)[(*n)++] = (struct ddl_cend){ci->key, seqs[s].seq, hit->end_ns, host};
+				(*v)[(*n)++] = (struct ddl_cend){ci->key, seqs[s].seq, hit->start_ns, hit->end_ns,
+				                                 host, proc};
 			}
 			seqs[s].seq++;
 		}
@@ -147,7 +156,7 @@ void ddl_report_align(struct ddl_report *r)
 	struct ddl_cend *v = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
-		ddl_proc_ends(&r->procs[i], phost[i], &v, &n, &cap);
+		ddl_proc_ends(&r->procs[i], phost[i], (int)i, &v, &n, &cap);
 	free(phost);
 	if (n)
 		qsort(v, n, sizeof *v, ddl_cend_cmp);
@@ -255,4 +264,88 @@ void ddl_report_align(struct ddl_report *r)
 		if (r->procs[i].end_real_ns > r->end_real_ns)
 			r->end_real_ns = r->procs[i].end_real_ns;
 	}
+}
+
+/*
+ * Stragglers: ranks whose collectives start consistently late on the
+ * device. For every collective instance (a communicator's n-th call) the
+ * members' device starts, on the aligned clocks, are compared: the last to
+ * arrive makes the others wait, by its start less the next latest one's.
+ * That wait, summed per rank and divided by the iterations the run
+ * recorded, is the time per iteration the rank costs the others. A rank is
+ * a straggler when that exceeds 0.5 ms, 2% of the mean iteration and twice
+ * the ranks' median, and it made others wait (by 0.2 ms or more) as often
+ * as half the iterations.
+ * The others' breakdown shows the wait as stall.
+ */
+void ddl_report_stragglers(struct ddl_report *r)
+{
+	struct ddl_cend *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		ddl_proc_ends(&r->procs[i], 0, (int)i, &v, &n, &cap);
+	if (!n)
+		return;
+	qsort(v, n, sizeof *v, ddl_cend_cmp);
+	double *imposed = calloc(r->nprocs, sizeof *imposed);
+	size_t *times = calloc(r->nprocs, sizeof *times), *seen = calloc(r->nprocs, sizeof *seen);
+	for (size_t a = 0; imposed && times && seen && a < n;) {
+		size_t b = a;
+		while (b < n && v[b].key == v[a].key && v[b].seq == v[a].seq)
+			b++;
+		for (size_t k = a; k < b; k++)
+			seen[v[k].proc]++;
+		if (b - a >= 2) {
+			size_t last = a;
+			for (size_t k = a; k < b; k++)
+				if (v[k].start_ns > v[last].start_ns)
+					last = k;
+			int64_t next = INT64_MIN;
+			for (size_t k = a; k < b; k++)
+				if (k != last && v[k].start_ns > next)
+					next = v[k].start_ns;
+			double w = (double)(v[last].start_ns - next) / 1e9;
+			imposed[v[last].proc] += w;
+			times[v[last].proc] += w >= 0.0002;
+		}
+		a = b;
+	}
+	double floor_s = 0.0005;
+	if (r->iter_mean_s * 0.02 > floor_s)
+		floor_s = r->iter_mean_s * 0.02;
+	for (size_t i = 0; imposed && times && seen && i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		size_t iters = p->niter + (size_t)p->warmup_skipped;
+		if (!seen[i] || !iters)
+			continue;
+		p->coll_instances = seen[i];
+		p->imposed_wait_s = imposed[i] / (double)iters;
+		p->late_fraction = (double)times[i] / (double)iters;
+		if (p->late_fraction > 1)
+			p->late_fraction = 1;
+	}
+	/* and it must stand out: more than twice the ranks' median */
+	double *w = malloc((r->nprocs + 1) * sizeof *w);
+	size_t nw = 0;
+	for (size_t i = 0; w && i < r->nprocs; i++)
+		if (r->procs[i].coll_instances)
+			w[nw++] = r->procs[i].imposed_wait_s;
+	double med = 0;
+	if (nw) {
+		qsort(w, nw, sizeof *w, ddl_dbl_cmp);
+		med = w[nw / 2];
+	}
+	for (size_t i = 0; w && i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		if (!p->coll_instances)
+			continue;
+		p->straggler = p->imposed_wait_s > floor_s && p->imposed_wait_s > 2 * med &&
+		               p->late_fraction >= 0.5;
+		r->nstragglers += p->straggler;
+	}
+	free(w);
+	free(imposed);
+	free(times);
+	free(seen);
+	free(v);
 }

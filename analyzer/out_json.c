@@ -317,6 +317,11 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	}
 	json_object_set_new(job, "breakdown_source", json_string(npi ? "device" : "host"));
 	json_object_set_new(job, "communicators", comms);
+	json_t *strag = json_array();
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].straggler)
+			json_array_append_new(strag, json_integer(r->procs[i].rank));
+	json_object_set_new(job, "stragglers", strag);
 	json_t *clk = json_object();
 	json_object_set_new(clk, "method", json_string(r->clock_method ? r->clock_method : "realtime"));
 	json_object_set_new(clk, "residual_s",
@@ -347,6 +352,11 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_object_set_new(jr, "iteration_mean_s", p->niter ? json_real(p->iter_mean_s) : json_null());
 		json_object_set_new(jr, "breakdown_s", p->niter ? ddl_json_parts(&p->per_iter) : json_null());
 		json_object_set_new(jr, "collectives", ddl_json_coll(&p->coll));
+		if (p->coll_instances) {
+			json_object_set_new(jr, "imposed_wait_s", json_real(p->imposed_wait_s));
+			json_object_set_new(jr, "late_fraction", json_real(p->late_fraction));
+		}
+		json_object_set_new(jr, "straggler", json_boolean(p->straggler));
 		json_array_append_new(ranks, jr);
 	}
 	json_object_set_new(root, "ranks", ranks);

@@ -251,6 +251,13 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		        "socket traffic)\n", r->iteration_names);
 	}
 
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (p->straggler)
+			fprintf(f, "\nStraggler: %s:%u rank %d: last to its collectives in %.0f%% of the "
+			        "iterations, it makes the others wait %.3f ms an iteration\n", p->host, p->pid,
+			        p->rank, p->late_fraction * 100, p->imposed_wait_s * 1e3);
+	}
 	if (r->has_gpu)
 		ddl_gpu_section(r, f);
 	ddl_callsites_section(r, f);

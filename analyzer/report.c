@@ -224,6 +224,7 @@ int main(int argc, char **argv)
 	ddl_report_align(&rep);
 	ddl_report_iterations(&rep, iter_names, warmup);
 	ddl_report_breakdown(&rep);
+	ddl_report_stragglers(&rep);
 	if (ddl_report_measure(&rep, baseline, err, sizeof err) < 0) {
 		fprintf(stderr, "ddlprof-report: %s\n", err);
 		ddl_report_free(&rep);

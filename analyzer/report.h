@@ -106,6 +106,11 @@ struct ddl_proc {
 	struct ddl_gpusum gpu;
 	int has_gpu;          /* made CUDA or NCCL calls */
 	int gpu_breakdown;    /* per_iter from the device timeline (breakdown_gpu.c) */
+	/* stragglers (align.c): the time per iteration this rank, last to a
+	 * collective, made the others wait; the share of iterations it did so */
+	size_t coll_instances;
+	double imposed_wait_s, late_fraction;
+	int straggler;
 	double comm_s;        /* per iteration: time collectives ran on the device */
 	double overlap_s;     /* ... of which hidden under compute */
 	double coll_bytes, coll_intra_bytes, coll_inter_bytes; /* per iteration */
@@ -199,6 +204,7 @@ struct ddl_report {
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
+	int nstragglers;
 	/* call sites (callsites.c): top DDL_CALLSITES_TOP by stall, then time */
 	struct ddl_callsite *callsites;
 	size_t ncallsites;
@@ -227,6 +233,8 @@ struct ddl_cmp_opts {
 int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f);
 /* Aligns the hosts' clocks on the ends of shared collectives (align.c). */
 void ddl_report_align(struct ddl_report *r);
+/* Ranks whose collectives start consistently late (align.c); after iterations. */
+void ddl_report_stragglers(struct ddl_report *r);
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
 /* The span of communicator ID in trace T: DDL_SPAN_*. */

@@ -92,6 +92,8 @@ struct ddl_opts {
 	const char *plan_json;
 	int timeout_s;
 	int fail_rank; /* -1, or the rank that exits on purpose in its second iteration */
+	int slow_rank; /* -1, or a straggler: its kernels take slow_factor times as long */
+	double slow_factor;
 	int p2p_test;
 	double p2p_mb;
 	int ranks_set, rph_set, compute_set, flops_set;
@@ -120,6 +122,8 @@ enum {
 	DDL_OPT_FORCE,
 	DDL_OPT_TIMEOUT,
 	DDL_OPT_FAIL,
+	DDL_OPT_SLOW_RANK,
+	DDL_OPT_SLOW_FACTOR,
 	DDL_OPT_P2P,
 	DDL_OPT_P2P_MB,
 };
@@ -147,6 +151,8 @@ static const struct option ddl_longopts[] = {
 	{"force", no_argument, NULL, DDL_OPT_FORCE},
 	{"timeout", required_argument, NULL, DDL_OPT_TIMEOUT},
 	{"fail-rank", required_argument, NULL, DDL_OPT_FAIL},
+	{"slow-rank", required_argument, NULL, DDL_OPT_SLOW_RANK},
+	{"slow-factor", required_argument, NULL, DDL_OPT_SLOW_FACTOR},
 	{"p2p-test", no_argument, NULL, DDL_OPT_P2P},
 	{"p2p-mb", required_argument, NULL, DDL_OPT_P2P_MB},
 	{"quiet", no_argument, NULL, 'q'},
@@ -186,6 +192,8 @@ static const char ddl_help[] =
 	"  --force                 let --plan-json replace an existing file\n"
 	"  --timeout S             give up on a job that runs longer (300; 0: never)\n"
 	"  --fail-rank R           rank R exits with status 3 in its second step (tests)\n"
+	"  --slow-rank R           rank R is a straggler: its kernels take --slow-factor\n"
+	"                          (default 1.5) times their planned time (tests)\n"
 	"  --p2p-test              only measure the device-to-device ring bandwidth of\n"
 	"                          this machine's GPUs (--p2p-mb per copy, 64) and exit\n"
 	"  -q, --quiet             no summary lines\n"
@@ -252,6 +260,8 @@ static void ddl_opts_default(struct ddl_opts *o)
 	o->iterations = 20;
 	o->timeout_s = 300;
 	o->fail_rank = -1;
+	o->slow_rank = -1;
+	o->slow_factor = 1.5;
 	o->intra_gbps = o->net_gbps = o->pcie_gbps = -1;
 	o->p2p_mb = 64;
 }
@@ -282,6 +292,8 @@ static void ddl_opt_set(struct ddl_opts *o, int c, const char *name, const char 
 	case DDL_OPT_FORCE: o->force = 1; break;
 	case DDL_OPT_TIMEOUT: o->timeout_s = ddl_opt_int(name, v, 0, 1000000); break;
 	case DDL_OPT_FAIL: o->fail_rank = ddl_opt_int(name, v, 0, DDL_MAX_RANKS - 1); break;
+	case DDL_OPT_SLOW_RANK: o->slow_rank = ddl_opt_int(name, v, 0, DDL_MAX_RANKS - 1); break;
+	case DDL_OPT_SLOW_FACTOR: o->slow_factor = ddl_opt_num(name, v, 1, 100, 0); break;
 	case DDL_OPT_P2P: o->p2p_test = 1; break;
 	case DDL_OPT_P2P_MB: o->p2p_mb = ddl_opt_num(name, v, 1e-3, 1e5, 0); break;
 	case 'q': o->quiet = 1; break;
@@ -303,6 +315,8 @@ static void ddl_opts_check(struct ddl_opts *o)
 		ddl_usage_error("--allreduce hierarchical needs the same ranks on every host: "
 		                "--ranks %d is not a multiple of --ranks-per-host %d",
 		                o->ranks, o->ranks_per_host);
+	if (o->slow_rank >= o->ranks)
+		ddl_usage_error("--slow-rank %d: there are only %d ranks", o->slow_rank, o->ranks);
 	if (o->fail_rank >= o->ranks)
 		ddl_usage_error("--fail-rank %d: there are only %d ranks", o->fail_rank, o->ranks);
 	if (o->plan_json && !*o->plan_json)
@@ -1322,7 +1336,7 @@ static void ddl_rank_bucket(struct ddl_rank *R, int b, cudaEvent_t ready)
 /* Forward, then backward in reverse with each bucket's all-reduce as DDP launches it. */
 static void ddl_rank_passes(struct ddl_rank *R, const struct ddl_opts *o)
 {
-	uint64_t ns = (uint64_t)llround(R->p.layer_s * 1e9);
+	uint64_t ns = (uint64_t)llround(R->p.layer_s * 1e9 * (R->rank == o->slow_rank ? o->slow_factor : 1));
 	for (int l = 0; l < o->layers; l++)
 		ddl_cuda(ddk_compute(R->compute, ns, R->scratch), "ddk_compute (forward)");
 	int b = 0;

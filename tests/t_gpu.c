@@ -596,3 +596,41 @@ int test_gpu_synth_parts_vs_plan(void)
 	}
 	return DDL_PASS;
 }
+
+/* A rank whose kernels take 1.5 times as long is the straggler; an even job has none. */
+int test_gpu_straggler(void)
+{
+	static const char *const slow[] = {"--ranks", "4", "--ranks-per-host", "2", "--layers", "3",
+	                                   "--params-per-layer", "200k", "--compute-ms", "3",
+	                                   "--bucket-mb", "1", "--iterations", "10", "--overlap", "off",
+	                                   "--net-gbps", "0.5", "--markers", "--slow-rank", "2",
+	                                   "--slow-factor", "1.5", NULL};
+	static const char *const even[] = {"--ranks", "4", "--ranks-per-host", "2", "--layers", "3",
+	                                   "--params-per-layer", "200k", "--compute-ms", "3",
+	                                   "--bucket-mb", "1", "--iterations", "10", "--overlap", "off",
+	                                   "--net-gbps", "0.5", "--markers", NULL};
+	const char *const *runs[2] = {slow, even};
+	for (int k = 0; k < 2; k++) {
+		struct ddl_synth s;
+		int rc = ddl_synth_run(&s, runs[k]);
+		if (rc != DDL_PASS) {
+			ddl_synth_free(&s);
+			return rc;
+		}
+		json_t *st = json_object_get(json_object_get(s.rep, "job"), "stragglers");
+		size_t i;
+		json_t *r;
+		json_array_foreach(json_object_get(s.rep, "ranks"), i, r)
+			fprintf(stderr, "    %s: rank %lld makes the others wait %.2f ms an iteration\n",
+			        k ? "even" : "slow rank 2", (long long)ddl_jint(r, "rank"),
+			        ddl_jnum(r, "imposed_wait_s") * 1e3);
+		if (k == 0)
+			CHECK(json_array_size(st) == 1 && json_integer_value(json_array_get(st, 0)) == 2,
+			      "stragglers: %zu, first %lld", json_array_size(st),
+			      (long long)json_integer_value(json_array_get(st, 0)));
+		else
+			CHECK(json_array_size(st) == 0, "an even job has %zu stragglers", json_array_size(st));
+		ddl_synth_free(&s);
+	}
+	return DDL_PASS;
+}
