@@ -157,15 +157,16 @@ static inline cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const vo
 	return r;
 }
 
-#define DDL_LAUNCH_WRAPPER(NAME, KIND) \
+#define DDL_LAUNCH_WRAPPER(NAME, KIND, PTSZ) \
 	DDL_EXPORT cudaError_t NAME(const void *func, dim3 g, dim3 b, void **args, size_t shm, \
 	                            cudaStream_t s) \
 	{ \
 		static ddl_launch_fn real; \
-		return ddl_launch(DDL_NEXT(real, #NAME), KIND, func, g, b, args, shm, s); \
+		cudaStream_t ours = PTSZ && !s ? cudaStreamPerThread : s; \
+		return ddl_launch(DDL_NEXT(real, #NAME), KIND, func, g, b, args, shm, ours); \
 	}
 
-DDL_LAUNCH_WRAPPER(cudaLaunchKernel, DDL_EV_CUDA_LAUNCH)
+DDL_LAUNCH_WRAPPER(cudaLaunchKernel, DDL_EV_CUDA_LAUNCH, 0)
 
 /*
  * Since CUDA 13, nvcc's <<<...>>> launches go through __cudaGetKernel (once
@@ -203,13 +204,15 @@ DDL_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void *
 DDL_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **args, size_t shm,
                                                cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static ddl_launch_fn real;
 	return ddl_launch(DDL_NEXT(real, "__cudaLaunchKernel_ptsz"), DDL_EV_CUDA_LAUNCH, (const void *)k, g,
 	                  b, args, shm, s);
 }
-DDL_LAUNCH_WRAPPER(cudaLaunchKernel_ptsz, DDL_EV_CUDA_LAUNCH)
-DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel, DDL_EV_CUDA_LAUNCH_COOP)
-DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel_ptsz, DDL_EV_CUDA_LAUNCH_COOP)
+DDL_LAUNCH_WRAPPER(cudaLaunchKernel_ptsz, DDL_EV_CUDA_LAUNCH, 1)
+DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel, DDL_EV_CUDA_LAUNCH_COOP, 0)
+DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel_ptsz, DDL_EV_CUDA_LAUNCH_COOP, 1)
 
 typedef cudaError_t (*ddl_launch_ex_fn)(const cudaLaunchConfig_t *, const void *, void **);
 
@@ -351,6 +354,8 @@ DDL_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s)
 
 DDL_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t g, cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static ddl_graph_fn real;
 	return ddl_graph(DDL_NEXT(real, "cudaGraphLaunch_ptsz"), g, s);
 }
@@ -405,6 +410,8 @@ DDL_EXPORT cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n, enum 
 DDL_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *d, const void *src, size_t n,
                                             enum cudaMemcpyKind k, cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static ddl_memcpy_async_fn real;
 	return ddl_memcpy_async(DDL_NEXT(real, "cudaMemcpyAsync_ptsz"), d, src, n, k, s);
 }
@@ -532,6 +539,8 @@ DDL_EXPORT cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 
 DDL_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *p, int v, size_t n, cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static ddl_memset_async_fn real;
 	return ddl_memset(NULL, DDL_NEXT(real, "cudaMemsetAsync_ptsz"), DDL_EV_CUDA_MEMSET_ASYNC, p, v,
 	                  n, s);
@@ -572,6 +581,8 @@ DDL_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
 
 DDL_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static cudaError_t (*real)(cudaStream_t);
 	if (!DDL_NEXT(real, "cudaStreamSynchronize_ptsz"))
 		return cudaErrorNotSupported;
@@ -645,6 +656,8 @@ DDL_EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 
 DDL_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static ddl_event_record_fn real;
 	return ddl_event_record(DDL_NEXT(real, "cudaEventRecord_ptsz"), e, s);
 }
@@ -654,7 +667,19 @@ DDL_EXPORT cudaError_t cudaSetDevice(int dev)
 	static cudaError_t (*real)(int);
 	if (!DDL_NEXT(real, "cudaSetDevice"))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(dev), NULL)
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t) {
+		/* not recorded, but the device stays known: NCCL's pairs use it */
+		cudaError_t r = real(dev);
+		if (r == cudaSuccess)
+			ddl_gtls.dev = dev;
+		return r;
+	}
+	struct ddl_call c;
+	ddl_call_begin(&c, t, NULL, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(dev);
+	uint64_t t1 = ddl_clock_now();
 	if (r == cudaSuccess)
 		ddl_gtls.dev = dev;
 	c.a.peer = dev;
@@ -714,6 +739,8 @@ DDL_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
 
 DDL_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static ddl_malloc_async_fn real;
 	return ddl_malloc_async(DDL_NEXT(real, "cudaMallocAsync_ptsz"), p, n, s);
 }
@@ -726,8 +753,25 @@ DDL_EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
 
 DDL_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s)
 {
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
 	static ddl_free_async_fn real;
 	return ddl_free_async(DDL_NEXT(real, "cudaFreeAsync_ptsz"), p, s);
+}
+
+/*
+ * A stream going away ends its run of kernels first (its handle may be
+ * reused by the next stream created). Not recorded.
+ */
+DDL_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+	static cudaError_t (*real)(cudaStream_t);
+	if (!DDL_NEXT(real, "cudaStreamDestroy"))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (t && s)
+		ddl_other_work(t, s);
+	return real(s);
 }
 
 /*
@@ -743,6 +787,9 @@ static inline cudaError_t ddl_begin_capture(ddl_begin_capture_fn real, cudaStrea
 {
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (t)
+		ddl_other_work(t, s); /* a run of kernels must not end inside the capture */
 	ddl_gpu_capture_begin(); /* before: no pair may slip in while it starts */
 	cudaError_t r = real(s, m);
 	if (r != cudaSuccess)
@@ -755,8 +802,10 @@ static inline cudaError_t ddl_end_capture(ddl_end_capture_fn real, cudaStream_t 
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
 	cudaError_t r = real(s, g);
-	/* Ended (successfully or invalidated) unless the stream was not capturing. */
-	if (r != cudaErrorIllegalState)
+	/* Ended, successfully or invalidated, unless the stream was not capturing
+	 * or the call came from the wrong thread (the capture goes on). No query
+	 * of ours here: its error would replace the program's. */
+	if (r != cudaErrorIllegalState && r != cudaErrorStreamCaptureWrongThread)
 		ddl_gpu_capture_end();
 	return r;
 }

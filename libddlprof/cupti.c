@@ -124,6 +124,11 @@ static void *ddl_cupti_open(void)
 	return NULL;
 }
 
+static void ddl_cupti_atexit(void)
+{
+	ddl_gpu_stop();
+}
+
 static int ddl_cupti_start_locked(void)
 {
 	if (ddl_cupti_on)
@@ -155,10 +160,19 @@ static int ddl_cupti_start_locked(void)
 	ddl_cp.enable(CUPTI_ACTIVITY_KIND_MEMSET);
 	ddl_cupti_on = 1;
 	ddl_g.cfg.kernel_sample = 0; /* CUPTI sees every kernel */
+	ddl_seg_on = 0;
+	/* flush before CUPTI's and the runtime's own exit handlers (registered
+	 * before ours, so they run after) tear them down */
+	atexit(ddl_cupti_atexit);
 	return 0;
 fail:
 	ddl_warn("CUPTI could not be started; timing with CUDA events instead");
 	return -1;
+}
+
+void ddl_cupti_after_fork_child(void)
+{
+	pthread_mutex_init(&ddl_cp.lock, NULL);
 }
 
 int ddl_cupti_start(void)

@@ -13,6 +13,7 @@
  * precise to well under a microsecond.
  */
 #ifdef DDL_HAVE_CUDA
+#include <link.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,49 @@ int ddl_gpu_started;
 
 static pthread_mutex_t ddl_gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * The real NAME. RTLD_NEXT searches the global scope only: a CUDA runtime
+ * or NCCL loaded RTLD_LOCAL (by a Python extension, say) is not there,
+ * though its users bind to our exports. Then every loaded object but ours
+ * is asked in turn. Cold path: once per wrapper.
+ */
+struct ddl_sym_search {
+	const char *name;
+	void *self_base;
+	void *found;
+};
+
+static int ddl_sym_visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct ddl_sym_search *q = arg;
+	if (q->found || !info->dlpi_name || !info->dlpi_name[0] ||
+	    (void *)info->dlpi_addr == q->self_base)
+		return 0;
+	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	void *f = dlsym(h, q->name);
+	Dl_info di;
+	if (f && dladdr(f, &di) && di.dli_fbase != q->self_base)
+		q->found = f;
+	dlclose(h);
+	return q->found != NULL;
+}
+
 void *ddl_gpu_next(const char *name)
 {
 	if (ddl_unlikely(!ddl_g.initialised))
 		ddl_init();
-	return dlsym(RTLD_NEXT, name);
+	void *f = dlsym(RTLD_NEXT, name);
+	if (f)
+		return f;
+	Dl_info self;
+	if (!dladdr((void *)ddl_gpu_next, &self))
+		return NULL;
+	struct ddl_sym_search q = {name, self.dli_fbase, NULL};
+	dl_iterate_phdr(ddl_sym_visit, &q);
+	return q.found;
 }
 
 int ddl_cuda_own_resolve(void)
@@ -43,14 +82,23 @@ int ddl_cuda_own_resolve(void)
 		DDL_CUDA_OWN(DDL_X_NAME)
 #undef DDL_X_NAME
 	};
+	/* Once a runtime is complete, for good; until then every call looks again
+	 * (the runtime may be loaded later). Optional calls do not count. */
+	static _Atomic int done;
+	if (atomic_load_explicit(&done, memory_order_acquire))
+		return 0;
 	int missing = 0;
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		void **slot = (void **)((char *)&ddl_cu + names[i].off);
+		int optional = names[i].off == offsetof(struct ddl_cuda_own, cudaStreamIsCapturing) ||
+		               names[i].off == offsetof(struct ddl_cuda_own, cudaThreadExchangeStreamCaptureMode);
 		if (!*slot)
-			*slot = dlsym(RTLD_NEXT, names[i].name);
+			*slot = ddl_gpu_next(names[i].name);
 		/* a runtime without stream capture cannot be capturing */
-		missing |= !*slot && names[i].off != offsetof(struct ddl_cuda_own, cudaStreamIsCapturing);
+		missing |= !*slot && !optional;
 	}
+	if (!missing)
+		atomic_store_explicit(&done, 1, memory_order_release);
 	return missing ? -1 : 0;
 }
 
@@ -69,6 +117,9 @@ static unsigned ddl_ptab_hash(uintptr_t k)
 	uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull;
 	return (unsigned)(h >> 51) & (DDL_PTAB_SLOTS - 1);
 }
+
+/* A kernel whose name could not be interned (the name table is full). */
+#define DDL_NO_NAME 0xffffffffu
 
 /* The value stored for K, or 0. */
 static uint32_t ddl_ptab_find(struct ddl_ptab *t, uintptr_t k)
@@ -107,6 +158,10 @@ static uint32_t ddl_next_stream = 1;
 uint32_t ddl_stream_id_slow(cudaStream_t s)
 {
 	uintptr_t k = (uintptr_t)s;
+	/* the per-thread default stream is one handle for every thread: key it by
+	 * thread, so runs of one thread's kernels are not closed by another's */
+	if (s == cudaStreamPerThread && ddl_self)
+		k = (uintptr_t)s | (uintptr_t)ddl_self->idx << 16;
 	uint32_t id = ddl_ptab_find(&ddl_streams, k);
 	if (id)
 		return id;
@@ -117,8 +172,9 @@ uint32_t ddl_stream_id_slow(cudaStream_t s)
 	id = ddl_ptab_find(&ddl_streams, k);
 	if (!id) {
 		id = ddl_next_stream++;
-		char text[32];
-		int n = snprintf(text, sizeof text, "%p", (void *)s);
+		char text[48];
+		int n = k != (uintptr_t)s ? snprintf(text, sizeof text, "per-thread:%u", (unsigned)(k >> 16))
+		                          : snprintf(text, sizeof text, "%p", (void *)s);
 		ddl_strings_add(DDL_STR_STREAM, id, (uint32_t)ddl_gtls.dev, text, (size_t)n);
 		ddl_ptab_put(&ddl_streams, k, id);
 	}
@@ -143,6 +199,7 @@ void ddl_kernel_register(const void *func, const char *name)
 void ddl_kernel_alias(const void *handle, const void *func)
 {
 	uint32_t id = ddl_kernel_name_slow(func, 0);
+	id = id ? id : DDL_NO_NAME;
 	if (!id)
 		return;
 	pthread_mutex_lock(&ddl_gpu_lock);
@@ -155,7 +212,7 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver)
 {
 	uint32_t id = ddl_ptab_find(&ddl_funcs, (uintptr_t)func);
 	if (id)
-		return id;
+		return id == DDL_NO_NAME ? 0 : id;
 	struct ddl_thread *t = ddl_self;
 	if (t)
 		t->busy = 1;
@@ -178,7 +235,7 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver)
 	}
 	id = ddl_name_intern(name);
 	pthread_mutex_lock(&ddl_gpu_lock);
-	ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id);
+	ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id ? id : DDL_NO_NAME); /* a miss is cached too */
 	pthread_mutex_unlock(&ddl_gpu_lock);
 	errno = saved;
 	if (t)
@@ -286,7 +343,9 @@ void ddl_gpu_capture_begin(void)
 
 void ddl_gpu_capture_end(void)
 {
-	atomic_fetch_sub(&ddl_pairs.captures, 1);
+	int c = atomic_load(&ddl_pairs.captures);
+	while (c > 0 && !atomic_compare_exchange_weak(&ddl_pairs.captures, &c, c - 1))
+		;
 }
 
 /*
@@ -294,22 +353,31 @@ void ddl_gpu_capture_end(void)
  * The runtime's sticky "last error" is the program's: we only act when none
  * is pending, and clear any error we cause ourselves.
  */
+/*
+ * Whether an event of ours may not go on S now: S is being captured into a
+ * graph (the event would become part of it), or S is the legacy stream while
+ * any capture is open (touching it would end a global capture with an
+ * error). Call with no CUDA error of the program pending.
+ */
+static int ddl_stream_capturing(cudaStream_t s)
+{
+	int legacy = s == NULL || s == cudaStreamLegacy;
+	if (legacy && atomic_load_explicit(&ddl_pairs.captures, memory_order_relaxed))
+		return 1;
+	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	if (ddl_cu.cudaStreamIsCapturing && ddl_cu.cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+		ddl_cu.cudaGetLastError();
+		return 1;
+	}
+	return cs != cudaStreamCaptureStatusNone;
+}
+
 cudaEvent_t ddl_pair_start_event(cudaStream_t s, int dev)
 {
 	if (dev < 0 || dev >= DDL_MAX_DEV || !ddl_gpu_started || ddl_cuda_own_resolve() < 0)
 		return NULL;
-	int legacy = s == NULL || s == cudaStreamLegacy;
-	if (legacy && atomic_load_explicit(&ddl_pairs.captures, memory_order_relaxed))
-		return NULL; /* touching the legacy stream would break a global capture */
-	if (ddl_cu.cudaPeekAtLastError() != cudaSuccess)
+	if (ddl_cu.cudaPeekAtLastError() != cudaSuccess || ddl_stream_capturing(s))
 		return NULL;
-	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-	if (ddl_cu.cudaStreamIsCapturing && ddl_cu.cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
-		ddl_cu.cudaGetLastError();
-		return NULL;
-	}
-	if (cs != cudaStreamCaptureStatusNone)
-		return NULL; /* an event recorded now would become part of the graph */
 	cudaEvent_t e = ddl_pool_get(dev);
 	if (!e) {
 		ddl_cu.cudaGetLastError();
@@ -331,7 +399,8 @@ void ddl_pair_end_event(cudaEvent_t a, cudaStream_t s, int dev, unsigned dev_kin
 	if (!a)
 		return;
 	cudaEvent_t b = NULL;
-	int ok = ddl_cu.cudaPeekAtLastError() == cudaSuccess;
+	/* the stream may have begun a capture since the start event */
+	int ok = ddl_cu.cudaPeekAtLastError() == cudaSuccess && !ddl_stream_capturing(s);
 	if (ok) {
 		b = ddl_pool_get(dev);
 		if (b && ddl_cu.cudaEventRecord(b, s) != cudaSuccess) {
@@ -523,8 +592,14 @@ static void *ddl_resolver_main(void *arg)
 {
 	(void)arg;
 	ddl_thread_mark_internal();
+	/* our queries must not count against a program's global-mode capture */
+	enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+	if (ddl_cu.cudaThreadExchangeStreamCaptureMode)
+		ddl_cu.cudaThreadExchangeStreamCaptureMode(&mode);
 	while (!atomic_load(&ddl_pairs.stop)) {
-		ddl_resolve_pass();
+		/* and while a capture is open, leave the runtime alone */
+		if (!atomic_load_explicit(&ddl_pairs.captures, memory_order_relaxed))
+			ddl_resolve_pass();
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -543,8 +618,16 @@ static void ddl_gpu_atexit(void)
 
 void ddl_gpu_stop(void)
 {
-	if (!ddl_pairs.running || ddl_g.pid != getpid())
+	if (ddl_g.pid != getpid())
 		return;
+	if (ddl_cupti_on)
+		ddl_cupti_flush(); /* also when CUPTI came through injection alone */
+	if (!ddl_pairs.running)
+		return;
+	/* this is the program's exiting thread: keep its current device */
+	int dev = -1;
+	if (ddl_cu.cudaGetDevice(&dev) != cudaSuccess)
+		dev = -1;
 	ddl_seg_close_all(); /* runs still open end here */
 	atomic_store(&ddl_pairs.stop, 1);
 	pthread_join(ddl_pairs.thread, NULL);
@@ -553,8 +636,8 @@ void ddl_gpu_stop(void)
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
-	if (ddl_cupti_on)
-		ddl_cupti_flush();
+	if (dev >= 0)
+		ddl_cu.cudaSetDevice(dev);
 }
 
 static void ddl_gpu_start_once(void)
@@ -619,6 +702,8 @@ void ddl_gpu_first(void)
 void ddl_gpu_after_fork_child(void)
 {
 	pthread_mutex_init(&ddl_gpu_lock, NULL);
+	ddl_nccl_after_fork_child();
+	ddl_cupti_after_fork_child();
 	ddl_pairs.running = 0;
 	ddl_pairs.n = 0;
 	ddl_gpu_started = 0;

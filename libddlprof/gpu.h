@@ -31,7 +31,8 @@
 	X(cudaSetDevice, cudaError_t, (int)) \
 	X(cudaGetDevice, cudaError_t, (int *)) \
 	X(cudaGetDeviceCount, cudaError_t, (int *)) \
-	X(cudaGetDeviceProperties, cudaError_t, (struct cudaDeviceProp *, int))
+	X(cudaGetDeviceProperties, cudaError_t, (struct cudaDeviceProp *, int)) \
+	X(cudaThreadExchangeStreamCaptureMode, cudaError_t, (enum cudaStreamCaptureMode *))
 
 struct ddl_cuda_own {
 #define DDL_X_FIELD(n, r, p) r(*n) p;
@@ -156,6 +157,10 @@ static inline void ddl_seg_close(struct ddl_thread *t, uint32_t sid)
 	errno = saved;
 	t->busy = 0;
 }
+
+/* Locks of nccl.c and cupti.c, fresh in a forked child. */
+void ddl_nccl_after_fork_child(void) DDL_HIDDEN;
+void ddl_cupti_after_fork_child(void) DDL_HIDDEN;
 
 /* CUPTI (cupti.c): started once a GPU is known to be present. */
 int ddl_cupti_start(void) DDL_HIDDEN;

@@ -5,12 +5,13 @@
  * are interned once into the trace's string table by content, lock-free,
  * like socket peers.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "ddl.h"
 #include "ddlprof/ddlprof.h"
 
-#define DDL_NAME_SLOTS 4096
+#define DDL_NAME_SLOTS 65536 /* kernel names too: a framework registers thousands */
 #define DDL_NAME_MAX 255
 
 static struct {
@@ -18,6 +19,23 @@ static struct {
 	_Atomic uint32_t idx[DDL_NAME_SLOTS];
 	_Atomic uint32_t next;
 } ddl_names;
+
+/*
+ * Another thread claimed this name's slot and is writing its string: wait
+ * for its id, briefly; 0 (unnamed) if it takes too long, as it would in a
+ * forked child whose parent was mid-write when it forked.
+ */
+static uint32_t ddl_name_wait(unsigned s)
+{
+	for (int i = 0; i < 100000; i++) {
+		uint32_t id = atomic_load_explicit(&ddl_names.idx[s], memory_order_acquire);
+		if (id)
+			return id;
+		if (i > 100)
+			sched_yield();
+	}
+	return 0;
+}
 
 /* Returns the name's id (>= 1), or 0 when the table is full. Keeps errno. */
 uint32_t ddl_name_intern(const char *name)
@@ -30,22 +48,15 @@ uint32_t ddl_name_intern(const char *name)
 	for (unsigned i = 0; i < DDL_NAME_SLOTS; i++) {
 		unsigned s = (unsigned)(h + i) & (DDL_NAME_SLOTS - 1);
 		uint64_t k = atomic_load_explicit(&ddl_names.key[s], memory_order_acquire);
-		if (k == h) {
-			uint32_t id;
-			while (!(id = atomic_load_explicit(&ddl_names.idx[s], memory_order_acquire)))
-				; /* another thread is writing this name's string */
-			return id;
-		}
+		if (k == h)
+			return ddl_name_wait(s);
 		if (k)
 			continue;
 		uint64_t expect = 0;
 		if (!atomic_compare_exchange_strong(&ddl_names.key[s], &expect, h)) {
 			if (expect != h)
 				continue;
-			uint32_t id;
-			while (!(id = atomic_load_explicit(&ddl_names.idx[s], memory_order_acquire)))
-				;
-			return id;
+			return ddl_name_wait(s);
 		}
 		uint32_t id = atomic_fetch_add(&ddl_names.next, 1) + 1;
 		ddl_strings_add(DDL_STR_NAME, id, 0, name, len);

@@ -83,11 +83,26 @@ static void ddl_comm_query(ncclComm_t c, int *rank, int *nranks, int *dev)
 		*dev = -1;
 }
 
-/* Records a new communicator; returns its id. */
-static uint32_t ddl_comm_add(ncclComm_t c, uint64_t key, uint64_t parent, int color, const char *how)
+/*
+ * Records a new communicator; returns its id. RANK and NRANKS are what the
+ * creating call said (-1 unknown); NCCL is asked only for a communicator
+ * that is ready (not non-blocking and in progress, not created inside a
+ * group): asking before makes NCCL warn and fail.
+ */
+static uint32_t ddl_comm_add(ncclComm_t c, uint64_t key, uint64_t parent, int color, const char *how,
+                             int rank, int nranks, int ready)
 {
-	int rank, nranks, dev;
-	ddl_comm_query(c, &rank, &nranks, &dev);
+	int dev = ddl_gtls.dev;
+	if (ready) {
+		int qr, qn, qd;
+		ddl_comm_query(c, &qr, &qn, &qd);
+		if (qr >= 0)
+			rank = qr;
+		if (qn > 0)
+			nranks = qn;
+		if (qd >= 0)
+			dev = qd;
+	}
 	pthread_mutex_lock(&ddl_comm_lock);
 	uint32_t id = 0;
 	if (ddl_comms.n < DDL_COMM_MAX) {
@@ -115,8 +130,14 @@ static uint32_t ddl_comm_id(ncclComm_t c)
 		return 0;
 	uint32_t id = ddl_comm_find(c);
 	if (!id)
-		id = ddl_comm_add(c, ddl_fnv(DDL_FNV0, &c, sizeof c) ^ (uint64_t)getpid(), 0, -1, "unknown");
+		id = ddl_comm_add(c, ddl_fnv(DDL_FNV0, &c, sizeof c) ^ (uint64_t)getpid(), 0, -1, "unknown",
+		                  -1, -1, ddl_gtls.group_depth == 0);
 	return id;
+}
+
+void ddl_nccl_after_fork_child(void)
+{
+	pthread_mutex_init(&ddl_comm_lock, NULL);
 }
 
 /* ---- collectives ---- */
@@ -397,7 +418,8 @@ static void ddl_comm_event(struct ddl_thread *t, unsigned kind, uint64_t t0, uin
 		uint32_t id = 0; \
 		t->busy = 1; \
 		if ((r == ncclSuccess || r == ncclInProgress) && (NEWCOMM)) \
-			id = ddl_comm_add((NEWCOMM), (KEY), (PARENT), (COLOR), (HOW)); \
+			id = ddl_comm_add((NEWCOMM), (KEY), (PARENT), (COLOR), (HOW), (RANK), (NRANKS), \
+			                  r == ncclSuccess && ddl_gtls.group_depth == 0); \
 		t->busy = 0; \
 		ddl_comm_event(t, KIND, t0, t1, r, id, RANK, NRANKS); \
 		errno = saved; \
@@ -475,7 +497,8 @@ DDL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *
 		uint64_t key = ddl_fnv(ddl_fnv(DDL_FNV0, &ddl_g.pid, sizeof ddl_g.pid), &comms, sizeof comms);
 		t->busy = 1;
 		for (int i = 0; i < ndev; i++) {
-			uint32_t id = ddl_comm_add(comms[i], key, 0, -1, "all");
+			uint32_t id = ddl_comm_add(comms[i], key, 0, -1, "all", i, ndev,
+			                           ddl_gtls.group_depth == 0);
 			if (!first)
 				first = id;
 		}

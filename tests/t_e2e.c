@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -881,5 +882,135 @@ int test_e2e_setuid_program(void)
 	trun_free(&a);
 	trun_free(&b);
 	trm(dir);
+	return DDL_PASS;
+}
+
+/*
+ * PyTorch DDP (gloo) as the differential method measures it: 2 ranks on one
+ * host (node), then 2 ranks in two namespaces at 400 and at 100 Mbit/s
+ * (multi). Without markers the steps are found in each run; the network
+ * stall grows as the limit tightens; and at 400 Mbit/s the direct network
+ * stall agrees with t(multi) - t(node) within a third (or 30 ms).
+ */
+static int ddl_pytorch_run(const char *script, char *const env[], const char *prefix, const char *out,
+                           const char *rate, double *step)
+{
+	char cmd[8192];
+	const char *py = "/usr/bin/python3";
+	char pyfile[PATH_MAX];
+	snprintf(pyfile, sizeof pyfile, "%s/../examples/pytorch_ddp.py", tbuild(""));
+	if (!rate) {
+		snprintf(cmd, sizeof cmd,
+		         "export MASTER_ADDR=127.0.0.1 MASTER_PORT=29581 WORLD_SIZE=2 GLOO_SOCKET_IFNAME=lo; "
+		         "RANK=1 %s -q -o %s --run-id node -- %s %s --steps 14 --layers 6 --width 384 & "
+		         "RANK=0 %s -q -o %s --run-id node -- %s %s --steps 14 --layers 6 --width 384; "
+		         "s=$?; wait $! || s=1; exit $s",
+		         tbuild("bin/ddlprof"), out, py, pyfile, tbuild("bin/ddlprof"), out, py, pyfile);
+	} else {
+		char *down[] = {(char *)script, "down", NULL}, *up[] = {(char *)script, "up", "2",
+		                                                       (char *)rate, NULL};
+		struct ddl_run_result d;
+		trun(down, env, 30, &d);
+		trun_free(&d);
+		if (trun(up, env, 30, &d) != 0 || d.status != 0) {
+			trun_free(&d);
+			return DDL_SKIP;
+		}
+		trun_free(&d);
+		snprintf(cmd, sizeof cmd,
+		         "export MASTER_ADDR=10.99.0.1 MASTER_PORT=29582 WORLD_SIZE=2; "
+		         "RANK=1 GLOO_SOCKET_IFNAME=%s1 %s run 1 %s -q -o %s --run-id multi -- %s %s --steps 14 "
+		         "--layers 6 --width 384 & "
+		         "RANK=0 GLOO_SOCKET_IFNAME=%s0 %s run 0 %s -q -o %s --run-id multi -- %s %s --steps 14 "
+		         "--layers 6 --width 384; s=$?; wait $! || s=1; exit $s",
+		         prefix, script, tbuild("bin/ddlprof"), out, py, pyfile, prefix, script,
+		         tbuild("bin/ddlprof"), out, py, pyfile);
+	}
+	char *run[] = {"/bin/sh", "-c", cmd, NULL};
+	struct ddl_run_result r;
+	int rc = trun(run, env, 150, &r);
+	if (rate) {
+		char *down[] = {(char *)script, "down", NULL};
+		struct ddl_run_result d;
+		trun(down, env, 30, &d);
+		trun_free(&d);
+	}
+	CHECK(rc == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "the job failed (%s): %s",
+	      rate ? rate : "one host", r.err ? r.err : "");
+	const char *at = r.out ? strstr(r.out, "steps, ") : NULL;
+	CHECK(at && sscanf(at, "steps, %lf s/step", step) == 1, "step time: %s", r.out);
+	trun_free(&r);
+	return DDL_PASS;
+}
+
+int test_e2e_pytorch_differential(void)
+{
+	char *probe[] = {"/usr/bin/python3", "-c", "import torch", NULL};
+	struct ddl_run_result r;
+	if (geteuid() != 0 || access("/usr/bin/python3", X_OK) != 0 || trun(probe, NULL, 60, &r) != 0 ||
+	    r.status != 0) {
+		fprintf(stderr, "    needs root and Debian's python3-torch: skipped\n");
+		return DDL_SKIP;
+	}
+	trun_free(&r);
+	char prefix[32] = "ddldiff", env_prefix[64], script[PATH_MAX];
+	snprintf(env_prefix, sizeof env_prefix, "DDL_NETNS_PREFIX=%s", prefix);
+	snprintf(script, sizeof script, "%s/../scripts/netns-hosts.sh", tbuild(""));
+	char *env[] = {env_prefix, NULL};
+	char *dir = tmpdir(), node[PATH_MAX], fast[PATH_MAX], slow[PATH_MAX];
+	snprintf(node, sizeof node, "%s/node", dir);
+	snprintf(fast, sizeof fast, "%s/fast", dir);
+	snprintf(slow, sizeof slow, "%s/slow", dir);
+	double tn = 0, tf = 0, ts = 0;
+	int rc = ddl_pytorch_run(script, env, prefix, node, NULL, &tn);
+	if (rc == DDL_PASS)
+		rc = ddl_pytorch_run(script, env, prefix, fast, "400mbit", &tf);
+	if (rc == DDL_PASS)
+		rc = ddl_pytorch_run(script, env, prefix, slow, "100mbit", &ts);
+	if (rc != DDL_PASS) {
+		trm(dir);
+		free(dir);
+		if (rc == DDL_SKIP)
+			fprintf(stderr, "    cannot make network namespaces: skipped\n");
+		return rc;
+	}
+	double net[2];
+	const char *runs[2] = {fast, slow};
+	for (int k = 0; k < 2; k++) {
+		json_t *rep = treport(runs[k], NULL);
+		json_t *job = json_object_get(rep, "job");
+		const char *m = json_string_value(json_object_get(job, "iteration_method"));
+		CHECK(m && !strcmp(m, "socket"), "%s: iteration_method %s", runs[k], m ? m : "null");
+		net[k] = 0;
+		size_t i;
+		json_t *rk;
+		int n = 0;
+		json_array_foreach(json_object_get(rep, "ranks"), i, rk) {
+			net[k] += json_real_value(json_object_get(json_object_get(rk, "breakdown_s"), "network_stall"));
+			n++;
+		}
+		net[k] /= n ? n : 1;
+		json_decref(rep);
+	}
+	fprintf(stderr, "    steps: one host %.3f s, 400 Mbit/s %.3f s, 100 Mbit/s %.3f s; network stall "
+	        "%.3f s and %.3f s a step\n", tn, tf, ts, net[0], net[1]);
+	CHECK(net[1] > net[0] * 1.5, "network stall %.3f s at 100 Mbit/s, %.3f s at 400", net[1], net[0]);
+	char sn[PATH_MAX + 8], sm[PATH_MAX + 8];
+	snprintf(sn, sizeof sn, "node=%s", node);
+	snprintf(sm, sizeof sm, "multi=%s", fast);
+	char *cmp[] = {(char *)tbuild("bin/ddlprof-report"), "--json", "--compare", sn, sm, NULL};
+	CHECK(trun(cmp, NULL, 60, &r) == 0 && r.status == 0, "--compare: %s", r.err ? r.err : "");
+	json_t *j = json_loads(r.out, 0, NULL);
+	trun_free(&r);
+	json_t *ns = json_object_get(json_object_get(j, "differential"), "network_stall");
+	double diff = json_real_value(json_object_get(ns, "differential_s"));
+	double direct = json_real_value(json_object_get(ns, "direct_s"));
+	fprintf(stderr, "    network stall at 400 Mbit/s: differential %.1f ms, direct %.1f ms\n", diff * 1e3,
+	        direct * 1e3);
+	CHECK(direct > 0 && fabs(diff - direct) <= direct / 3 + 0.030, "differential %.3f s, direct %.3f s",
+	      diff, direct);
+	json_decref(j);
+	trm(dir);
+	free(dir);
 	return DDL_PASS;
 }

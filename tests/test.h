@@ -54,6 +54,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_socket_iterations) \
 	X(e2e_perturb_net) \
 	X(e2e_pytorch_two_hosts) \
+	X(e2e_pytorch_differential) \
 	X(emu_kernel_timing) \
 	X(emu_stream_semantics) \
 	X(emu_memcpy_timing) \
