@@ -88,7 +88,7 @@ typedef cudaError_t (*ddl_launch_fn)(const void *, dim3, dim3, void **, size_t, 
  * The hottest wrapper: a training step launches thousands of kernels. No
  * args copy: the event and its args record are written in place.
  */
-static inline cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const void *func, dim3 g,
+static inline __attribute__((always_inline)) cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const void *func, dim3 g,
                                      dim3 b, void **args, size_t shm, cudaStream_t s)
 {
 	if (ddl_unlikely(!real))

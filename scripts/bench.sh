@@ -29,8 +29,8 @@ if command -v valgrind >/dev/null 2>&1; then
 fi
 if [ -x $B/bench/launch ] && [ -f $B/bench/libfakecudart.so ]; then
 	echo "-- cost of a wrapped kernel launch (cudaLaunchKernel into a runtime that does nothing;"
-	echo "   wrapped against direct in the same process; medians of $RUNS processes x 9 rounds x 200000)"
-	for i in $(seq "$RUNS"); do pre "kl$i" $B/bench/launch $B/bench/libfakecudart.so 200000 9; done >"$T/launch"
+	echo "   wrapped against direct in the same process; medians of $RUNS processes x 15 rounds x 50000)"
+	for i in $(seq "$RUNS"); do pre "kl$i" $B/bench/launch $B/bench/libfakecudart.so 50000 15; done >"$T/launch"
 	echo "   added per launch:   $(awk '{print $6}' "$T/launch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/launch"))"
 fi
 echo "-- send() of 64 bytes on a socketpair, with and without the library (medians of $RUNS processes)"
