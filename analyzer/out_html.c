@@ -743,20 +743,107 @@ static void ddl_problems(const struct ddl_report *r, FILE *f)
 		fputs("</ul>\n", f);
 }
 
+/* Iteration time over the run: one polyline per rank, in SVG. */
+static void ddl_iter_chart(const struct ddl_report *r, FILE *f)
+{
+	static const char *const line[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+	                                   "#edc948", "#b07aa1", "#ff9da7"};
+	double lo = 0, hi = 0;
+	size_t most = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		for (size_t k = 0; k < p->niter; k++) {
+			double ms = p->iter_s[k] * 1e3;
+			if ((!lo && !hi) || ms < lo)
+				lo = ms;
+			if (ms > hi)
+				hi = ms;
+		}
+		if (p->niter > most)
+			most = p->niter;
+	}
+	if (most < 2 || hi <= 0)
+		return;
+	if (hi - lo < hi * 0.05) { /* a flat run: give the lines room */
+		lo = lo * 0.95;
+		hi = hi * 1.05;
+	}
+	const double W = 900, H = 220, L = 60, B = 24, T = 8;
+	fputs("<h2>Iteration time over the run</h2>\n<div class=\"note\">Each analysed iteration of "
+	      "each rank, in milliseconds, in order.</div>\n", f);
+	fprintf(f, "<svg width=\"%.0f\" height=\"%.0f\" role=\"img\">", W, H);
+	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#999\"/>", L, H - B,
+	        W - 10, H - B);
+	for (int g = 0; g <= 4; g++) {
+		double v = lo + (hi - lo) * g / 4, y = H - B - (H - B - T) * g / 4;
+		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.1f</text>"
+		        "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eee\"/>",
+		        L - 6, y + 4, v, L, y, W - 10, y);
+	}
+	for (size_t i = 0, c = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (p->niter < 2)
+			continue;
+		fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"%s\" points=\"",
+		        line[c++ % 8]);
+		for (size_t k = 0; k < p->niter; k++) {
+			double x = L + (W - 10 - L) * (double)k / (double)(most - 1);
+			double y = H - B - (H - B - T) * (p->iter_s[k] * 1e3 - lo) / (hi - lo);
+			fprintf(f, "%.1f,%.1f ", x, y);
+		}
+		fputs("\"><title>", f);
+		ddl_proc_label(f, p);
+		fputs("</title></polyline>", f);
+	}
+	fputs("</svg>\n", f);
+}
+
+/* Collective bytes by operation, all ranks together: horizontal bars. */
+static void ddl_coll_chart(const struct ddl_report *r, FILE *f)
+{
+	uint64_t bytes[DDL_NCCL_OPS] = {0}, count[DDL_NCCL_OPS] = {0}, top = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (unsigned k = 0; k < DDL_NCCL_OPS; k++) {
+			bytes[k] += r->procs[i].coll.op_bytes[k];
+			count[k] += r->procs[i].coll.op_count[k];
+		}
+	for (unsigned k = 0; k < DDL_NCCL_OPS; k++)
+		if (bytes[k] > top)
+			top = bytes[k];
+	if (!top)
+		return;
+	fputs("<h2>Communication by collective</h2>\n<div class=\"note\">Bytes of every rank's NCCL "
+	      "calls over the whole run, by operation.</div>\n<table>\n", f);
+	for (unsigned k = 0; k < DDL_NCCL_OPS; k++) {
+		if (!count[k])
+			continue;
+		char b[32];
+		fprintf(f, "<tr><td class=\"l\">%s</td><td>%llu calls</td><td>%s</td><td class=\"l\">"
+		        "<svg width=\"400\" height=\"14\" role=\"img\"><rect x=\"0\" y=\"1\" width=\"%.1f\" "
+		        "height=\"12\" fill=\"#4e79a7\"/></svg></td></tr>\n",
+		        ddl_nccl_op_name(DDL_EV_NCCL_ALLREDUCE + k), (unsigned long long)count[k],
+		        ddl_bytes(bytes[k], b, sizeof b), 400.0 * (double)bytes[k] / (double)top);
+	}
+	fputs("</table>\n", f);
+}
+
 int ddl_out_html(const struct ddl_report *r, FILE *f)
 {
 	ddl_head(r, f);
 	ddl_summary(r, f);
 	if (r->iterations > 0) {
 		ddl_breakdown_table(r, f);
+		ddl_iter_chart(r, f);
 		ddl_timelines(r, f);
 	} else {
 		fputs("<h2>Iterations</h2>\n<p>None found: no marker ranges matching <code>", f);
 		ddl_h(f, r->iteration_names);
 		fputs("</code>, no repeating collectives, and no rhythm in the socket traffic.</p>\n", f);
 	}
-	if (r->has_gpu)
+	if (r->has_gpu) {
+		ddl_coll_chart(r, f);
 		ddl_gpu_tables(r, f);
+	}
 	ddl_marker_table(r, f);
 	ddl_net_table(r, f);
 	ddl_problems(r, f);

@@ -888,9 +888,9 @@ int test_e2e_setuid_program(void)
 /*
  * PyTorch DDP (gloo) as the differential method measures it: 2 ranks on one
  * host (node), then 2 ranks in two namespaces at 400 and at 100 Mbit/s
- * (multi). Without markers the steps are found in each run; the network
- * stall grows as the limit tightens; and at 400 Mbit/s the direct network
- * stall agrees with t(multi) - t(node) within a third (or 30 ms).
+ * (multi), steps marked (e2e_pytorch_two_hosts finds them without): the
+ * network stall grows as the limit tightens, and at 400 Mbit/s the direct
+ * network stall agrees with t(multi) - t(node) within a third (or 30 ms).
  */
 static int ddl_pytorch_run(const char *script, char *const env[], const char *prefix, const char *out,
                            const char *rate, double *step)
@@ -902,8 +902,8 @@ static int ddl_pytorch_run(const char *script, char *const env[], const char *pr
 	if (!rate) {
 		snprintf(cmd, sizeof cmd,
 		         "export MASTER_ADDR=127.0.0.1 MASTER_PORT=29581 WORLD_SIZE=2 GLOO_SOCKET_IFNAME=lo; "
-		         "RANK=1 %s -q -o %s --run-id node -- %s %s --steps 14 --layers 6 --width 384 & "
-		         "RANK=0 %s -q -o %s --run-id node -- %s %s --steps 14 --layers 6 --width 384; "
+		         "RANK=1 %s -q -o %s --run-id node -- %s %s --steps 14 --layers 6 --width 384 --markers & "
+		         "RANK=0 %s -q -o %s --run-id node -- %s %s --steps 14 --layers 6 --width 384 --markers; "
 		         "s=$?; wait $! || s=1; exit $s",
 		         tbuild("bin/ddlprof"), out, py, pyfile, tbuild("bin/ddlprof"), out, py, pyfile);
 	} else {
@@ -920,9 +920,9 @@ static int ddl_pytorch_run(const char *script, char *const env[], const char *pr
 		snprintf(cmd, sizeof cmd,
 		         "export MASTER_ADDR=10.99.0.1 MASTER_PORT=29582 WORLD_SIZE=2; "
 		         "RANK=1 GLOO_SOCKET_IFNAME=%s1 %s run 1 %s -q -o %s --run-id multi -- %s %s --steps 14 "
-		         "--layers 6 --width 384 & "
+		         "--layers 6 --width 384 --markers & "
 		         "RANK=0 GLOO_SOCKET_IFNAME=%s0 %s run 0 %s -q -o %s --run-id multi -- %s %s --steps 14 "
-		         "--layers 6 --width 384; s=$?; wait $! || s=1; exit $s",
+		         "--layers 6 --width 384 --markers; s=$?; wait $! || s=1; exit $s",
 		         prefix, script, tbuild("bin/ddlprof"), out, py, pyfile, prefix, script,
 		         tbuild("bin/ddlprof"), out, py, pyfile);
 	}
@@ -980,7 +980,7 @@ int test_e2e_pytorch_differential(void)
 		json_t *rep = treport(runs[k], NULL);
 		json_t *job = json_object_get(rep, "job");
 		const char *m = json_string_value(json_object_get(job, "iteration_method"));
-		CHECK(m && !strcmp(m, "socket"), "%s: iteration_method %s", runs[k], m ? m : "null");
+		CHECK(m && !strcmp(m, "markers"), "%s: iteration_method %s", runs[k], m ? m : "null");
 		net[k] = 0;
 		size_t i;
 		json_t *rk;
