@@ -163,11 +163,15 @@ $(B)/tests/ddltest: $(TEST_SRC) $(B)/lib/libddlread.a $(wildcard tests/*.h inclu
 deps:
 	@scripts/install-deps.sh
 
+# Builds inside check run in parallel (JOBS, default: the machine's cores).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 check: deps
-	@$(MAKE) --no-print-directory all $(PROGS) $(B)/tests/ddltest
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(PROGS) $(B)/tests/ddltest
 	$(B)/tests/ddltest
 	@echo "== the same tests under AddressSanitizer and UndefinedBehaviorSanitizer"
-	@$(MAKE) --no-print-directory SAN=1 B=build-san all $(PROGS:$(B)/%=build-san/%) build-san/tests/ddltest
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=1 B=build-san all $(PROGS:$(B)/%=build-san/%) \
+		build-san/tests/ddltest
 	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		build-san/tests/ddltest
 	@echo "== the library's hot path under ThreadSanitizer"
@@ -195,9 +199,9 @@ $(B)/fuzz/fuzz_catalog: tests/fuzz/fuzz_catalog.c $(filter-out recommender/recom
 		recommender/model.c $(JANSSON_LIBS) -lm
 
 # ddlprof-sim's job-trace loaders; the first input byte picks the format.
-$(B)/fuzz/fuzz_jobs: tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c scheduler/*.h) scheduler/models.c
+$(B)/fuzz/fuzz_jobs: tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c scheduler/*.h) scheduler/models.c analyzer/progress.h
 	@mkdir -p $(@D)
-	clang $(CPPFLAGS) -Ischeduler -std=c11 -Wall -Wextra -Werror -g -O1 \
+	clang $(CPPFLAGS) -Ischeduler -Ianalyzer -std=c11 -Wall -Wextra -Werror -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-o $@ tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c) scheduler/models.c \
 		$(JANSSON_LIBS) -lm
