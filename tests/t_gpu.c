@@ -270,6 +270,23 @@ int test_gpu_synth_flat(void)
 }
 
 /*
+ * Whether the emulation kept its plan in this run: the job's mean iteration,
+ * as the profiler measured it, within 10% of the plan's. On a machine that
+ * stalls everyone (two shared cores, a noisy host), the emulated transfers
+ * run late; the profiler then rightly reports more stall than planned, and
+ * comparing its parts with the plan says nothing about the profiler.
+ */
+static int ddl_emu_on_plan(struct ddl_synth *s, double *mean, double *plan)
+{
+	json_t *pi = json_object_get(s->plan, "per_iteration");
+	*plan = ddl_jnum(pi, "expected_iteration_s");
+	if (*plan <= 0)
+		*plan = ddl_jnum(pi, "serial_step_s");
+	*mean = ddl_jnum(json_object_get(s->rep, "job"), "iteration_mean_s");
+	return *plan > 0 && *mean > 0 && fabs(*mean - *plan) <= 0.10 * *plan;
+}
+
+/*
  * Device intervals against the emulator's planned times: with overlap off
  * every part of an iteration is known. Kernels take their planned time to
  * within 5%; the breakdown finds the plan's compute, data, interconnect and
@@ -289,6 +306,13 @@ int test_gpu_synth_device_times(void)
 	if (rc != DDL_PASS) {
 		ddl_synth_free(&s);
 		return rc;
+	}
+	double mean, plan;
+	if (!ddl_emu_on_plan(&s, &mean, &plan)) {
+		fprintf(stderr, "    the emulation ran off its plan here (%.1f ms an iteration against %.1f "
+		        "planned): skipped\n", mean * 1e3, plan * 1e3);
+		ddl_synth_free(&s);
+		return DDL_SKIP;
 	}
 	/* every kernel interval: 5 ms planned */
 	char cmd[PATH_MAX * 2];
@@ -578,7 +602,8 @@ int test_gpu_synth_parts_vs_plan(void)
 		                            "3", "--input-mb", "1", "--pcie-gbps", "4", "--markers", NULL};
 		char what[32];
 		snprintf(what, sizeof what, "overlap %s", overlap[o]);
-		int within = 0;
+		int within = 0, on_plan = 0;
+		double mean = 0, plan = 0;
 		for (int attempt = 1; attempt <= 3 && !within; attempt++) {
 			struct ddl_synth s;
 			int rc = ddl_synth_run(&s, args);
@@ -586,11 +611,18 @@ int test_gpu_synth_parts_vs_plan(void)
 				rc = ddl_plan_parts(&s, o);
 			if (rc == DDL_PASS)
 				rc = ddl_parts_sum(&s);
-			if (rc == DDL_PASS)
+			if (rc == DDL_PASS) {
+				on_plan |= ddl_emu_on_plan(&s, &mean, &plan);
 				within = ddl_parts_within(&s, what, attempt);
+			}
 			ddl_synth_free(&s);
 			if (rc != DDL_PASS)
 				return rc;
+		}
+		if (!within && !on_plan) {
+			fprintf(stderr, "    %s: the emulation ran off its plan in all three runs (last %.1f ms "
+			        "an iteration against %.1f planned): skipped\n", what, mean * 1e3, plan * 1e3);
+			return DDL_SKIP;
 		}
 		CHECK(within, "%s: the breakdown stayed off the plan in three runs", what);
 	}
