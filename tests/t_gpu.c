@@ -526,24 +526,44 @@ static const char *const ddl_parts[] = {"compute_s", "data_stall_s", "interconne
 
 /*
  * Every part of the report's job.per_iteration against the plan's
- * expected_parts: within 5% or 0.5 ms, whichever is larger. Prints the
- * figures; returns 1 when all are within.
+ * expected_parts: within 5% or 0.5 ms, whichever is larger. The emulation
+ * spends real CPU on bytes and reductions: on a loaded machine its
+ * iterations run over the plan, and that overrun is real stall, which the
+ * report must find in the stall parts. So a stall part (not compute, which
+ * runs on the emulated device clock) may also take up the iteration's
+ * overrun, and together the stall parts may exceed the plan by no more than
+ * the overrun. A part moved from one kind to another (interconnect found
+ * as network, say) changes no sum, and still fails. Prints the figures;
+ * returns 1 when all are within.
  */
 static int ddl_parts_within(struct ddl_synth *s, const char *what, int attempt)
 {
-	json_t *pi = json_object_get(json_object_get(s->rep, "job"), "per_iteration");
-	json_t *want = json_object_get(json_object_get(s->plan, "per_iteration"), "expected_parts");
+	json_t *job = json_object_get(s->rep, "job"), *pi = json_object_get(job, "per_iteration");
+	json_t *pp = json_object_get(s->plan, "per_iteration"), *want = json_object_get(pp, "expected_parts");
 	int ok = json_is_object(pi) && json_is_object(want);
-	char line[512];
+	double over = ddl_jnum(job, "iteration_mean_s") - ddl_jnum(pp, "expected_iteration_s");
+	if (over < 0)
+		over = 0;
+	double excess = 0, tols = 0;
+	char line[640];
 	int n = snprintf(line, sizeof line, "    %s, run %d (ms, report/plan):", what, attempt);
 	for (size_t k = 0; k < sizeof ddl_parts / sizeof ddl_parts[0]; k++) {
 		double got = ddl_jnum(pi, ddl_parts[k]), exp = ddl_jnum(want, ddl_parts[k]);
 		double tol = 0.05 * exp > 0.0005 ? 0.05 * exp : 0.0005;
-		int in = got >= 0 && exp >= 0 && fabs(got - exp) <= tol;
+		int stall = k > 0;
+		int in = got >= 0 && exp >= 0 && got - exp >= -tol && got - exp <= tol + (stall ? over : 0);
+		if (stall && got > exp) {
+			excess += got - exp;
+			tols += tol;
+		}
 		ok &= in;
 		n += snprintf(line + n, sizeof line - (size_t)n, " %.*s %.2f/%.2f%s", (int)strcspn(ddl_parts[k], "_"),
 		              ddl_parts[k], got * 1e3, exp * 1e3, in ? "" : " (off)");
 	}
+	int sum_in = excess <= over + tols;
+	ok &= sum_in;
+	snprintf(line + n, sizeof line - (size_t)n, "; overrun %.2f, stall over plan %.2f%s", over * 1e3,
+	         excess * 1e3, sum_in ? "" : " (off)");
 	fprintf(stderr, "%s\n", line);
 	return ok;
 }
@@ -585,8 +605,9 @@ static int ddl_plan_parts(struct ddl_synth *s, int overlap)
  * ddlsynth with planned compute, a host data delay, an input copy, and
  * transfers inside and across hosts (hierarchical all-reduce, 4 ranks on
  * 2 emulated hosts), without and with overlap: every part the report
- * finds is within 5% of the plan's expected part (or 0.5 ms), and the
- * parts add up to the iteration. The links are slow (1 and 0.25 Gbit/s,
+ * finds is within 5% of the plan's expected part (or 0.5 ms; stall parts
+ * may also take up what the iteration ran over its plan: see
+ * ddl_parts_within), and the parts add up to the iteration. The links are slow (1 and 0.25 Gbit/s,
  * copies at 4) so that two busy cores keep up with the real bytes. Other
  * work on the machine can stall a few steps of a run: a run off the plan
  * is repeated, three runs at most per setting.
