@@ -39,6 +39,8 @@ REC_OBJ := $(REC_SRC:%.c=$(B)/obj/%.o)
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),1)
 NVCC ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
+# Turing's PTX (any newer GPU compiles it at load) and Hopper's own code.
+NVCC_ARCH ?= -gencode arch=compute_75,code=[sm_75,compute_75] -gencode arch=compute_90,code=sm_90
 ifeq ($(HAVE_CUDA),1)
 CUDA_CPPFLAGS := -DDDL_HAVE_CUDA -isystem $(CUDA_HOME)/include
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
@@ -63,7 +65,8 @@ GPU_TEST_SRC := $(if $(HAVE_CUDA),$(wildcard tests/gpu/*.c))
 PROGS += $(GPU_TEST_SRC:tests/gpu/%.c=$(B)/tests/gpu/%)
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%) \
 	$(if $(MPICC),$(if $(wildcard examples/mpi_allreduce.c),$(B)/examples/mpi_allreduce))
-BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%) $(if $(HAVE_CUDA),$(B)/bench/libfakecudart.so)
+BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%) $(if $(HAVE_CUDA),$(B)/bench/libfakecudart.so) \
+	$(if $(HAVE_CUDA),$(if $(NVCC),$(B)/bench/launch_gpu))
 
 all: $(LIBS) $(BINS) $(EXAMPLES) $(SYNTH)
 
@@ -91,7 +94,7 @@ $(B)/examples/ddlsynth: examples/ddlsynth.c $(B)/obj/kernels/emu_kernels.o $(EMU
 
 $(B)/obj/kernels/kernels_cu.o: kernels/kernels.cu kernels/kernels.h
 	@mkdir -p $(@D)
-	$(NVCC) -O2 -Ikernels -Xcompiler -fPIC -c $< -o $@
+	$(NVCC) -O2 $(NVCC_ARCH) -Ikernels -Xcompiler -fPIC -c $< -o $@
 
 $(B)/examples/ddlsynth-gpu: examples/ddlsynth.c $(B)/obj/kernels/kernels_cu.o kernels/kernels.h
 	@mkdir -p $(@D)
@@ -150,6 +153,11 @@ $(B)/bench/libfakecudart.so: bench/lib/fakecudart.c
 $(B)/bench/launch: bench/launch.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< -ldl
+
+# A real kernel launched through the real (shared) libcudart: for the GPU machine.
+$(B)/bench/launch_gpu: bench/launch_gpu.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 $(NVCC_ARCH) -cudart shared -Xlinker -rpath,$(CUDA_LIBDIR) -o $@ $< -ldl
 
 $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 	@mkdir -p $(@D)

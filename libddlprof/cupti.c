@@ -16,6 +16,8 @@
  */
 #ifdef DDL_HAVE_CUDA
 #include <cupti.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -53,11 +55,14 @@ static uint64_t ddl_cupti_ticks(uint64_t gpu_ns)
 	return t > 0 ? (uint64_t)t : 0;
 }
 
+/* CUPTI calls this on the program's own threads, inside their CUDA calls: errno is theirs. */
 static void CUPTIAPI ddl_cupti_buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
+	int saved = errno;
 	*buf = aligned_alloc(8, DDL_CUPTI_BUF);
 	*size = *buf ? DDL_CUPTI_BUF : 0;
 	*max_records = 0;
+	errno = saved;
 }
 
 /* CUPTI stream ids are per context; ours have the top bit set to keep them apart. */
@@ -66,6 +71,7 @@ static void CUPTIAPI ddl_cupti_buffer_requested(uint8_t **buf, size_t *size, siz
 static void CUPTIAPI ddl_cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf,
                                                 size_t size, size_t valid)
 {
+	int saved = errno;
 	(void)ctx;
 	(void)stream;
 	(void)size;
@@ -109,6 +115,7 @@ static void CUPTIAPI ddl_cupti_buffer_completed(CUcontext ctx, uint32_t stream, 
 		}
 	}
 	free(buf);
+	errno = saved;
 }
 
 static void *ddl_cupti_open(void)
@@ -133,8 +140,19 @@ static int ddl_cupti_start_locked(void)
 {
 	if (ddl_cupti_on)
 		return 0;
-	if (ddl_g.cfg.cupti < 0 && access("/proc/driver/nvidia/version", F_OK) != 0)
-		return -1; /* no GPU driver: the event pairs do the work */
+	/* Auto: only where the program drives a real GPU, that is where the
+	 * driver library is loaded into it by now (after its first CUDA call,
+	 * or calling InitializeInjection). A program on another runtime (the
+	 * CPU emulation, say) on a machine with a GPU keeps the event pairs,
+	 * which its runtime answers. */
+	if (ddl_g.cfg.cupti < 0) {
+		void *cuda = access("/proc/driver/nvidia/version", F_OK) == 0
+		                 ? dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)
+		                 : NULL;
+		if (!cuda)
+			return -1; /* no GPU driver in this process: the event pairs do the work */
+		dlclose(cuda);
+	}
 	void *h = ddl_cupti_open();
 	if (!h) {
 		if (ddl_g.cfg.cupti > 0)
@@ -191,13 +209,46 @@ void ddl_cupti_flush(void)
 	ddl_cp.flush_all(1 /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */);
 }
 
-/* Called by the CUDA driver when CUDA_INJECTION64_PATH names this library. */
+/*
+ * CUPTI is started off the program's thread: started inside the program's
+ * first CUDA call (the driver's initialisation, which calls us), it changed
+ * what that call left in errno on a real GPU (seen on an H200: errno 2
+ * became 0 after cudaGetDeviceCount). The helper waits for the driver's
+ * initialisation to finish (cuInit returns once it has, on any thread),
+ * then starts CUPTI; a wrapped CUDA call may start it first, after its real
+ * call (ddl_gpu_first). Kernels launched before then are not seen by CUPTI:
+ * creating a context alone takes longer.
+ */
+static void *ddl_cupti_injected_main(void *arg)
+{
+	(void)arg;
+	CUresult (*cu_init)(unsigned) = (CUresult(*)(unsigned))dlsym(RTLD_DEFAULT, "cuInit");
+	if (cu_init)
+		cu_init(0);
+	ddl_cupti_start();
+	return NULL;
+}
+
+/* Called by the CUDA driver, inside cuInit, when CUDA_INJECTION64_PATH names this library. */
 DDL_EXPORT int InitializeInjection(void)
 {
+	int saved = errno;
 	if (!ddl_g.initialised)
 		ddl_init();
-	if (atomic_load(&ddl_g.enabled) && ddl_g.cfg.trace_cuda && ddl_g.cfg.cupti != 0)
-		ddl_cupti_start();
+	if (atomic_load(&ddl_g.enabled) && ddl_g.cfg.trace_cuda && ddl_g.cfg.cupti != 0 && !ddl_cupti_on) {
+		pthread_t th;
+		pthread_attr_t a;
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper takes none of the program's signals */
+		if (pthread_create(&th, &a, ddl_cupti_injected_main, NULL) != 0)
+			ddl_cupti_start(); /* no thread: here, as before */
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+	}
+	errno = saved;
 	return 1;
 }
 

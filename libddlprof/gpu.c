@@ -91,7 +91,8 @@ int ddl_cuda_own_resolve(void)
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		void **slot = (void **)((char *)&ddl_cu + names[i].off);
 		int optional = names[i].off == offsetof(struct ddl_cuda_own, cudaStreamIsCapturing) ||
-		               names[i].off == offsetof(struct ddl_cuda_own, cudaThreadExchangeStreamCaptureMode);
+		               names[i].off == offsetof(struct ddl_cuda_own, cudaThreadExchangeStreamCaptureMode) ||
+		               names[i].off == offsetof(struct ddl_cuda_own, cudaFuncGetName);
 		if (!*slot)
 			*slot = ddl_gpu_next(names[i].name);
 		/* a runtime without stream capture cannot be capturing */
@@ -225,6 +226,16 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver)
 			get_name = (CUresult(*)(const char **, CUfunction))dlsym(RTLD_DEFAULT, "cuFuncGetName");
 		if (get_name && get_name(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
 			name = NULL;
+	} else if (ddl_cuda_own_resolve() == 0 && ddl_cu.cudaFuncGetName &&
+	           ddl_cu.cudaPeekAtLastError() == cudaSuccess) {
+		/* Kernels registered before we were loaded, and kernel handles
+		 * (cudaKernel_t, as PyTorch launches with CUDA 12 and later): the
+		 * runtime (12.3 and later) knows their names. Only with no error of
+		 * the program's pending, and any error of ours cleared. */
+		if (ddl_cu.cudaFuncGetName(&name, func) != cudaSuccess) {
+			name = NULL;
+			ddl_cu.cudaGetLastError();
+		}
 	}
 	Dl_info info;
 	if (!name && dladdr(func, &info) && info.dli_sname && info.dli_saddr == func)

@@ -32,7 +32,8 @@
 	X(cudaGetDevice, cudaError_t, (int *)) \
 	X(cudaGetDeviceCount, cudaError_t, (int *)) \
 	X(cudaGetDeviceProperties, cudaError_t, (struct cudaDeviceProp *, int)) \
-	X(cudaThreadExchangeStreamCaptureMode, cudaError_t, (enum cudaStreamCaptureMode *))
+	X(cudaThreadExchangeStreamCaptureMode, cudaError_t, (enum cudaStreamCaptureMode *)) \
+	X(cudaFuncGetName, cudaError_t, (const char **, const void *))
 
 struct ddl_cuda_own {
 #define DDL_X_FIELD(n, r, p) r(*n) p;
