@@ -20,6 +20,7 @@ B ?= build
 # Optional libraries of the tools; the preload library itself needs libc only.
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+LZ4_LIBS := $(shell pkg-config --libs liblz4 2>/dev/null || echo -llz4)
 
 LIB_SRC := $(wildcard libddlprof/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
@@ -115,11 +116,11 @@ $(B)/lib/libddlread.a: $(READ_OBJ)
 
 $(B)/bin/ddlprof: $(B)/obj/launcher/ddlprof.o $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^ $(ZSTD_LIBS)
+	$(CC) $(TOOL_SAN) -o $@ $^ $(ZSTD_LIBS) $(LZ4_LIBS)
 
 $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) -lm
+	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 $(B)/bin/ddlprof-recommend: $(REC_OBJ)
 	@mkdir -p $(@D)
@@ -161,12 +162,12 @@ $(B)/bench/launch_gpu: bench/launch_gpu.cu
 
 $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -pthread -o $@ $< $(B)/lib/libddlread.a $(ZSTD_LIBS) -ldl
+	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -pthread -o $@ $< $(B)/lib/libddlread.a $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
 
 $(B)/tests/ddltest: $(TEST_SRC) $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) \
-		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) -ldl
+		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
 
 deps:
 	@scripts/install-deps.sh
@@ -218,7 +219,7 @@ $(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(READ_SRC) $(wildcard analyzer/*.
 	@mkdir -p $(@D)
 	clang $(CPPFLAGS) -Ianalyzer -std=c11 -Wall -Wextra -Werror -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS)
+		-o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS) $(LZ4_LIBS)
 
 # ThreadSanitizer over the preload library's hot path (tests/tsan/hot.c says
 # how): the library's sources compiled into the test program with gcc, whose
@@ -233,7 +234,7 @@ tsan: deps $(TSAN_B)/tests/tsan/hot
 $(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(LIB_SRC) $(READ_SRC) $(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	$(TSAN_CC) $(CPPFLAGS) -Ianalyzer $(WARN) -O1 -g -fsanitize=thread -ftls-model=initial-exec \
-		-pthread -o $@ tests/tsan/hot.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS)
+		-pthread -o $@ tests/tsan/hot.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
 
 .PHONY: tsan
 

@@ -6,19 +6,18 @@
  * variable (a gloo or MPI thread moving its bytes). Blocked time while the
  * process's traffic is in flight is network stall when that traffic goes to
  * other hosts, interconnect stall when it stays on this one; blocked time
- * with no traffic in flight is idle; the rest is compute. Traffic is "in
- * flight" from the start of one send or receive to the end of the next
- * when they are less than 2 ms apart. The parts add up to the iteration
- * exactly. Data stall needs the input pipeline's calls, which are not
- * intercepted yet: it is 0.
+ * with no traffic in flight is idle (among it, waiting for a peer that is
+ * still computing); the rest is compute. When traffic is in flight is
+ * flight.c's answer: seen from both ends of each connection, so the time
+ * bytes spend crossing a slow link counts though no call of this process
+ * is running then. The parts add up to the iteration exactly. Data stall
+ * needs the input pipeline's calls, which are not intercepted yet: it is 0.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
-
-#define DDL_GAP_NS 2000000 /* traffic closer than this is one window */
 
 struct ddl_span {
 	int64_t a, b;
@@ -80,10 +79,11 @@ static void ddl_covered(const struct ddl_span *w, size_t nw, size_t *from, int64
 	}
 }
 
-static void ddl_proc_breakdown(struct ddl_proc *p)
+/* P's parts, with FL the windows when its traffic is in flight (flight.c). */
+static void ddl_proc_breakdown(struct ddl_proc *p, const struct ddl_flights *fl)
 {
 	struct ddl_span *blk = NULL, *win = NULL;
-	size_t nb = 0, cb = 0, nw = 0, cw = 0;
+	size_t nb = 0, cb = 0, nw = fl ? fl->n : 0;
 	uint32_t tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -96,15 +96,14 @@ static void ddl_proc_breakdown(struct ddl_proc *p)
 			uint32_t etid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 			if (etid == tid)
 				ddl_span_push(&blk, &nb, &cb, (struct ddl_span){a, b, 0});
-			if ((c == DDL_CLASS_TX || c == DDL_CLASS_RX) && e->result > 0) {
-				int remote = e->peer && e->peer < t->npeers && t->peers[e->peer].text &&
-				             !t->peers[e->peer].local;
-				ddl_span_push(&win, &nw, &cw, (struct ddl_span){a, b, remote});
-			}
 		}
 	}
 	nb = ddl_merge(blk, nb, 0);
-	nw = ddl_merge(win, nw, DDL_GAP_NS);
+	win = nw ? malloc(nw * sizeof *win) : NULL;
+	if (!win)
+		nw = 0; /* without memory: blocked time is idle */
+	for (size_t i = 0; i < nw; i++)
+		win[i] = (struct ddl_span){fl->v[i].a, fl->v[i].b, fl->v[i].remote};
 	struct ddl_parts sum = {0};
 	double traffic = 0, bytes = 0;
 	size_t bi = 0, wi = 0;
@@ -281,6 +280,8 @@ int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errl
 void ddl_report_breakdown(struct ddl_report *r)
 {
 	struct ddl_parts total = {0};
+	struct ddl_flights *fl = NULL;
+	int have_fl = 0;
 	double all = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
@@ -288,14 +289,18 @@ void ddl_report_breakdown(struct ddl_report *r)
 			continue;
 		free(p->iter_parts);
 		p->iter_parts = calloc(p->niter, sizeof *p->iter_parts); /* NULL: outputs use the means */
-		if (ddl_proc_breakdown_gpu(r, p) < 0)
-			ddl_proc_breakdown(p);
+		if (ddl_proc_breakdown_gpu(r, p) < 0) {
+			if (!have_fl)
+				have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;
+			ddl_proc_breakdown(p, fl ? &fl[i] : NULL);
+		}
 		double n = (double)p->niter;
 #define DDL_X_ADD(f) total.f += p->per_iter.f * n;
 		DDL_PARTS(DDL_X_ADD)
 #undef DDL_X_ADD
 		all += p->iter_mean_s * n;
 	}
+	ddl_flights_free(fl, r->nprocs);
 	if (all <= 0)
 		return;
 #define DDL_X_PCT(f) r->pct.f = 100.0 * total.f / all;

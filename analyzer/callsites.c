@@ -31,8 +31,6 @@
 
 #include "report.h"
 
-#define DDL_GAP_NS 2000000 /* as breakdown.c: traffic closer than this is one window */
-
 /* ---- intervals ---- */
 
 struct ddl_win {
@@ -361,22 +359,11 @@ static int ddl_is_nested(const struct ddl_stallmap *m, int64_t a, int64_t b)
 	return 0;
 }
 
-static void ddl_stallmap_host(const struct ddl_proc *p, struct ddl_stallmap *m)
+/* As breakdown.c: the windows when the process's traffic is in flight (flight.c). */
+static void ddl_stallmap_host(const struct ddl_flights *fl, struct ddl_stallmap *m)
 {
-	for (size_t k = 0; k < p->ntr; k++) {
-		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct ddl_event *e = &t->ev[i];
-			int c = ddl_event_class(e->kind);
-			if ((c != DDL_CLASS_TX && c != DDL_CLASS_RX) || e->result <= 0)
-				continue;
-			int64_t a = ddl_trace_real_ns(t, e->start);
-			int remote = e->peer && e->peer < t->npeers && t->peers[e->peer].text &&
-			             !t->peers[e->peer].local;
-			ddl_win_push(&m->traffic, a, a + ddl_trace_dur_ns(t, e), remote);
-		}
-	}
-	ddl_win_merge(&m->traffic, DDL_GAP_NS);
+	for (size_t i = 0; fl && i < fl->n; i++)
+		ddl_win_push(&m->traffic, fl->v[i].a, fl->v[i].b, fl->v[i].remote);
 }
 
 static void ddl_stallmap_device(const struct ddl_report *r, const struct ddl_proc *p,
@@ -691,6 +678,8 @@ void ddl_report_callsites(struct ddl_report *r)
 	if (!mem)
 		return;
 	r->callsites_mem = mem;
+	struct ddl_flights *fl = NULL;
+	int have_fl = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		struct ddl_stallmap m = {0};
@@ -710,10 +699,13 @@ void ddl_report_callsites(struct ddl_report *r)
 			m.device = p->gpu_breakdown;
 			m.train_tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
 			ddl_stallmap_nested(p, &m);
-			if (m.device)
+			if (m.device) {
 				ddl_stallmap_device(r, p, &m);
-			else
-				ddl_stallmap_host(p, &m);
+			} else {
+				if (!have_fl)
+					have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;
+				ddl_stallmap_host(fl ? &fl[i] : NULL, &m);
+			}
 		}
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
@@ -756,6 +748,7 @@ void ddl_report_callsites(struct ddl_report *r)
 		free(m.ic.v);
 		free(m.nested.v);
 	}
+	ddl_flights_free(fl, r->nprocs);
 	struct ddl_cstab *tab = &mem->tab;
 	r->ncallsites_all = tab->n;
 	if (!tab->n)

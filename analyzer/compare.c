@@ -13,6 +13,16 @@
  * breakdown, and the disagreement between the two methods: differential
  * minus direct, where the direct figure is the node run's interconnect
  * stall and the multi run's network stall.
+ *
+ * The premise of the differential method is that the work per iteration
+ * is the same in the runs compared, so that only stall differs. Where it
+ * is not (more ranks sharing the CPUs of a machine, other programs on it,
+ * a different input pipeline), the difference holds time the training
+ * thread spent running or waiting for a CPU, which no blocking call shows
+ * and which is no stall. So each difference is also given part by part,
+ * from the two runs' own breakdowns (they add up to it), and without its
+ * compute part: the blocked differential, the change in the time the
+ * training thread was blocked, which is what a stall can account for.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -123,12 +133,37 @@ static int ddl_cmp_load(struct ddl_cmp_run *c, const struct ddl_cmp_opts *o)
 	return 0;
 }
 
-static json_t *ddl_cmp_part_json(double diff, double direct, const char *from, const char *direct_run)
+/* The difference of run HI's parts over run LO's: it adds up to t(hi) - t(lo). */
+static struct ddl_parts ddl_cmp_change(const struct ddl_cmp_run *hi, const struct ddl_cmp_run *lo)
 {
-	return json_pack("{s:f, s:f, s:f, s:f, s:s, s:s}", "differential_s", diff, "direct_s", direct,
-	                 "disagreement_s", diff - direct, "disagreement_pct",
+	struct ddl_parts d;
+#define DDL_X_SUB(f) d.f = hi->parts.f - lo->parts.f;
+	DDL_PARTS(DDL_X_SUB)
+#undef DDL_X_SUB
+	return d;
+}
+
+static json_t *ddl_cmp_part_json(double diff, double direct, const char *from, const char *direct_run,
+                                 const struct ddl_parts *change)
+{
+	json_t *c = json_object();
+#define DDL_X_JSON(x) json_object_set_new(c, #x, json_real(change->x));
+	DDL_PARTS(DDL_X_JSON)
+#undef DDL_X_JSON
+	return json_pack("{s:f, s:f, s:f, s:f, s:s, s:s, s:o, s:f}", "differential_s", diff, "direct_s",
+	                 direct, "disagreement_s", diff - direct, "disagreement_pct",
 	                 direct > 0 ? 100 * (diff - direct) / direct : 0.0, "from", from, "direct_run",
-	                 direct_run);
+	                 direct_run, "change_s", c, "blocked_differential_s", diff - change->compute);
+}
+
+/* The text lines under one difference: its parts, and what compute means. */
+static void ddl_cmp_change_text(FILE *f, const struct ddl_parts *c, double diff)
+{
+	fprintf(f, "    part by part: compute %+.3f, data %+.3f, interconnect %+.3f, network %+.3f, idle "
+	        "%+.3f ms\n", c->compute * 1e3, c->data_stall * 1e3, c->interconnect_stall * 1e3,
+	        c->network_stall * 1e3, c->idle * 1e3);
+	fprintf(f, "    blocked differential %.3f ms: compute %+.3f ms is the training thread running or "
+	        "waiting for a CPU, not stall\n", (diff - c->compute) * 1e3, c->compute * 1e3);
 }
 
 static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
@@ -137,6 +172,8 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 	double ic = have[0] && have[1] ? r[1].t - r[0].t : 0;
 	double net = have[1] && have[2] ? r[2].t - r[1].t : 0;
 	double comm = have[0] && have[2] ? r[2].t - r[0].t : 0;
+	struct ddl_parts c_ic = ddl_cmp_change(&r[1], &r[0]), c_net = ddl_cmp_change(&r[2], &r[1]);
+	struct ddl_parts c_comm = ddl_cmp_change(&r[2], &r[0]);
 	if (json) {
 		json_t *root = json_object(), *runs = json_object(), *d = json_object();
 		json_object_set_new(root, "schema", json_string("ddlprof-compare/1"));
@@ -157,14 +194,16 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 		json_object_set_new(root, "runs", runs);
 		if (have[0] && have[1])
 			json_object_set_new(d, "interconnect_stall",
-			                    ddl_cmp_part_json(ic, r[1].parts.interconnect_stall, "node - single", "node"));
+			                    ddl_cmp_part_json(ic, r[1].parts.interconnect_stall, "node - single", "node",
+			                                      &c_ic));
 		if (have[1] && have[2])
 			json_object_set_new(d, "network_stall",
-			                    ddl_cmp_part_json(net, r[2].parts.network_stall, "multi - node", "multi"));
+			                    ddl_cmp_part_json(net, r[2].parts.network_stall, "multi - node", "multi",
+			                                      &c_net));
 		if (have[0] && have[2])
 			json_object_set_new(d, "communication_stall",
 			                    ddl_cmp_part_json(comm, r[2].parts.network_stall + r[2].parts.interconnect_stall,
-			                                      "multi - single", "multi"));
+			                                      "multi - single", "multi", &c_comm));
 		json_object_set_new(root, "differential", d);
 		json_object_set_new(root, "unit", json_string("seconds per sample (per iteration when samples = 1)"));
 		int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
@@ -185,19 +224,25 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 		        p->interconnect_stall * 1e3, p->network_stall * 1e3, p->idle * 1e3);
 	}
 	fprintf(f, "  (breakdowns: each run's own, direct from its traces)\n\n");
-	if (have[0] && have[1])
+	if (have[0] && have[1]) {
 		fprintf(f, "  interconnect stall: differential %.3f ms (node - single), direct %.3f ms (node run): "
 		        "disagreement %+.3f ms\n", ic * 1e3, r[1].parts.interconnect_stall * 1e3,
 		        (ic - r[1].parts.interconnect_stall) * 1e3);
-	if (have[1] && have[2])
+		ddl_cmp_change_text(f, &c_ic, ic);
+	}
+	if (have[1] && have[2]) {
 		fprintf(f, "  network stall:      differential %.3f ms (multi - node), direct %.3f ms (multi run): "
 		        "disagreement %+.3f ms\n", net * 1e3, r[2].parts.network_stall * 1e3,
 		        (net - r[2].parts.network_stall) * 1e3);
-	if (have[0] && have[2])
+		ddl_cmp_change_text(f, &c_net, net);
+	}
+	if (have[0] && have[2]) {
 		fprintf(f, "  communication stall: differential %.3f ms (multi - single), direct %.3f ms "
 		        "(multi run, interconnect + network): disagreement %+.3f ms\n", comm * 1e3,
 		        (r[2].parts.network_stall + r[2].parts.interconnect_stall) * 1e3,
 		        (comm - r[2].parts.network_stall - r[2].parts.interconnect_stall) * 1e3);
+		ddl_cmp_change_text(f, &c_comm, comm);
+	}
 	return ferror(f) ? -1 : 0;
 }
 

@@ -16,7 +16,8 @@
  * This file also holds the helpers the timeline outputs share (html too):
  * UTF-8 checking, and what a device interval was (its kernel name, and the
  * part of the breakdown it feeds), found through the host call that
- * issued it.
+ * issued it. Kernel names are shown demangled (kernels.c), the name as
+ * recorded kept beside them as the arg "mangled".
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -100,13 +101,35 @@ int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, st
 	}
 	if (c->n)
 		qsort(c->v, c->n, sizeof *c->v, ddl_devcall_cmp);
+	/* kernel names as kernels.c demangled them, by this trace's name ids */
+	if (r->nkernels_by_name && t->nnames) {
+		c->names = calloc(t->nnames, sizeof *c->names);
+		if (!c->names) {
+			ddl_devcalls_free(c);
+			return -1;
+		}
+		c->nnames = t->nnames;
+		for (size_t id = 0; id < t->nnames; id++) {
+			const struct ddl_kernel *k = ddl_kernel_find(r, t->names[id]);
+			if (k && k->demangled)
+				c->names[id] = k->name;
+		}
+	}
 	return 0;
 }
 
 void ddl_devcalls_free(struct ddl_devcalls *c)
 {
 	free(c->v);
+	free(c->names);
 	memset(c, 0, sizeof *c);
+}
+
+/* Name ID of T as the report shows it: demangled when it is a C++ kernel's. */
+static const char *ddl_devcalls_name(const struct ddl_devcalls *c, const struct ddl_trace *t,
+                                     uint32_t id)
+{
+	return id < c->nnames && c->names[id] ? c->names[id] : ddl_trace_name(t, id);
 }
 
 const struct ddl_devcall *ddl_devcalls_find(const struct ddl_devcalls *c, unsigned tid, uint32_t corr)
@@ -147,7 +170,9 @@ void ddl_device_info(const struct ddl_trace *t, size_t i, const struct ddl_devca
 			d->args = ddl_event_args(t, dc->ev);
 		}
 	}
-	const char *kname = d->args ? ddl_trace_name(t, d->args->name) : NULL;
+	const char *kname = d->args ? ddl_devcalls_name(c, t, d->args->name) : NULL;
+	if (d->args && kname != ddl_trace_name(t, d->args->name))
+		d->mangled = ddl_trace_name(t, d->args->name);
 	d->name = d->buf;
 	switch (e->kind) {
 	case DDL_EV_DEV_KERNEL:
@@ -489,7 +514,8 @@ static void ddl_host_args(struct ddl_cw *w, const struct ddl_trace *t, const str
 }
 
 /* A CUDA or NCCL call: its return code, device, stream and ddl_args. */
-static void ddl_gpu_args(struct ddl_cw *w, const struct ddl_trace *t, size_t i, int cls)
+static void ddl_gpu_args(struct ddl_cw *w, const struct ddl_trace *t, size_t i, int cls,
+                         const struct ddl_devcalls *dc)
 {
 	const struct ddl_event *e = &t->ev[i];
 	const struct ddl_args *a = ddl_event_args(t, i);
@@ -502,9 +528,11 @@ static void ddl_gpu_args(struct ddl_cw *w, const struct ddl_trace *t, size_t i, 
 		ddl_arg_int(w, cls == DDL_CLASS_LAUNCH ? "blocks" : "bytes", (long long)a->bytes);
 	if (cls == DDL_CLASS_LAUNCH && a->aux)
 		ddl_arg_int(w, "threads_per_block", a->aux);
-	const char *name = ddl_trace_name(t, a->name);
+	const char *name = ddl_devcalls_name(dc, t, a->name);
 	if (name)
 		ddl_arg_str(w, "kernel", name);
+	if (name && name != ddl_trace_name(t, a->name))
+		ddl_arg_str(w, "mangled", ddl_trace_name(t, a->name));
 	const struct ddl_comm_info *ci = a->comm ? ddl_trace_comm(t, a->comm) : NULL;
 	if (ci) {
 		char key[24];
@@ -548,6 +576,8 @@ static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t 
 	int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
 	ddl_cw_slice(w, d.name, "device", a, b, tid);
 	ddl_arg_str(w, "kind", ddl_event_name(e->kind));
+	if (d.mangled)
+		ddl_arg_str(w, "mangled", d.mangled);
 	ddl_arg_str(w, "part", ddl_part_names[d.part]);
 	ddl_arg_int(w, "device", e->fd);
 	ddl_arg_int(w, "issued_by", ddl_tid(t, e->tid));
@@ -683,7 +713,7 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 		ddl_cw_slice(w, ddl_event_name(e->kind), ddl_cat_of(cls), a, a + ddl_trace_dur_ns(t, e),
 		             ddl_tid(t, e->tid));
 		if (cls >= DDL_CLASS_LAUNCH)
-			ddl_gpu_args(w, t, i, cls);
+			ddl_gpu_args(w, t, i, cls, &dc);
 		else
 			ddl_host_args(w, t, e, cls);
 		ddl_cw_close(w);

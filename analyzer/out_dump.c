@@ -29,6 +29,8 @@ static const char *ddl_dump_gpu(const struct ddl_trace *t, size_t i, char *buf, 
 		if (a->bytes)
 			DDL_ADD(",%s=%" PRIu64, ddl_event_class(e->kind) == DDL_CLASS_LAUNCH ? "blocks" : "bytes",
 			        a->bytes);
+		if (ddl_event_class(e->kind) == DDL_CLASS_LAUNCH && a->aux)
+			DDL_ADD(",threads=%u", a->aux);
 		const char *name = ddl_trace_name(t, a->name);
 		if (name)
 			DDL_ADD(",name=%s", name);

@@ -4,7 +4,8 @@
  * from a CI artifact. It shows the run summary, the iteration breakdown per
  * rank with a stacked bar each, the job's shares, the network-sensitivity
  * prediction, a timeline of one representative iteration per rank, then the
- * communicators, GPU work and network tables of the text report.
+ * communicators, GPU work, top kernels and network tables of the text
+ * report.
  *
  * Every piece of text from a trace (host, thread, kernel and marker names,
  * addresses, command lines) goes through one escaper: markup characters
@@ -686,6 +687,38 @@ static void ddl_gpu_tables(const struct ddl_report *r, FILE *f)
 	fputs("</table>\n", f);
 }
 
+/* The job's top kernels by device time (kernels.c); hovering a name shows it whole. */
+static void ddl_kernel_table(const struct ddl_report *r, FILE *f)
+{
+	if (!r->nkernels_timed && !r->kernel_runs)
+		return;
+	fprintf(f, "<h2>Top kernels by device time</h2>\n<div class=\"note\">All processes, %.3f ms of "
+	        "kernel intervals; names demangled, the whole name on hovering it.", r->kernel_s * 1e3);
+	if (r->kernel_runs)
+		fprintf(f, " %.3f ms (%" PRIu64 " intervals) time runs of launches as one and are not split "
+		        "by kernel.", r->kernel_runs_s * 1e3, r->kernel_runs);
+	fputs("</div>\n", f);
+	if (!r->nkernels_timed)
+		return;
+	fputs("<table>\n<tr><th class=\"l\">kernel</th><th>count</th><th>total ms</th><th>mean us</th>"
+	      "<th>share</th></tr>\n", f);
+	for (size_t i = 0; i < r->nkernels_timed && i < 10; i++) {
+		const struct ddl_kernel *k = &r->kernels[i];
+		char name[104];
+		ddl_kernel_shorten(k->name, name, sizeof name, 100);
+		fputs("<tr><td class=\"l\" title=\"", f);
+		ddl_h(f, k->name);
+		fputs("\"><code>", f);
+		ddl_h(f, name);
+		fprintf(f, "</code></td><td>%" PRIu64 "</td><td>%.3f</td><td>%.3f</td><td>%.1f%%</td></tr>\n",
+		        k->count, k->total_s * 1e3, k->total_s / (double)k->count * 1e6,
+		        r->kernel_s > 0 ? 100 * k->total_s / r->kernel_s : 0.0);
+	}
+	fputs("</table>\n", f);
+	if (r->nkernels_timed > 10)
+		fprintf(f, "<div class=\"note\">%zu more in <code>--json</code>.</div>\n", r->nkernels_timed - 10);
+}
+
 static void ddl_net_cells(FILE *f, const struct ddl_netsum *n)
 {
 	char s[32], r[32];
@@ -843,6 +876,7 @@ int ddl_out_html(const struct ddl_report *r, FILE *f)
 	if (r->has_gpu) {
 		ddl_coll_chart(r, f);
 		ddl_gpu_tables(r, f);
+		ddl_kernel_table(r, f);
 	}
 	ddl_marker_table(r, f);
 	ddl_net_table(r, f);

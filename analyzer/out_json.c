@@ -159,6 +159,21 @@ static json_t *ddl_json_callsites(const struct ddl_report *r)
 	return a;
 }
 
+/* job.kernels[] (kernels.c): the top 50 by device time. */
+static json_t *ddl_json_kernels(const struct ddl_report *r)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < r->nkernels_timed && i < 50; i++) {
+		const struct ddl_kernel *k = &r->kernels[i];
+		json_t *o = json_pack("{s:o, s:o, s:I, s:f, s:f, s:f}", "name", ddl_jstr(k->name), "mangled",
+		                      ddl_jstr(k->mangled), "count", (json_int_t)k->count, "total_s",
+		                      k->total_s, "mean_s", k->total_s / (double)k->count, "share",
+		                      r->kernel_s > 0 ? k->total_s / r->kernel_s : 0.0);
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 static const char *ddl_span_name(int span)
 {
 	return span == DDL_SPAN_INTRA ? "intra" : span == DDL_SPAN_INTER ? "inter" : "unknown";
@@ -317,6 +332,11 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	}
 	json_object_set_new(job, "breakdown_source", json_string(npi ? "device" : "host"));
 	json_object_set_new(job, "communicators", comms);
+	json_object_set_new(job, "kernel_s", json_real(r->kernel_s));
+	json_object_set_new(job, "kernel_runs", json_pack("{s:I, s:f}", "count", (json_int_t)r->kernel_runs,
+	                                                  "total_s", r->kernel_runs_s));
+	json_object_set_new(job, "kernels_distinct", json_integer((json_int_t)r->nkernels_timed));
+	json_object_set_new(job, "kernels", ddl_json_kernels(r));
 	json_t *strag = json_array();
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i].straggler)

@@ -64,6 +64,37 @@ static void ddl_gpu_section(const struct ddl_report *r, FILE *f)
 	}
 }
 
+/* The job's kernels by device time (kernels.c), when some were timed. */
+static void ddl_kernels_section(const struct ddl_report *r, FILE *f)
+{
+	if (r->kernel_s <= 0 && !r->nkernels_timed && !r->kernel_runs)
+		return;
+	uint64_t n = r->kernel_runs;
+	for (size_t i = 0; i < r->nkernels_timed; i++)
+		n += r->kernels[i].count;
+	fprintf(f, "\nTop kernels by device time (all processes: %" PRIu64 " kernel interval%s, %.3f ms)\n",
+	        n, n == 1 ? "" : "s", r->kernel_s * 1e3);
+	if (r->nkernels_timed)
+		fprintf(f, "  %-60s %9s %10s %10s %6s\n", "kernel", "count", "total ms", "mean us", "share");
+	for (size_t i = 0; i < r->nkernels_timed && i < 10; i++) {
+		const struct ddl_kernel *k = &r->kernels[i];
+		char name[64];
+		ddl_kernel_shorten(k->name, name, sizeof name, 60);
+		fprintf(f, "  %-60s %9" PRIu64 " %10.3f %10.3f %5.1f%%\n", name, k->count, k->total_s * 1e3,
+		        k->total_s / (double)k->count * 1e6,
+		        r->kernel_s > 0 ? 100 * k->total_s / r->kernel_s : 0.0);
+	}
+	if (r->nkernels_timed > 10)
+		fprintf(f, "  (%zu more kernel%s; all of them, with full names, in --json)\n",
+		        r->nkernels_timed - 10, r->nkernels_timed == 11 ? "" : "s");
+	if (r->kernel_runs)
+		fprintf(f, "  %" PRIu64 " interval%s (%.3f ms, %.1f%%) time%s a run of launches as one, not "
+		        "split by kernel:\n  --kernel-sample 1 (or CUPTI) times each kernel\n", r->kernel_runs,
+		        r->kernel_runs == 1 ? "" : "s", r->kernel_runs_s * 1e3,
+		        r->kernel_s > 0 ? 100 * r->kernel_runs_s / r->kernel_s : 0.0,
+		        r->kernel_runs == 1 ? "s" : "");
+}
+
 static void ddl_net_row(FILE *f, const char *label, const struct ddl_netsum *n)
 {
 	char s[32], r[32];
@@ -258,8 +289,10 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			        "iterations, it makes the others wait %.3f ms an iteration\n", p->host, p->pid,
 			        p->rank, p->late_fraction * 100, p->imposed_wait_s * 1e3);
 	}
-	if (r->has_gpu)
+	if (r->has_gpu) {
 		ddl_gpu_section(r, f);
+		ddl_kernels_section(r, f);
+	}
 	ddl_callsites_section(r, f);
 	ddl_counters_section(r, f);
 

@@ -233,6 +233,7 @@ int main(int argc, char **argv)
 	}
 	ddl_report_callsites(&rep); /* --backtrace: the stacks that cost the most stall */
 	ddl_report_counters(&rep);  /* --papi: counters per thread and iteration */
+	ddl_report_kernels(&rep);   /* kernels by device time, their names demangled */
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];
@@ -270,6 +271,7 @@ int main(int argc, char **argv)
 		status = 3;
 	ddl_callsites_free(&rep);
 	ddl_counters_free(&rep);
+	ddl_kernels_free(&rep);
 	ddl_report_free(&rep);
 	ddl_traceset_free(&set);
 	return status;

@@ -156,6 +156,16 @@ struct ddl_ctrsum {
 	size_t nthreads;
 };
 
+/* A kernel of the job (kernels.c): its device intervals summed over every
+ * process, by the name recorded. */
+struct ddl_kernel {
+	const char *name;     /* demangled; the name as recorded when it does not demangle */
+	const char *mangled;  /* as recorded (a trace's string); NULL: intervals without a name */
+	uint64_t count;       /* device intervals of this kernel alone */
+	double total_s;       /* their device time */
+	char *demangled;      /* kernels.c's memory behind name, or NULL */
+};
+
 struct ddl_report {
 	const struct ddl_traceset *set;
 	const struct ddl_run *run;
@@ -213,6 +223,16 @@ struct ddl_report {
 	const char *backtrace_off;     /* asked for, but not taken: why */
 	int symbols_stale;             /* a module changed since the run: some names unknown */
 	void *callsites_mem;           /* callsites.c's own memory */
+	/* kernels (kernels.c): every kernel name the run recorded, most device
+	 * time first; the first nkernels_timed have device intervals, the rest
+	 * (launched, never timed) only give names their demangled form */
+	struct ddl_kernel *kernels;
+	size_t nkernels, nkernels_timed;
+	const struct ddl_kernel **kernels_by_name; /* the named ones, by mangled name */
+	size_t nkernels_by_name;
+	double kernel_s;               /* every kernel interval of the job, runs included */
+	uint64_t kernel_runs;          /* intervals timing a run of kernels as one (DDL_EVF_RUN) */
+	double kernel_runs_s;
 };
 
 #define DDL_CALLSITES_TOP 10
@@ -225,6 +245,19 @@ void ddl_report_free(struct ddl_report *r);
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
 void ddl_report_breakdown(struct ddl_report *r);
+/* When each process's socket traffic is in flight, seen from both ends of
+ * its connections (flight.c): *OUT gets r->nprocs window lists, each
+ * sorted and merged; 0, or -1 without memory (*OUT NULL). */
+struct ddl_flight {
+	int64_t a, b;
+	int remote; /* traffic with another host */
+};
+struct ddl_flights {
+	struct ddl_flight *v;
+	size_t n;
+};
+int ddl_report_flights(const struct ddl_report *r, struct ddl_flights **out);
+void ddl_flights_free(struct ddl_flights *f, size_t n);
 /* Differential mode (compare.c): SPECS are LABEL=DIR[@SAMPLES]; returns the exit status. */
 struct ddl_cmp_opts {
 	const char *bw, *iter_names, *data_names;
@@ -268,9 +301,23 @@ int ddl_failif_eval(const struct ddl_report *r, const char *cond, FILE *f);
 void ddl_report_callsites(struct ddl_report *r);
 /* Counters per thread and iteration (counters.c), after the iterations. */
 void ddl_report_counters(struct ddl_report *r);
-/* Frees what the two above made. */
+/* Kernels by device time across the job (kernels.c), after ddl_report_gpu. */
+void ddl_report_kernels(struct ddl_report *r);
+/* Frees what the three above made. */
 void ddl_callsites_free(struct ddl_report *r);
 void ddl_counters_free(struct ddl_report *r);
+void ddl_kernels_free(struct ddl_report *r);
+/* The kernel recorded as MANGLED, or NULL when the report has none by that name. */
+const struct ddl_kernel *ddl_kernel_find(const struct ddl_report *r, const char *mangled);
+/*
+ * NAME (demangled) shortened for a table column of WIDTH bytes, into OUT
+ * (N bytes, N > WIDTH): the return type dropped, then the parameter list
+ * written "(...)", then inside the template arguments namespaces dropped
+ * and nested argument lists written "<...>", then the function's own
+ * namespaces dropped, then the nested argument lists, until it fits; else
+ * cut in the middle with "...". Returns OUT.
+ */
+char *ddl_kernel_shorten(const char *name, char *out, size_t n, size_t width);
 
 /* Output formats; each returns 0 or -1 on a write error. */
 int ddl_out_text(const struct ddl_report *r, FILE *f);
@@ -293,15 +340,19 @@ struct ddl_devcall {
 struct ddl_devcalls {
 	struct ddl_devcall *v;
 	size_t n;
+	const char **names; /* by name id: the demangled kernel name (the report's), or NULL */
+	size_t nnames;
 };
-/* 0, or -1 without memory (C is then empty). */
+/* The calls, and (once ddl_report_kernels has run) the demangled names of
+ * T's kernels; 0, or -1 without memory (C is then empty). */
 int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, struct ddl_devcalls *c);
 void ddl_devcalls_free(struct ddl_devcalls *c);
 const struct ddl_devcall *ddl_devcalls_find(const struct ddl_devcalls *c, unsigned tid, uint32_t corr);
 /* What device interval I of T was, and the part of the breakdown it feeds. */
 enum { DDL_DEV_COMPUTE, DDL_DEV_INTRA, DDL_DEV_INTER, DDL_DEV_COPY };
 struct ddl_devinfo {
-	const char *name;            /* kernel name, "allreduce", "memcpy HtoD", ... */
+	const char *name;            /* kernel name (demangled), "allreduce", "memcpy HtoD", ... */
+	const char *mangled;         /* kernels: the name as recorded, when NAME is its demangled form */
 	int part;                    /* DDL_DEV_* */
 	int span;                    /* collectives: DDL_SPAN_* */
 	const struct ddl_args *args; /* the issuing call's (or CUPTI's), or NULL */

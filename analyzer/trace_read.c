@@ -6,6 +6,9 @@
  * forward for the next valid one. A file that ends inside a chunk, or
  * without an end chunk, is marked truncated and everything before is kept.
  * Nothing in the file can make the reader read out of bounds.
+ * Compressed chunks (zstd or LZ4) are decoded into one buffer kept for the
+ * whole file, with the decoders' bounds-checked calls: a payload that does
+ * not decode to exactly raw_size bytes is damage, like a bad checksum.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <lz4.h>
 #include <zstd.h>
 
 #include "ddlprof/crc32c.h"
@@ -510,6 +515,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 	if (ddl_header_check(t, m, size, err, errlen) < 0)
 		return -1;
 	unsigned char *zbuf = NULL;
+	size_t zcap = 0;
 	size_t off = t->hdr.header_size;
 	while (off < size && !t->stream_stopped) {
 		struct ddl_chunk c;
@@ -540,17 +546,37 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 		if (ddl_crc32c(m + body, c.size) != c.crc) {
 			ddl_problem(t, off, "chunk payload checksum mismatch (chunk skipped)");
 			t->corrupt = 1;
-		} else if (c.flags & ~DDL_CHUNKF_ZSTD) {
+		} else if (c.flags & ~(DDL_CHUNKF_ZSTD | DDL_CHUNKF_LZ4)) {
 			ddl_problem(t, off, "chunk flags 0x%x unknown to this reader (chunk skipped)", c.flags);
 			t->corrupt = 1;
-		} else if (c.flags & DDL_CHUNKF_ZSTD) {
-			unsigned char *nb = realloc(zbuf, c.raw_size ? c.raw_size : 1);
-			if (!nb)
-				break;
-			zbuf = nb;
-			size_t r = ZSTD_decompress(zbuf, c.raw_size, m + body, c.size);
-			if (ZSTD_isError(r) || r != c.raw_size) {
-				ddl_problem(t, off, "compressed chunk does not decompress to %u bytes", c.raw_size);
+		} else if (c.flags == (DDL_CHUNKF_ZSTD | DDL_CHUNKF_LZ4)) {
+			ddl_problem(t, off, "chunk flags 0x%x name two codecs (chunk skipped)", c.flags);
+			t->corrupt = 1;
+		} else if (c.flags) {
+			/* raw_size is at most DDL_CHUNK_MAX (checked with the header) */
+			if (c.raw_size > zcap || !zbuf) {
+				size_t ncap = c.raw_size > 65536 ? c.raw_size : 65536;
+				unsigned char *nb = realloc(zbuf, ncap);
+				if (!nb) {
+					ddl_problem(t, off, "out of memory");
+					break;
+				}
+				zbuf = nb;
+				zcap = ncap;
+			}
+			size_t r;
+			if (c.flags == DDL_CHUNKF_LZ4) {
+				int n = LZ4_decompress_safe((const char *)m + body, (char *)zbuf, (int)c.size,
+				                            (int)c.raw_size);
+				r = n < 0 ? (size_t)-1 : (size_t)n;
+			} else {
+				r = ZSTD_decompress(zbuf, c.raw_size, m + body, c.size);
+				if (ZSTD_isError(r))
+					r = (size_t)-1;
+			}
+			if (r != c.raw_size) {
+				ddl_problem(t, off, "compressed chunk (%s) does not decompress to %u bytes",
+				            c.flags == DDL_CHUNKF_LZ4 ? "lz4" : "zstd", c.raw_size);
 				t->corrupt = 1;
 			} else {
 				ddl_read_chunk(t, &c, zbuf, r, off);

@@ -38,6 +38,8 @@ static void ddl_usage(FILE *f)
 	        "  --trace LIST       families to trace: all, socket, cuda, nccl, nvtx (default all)\n"
 	        "  --run-id ID        run id shared by every rank (default: the scheduler's job id)\n"
 	        "  --flush-ms N       writer period in milliseconds, 1..60000 (default 100)\n"
+	        "  --compress MODE    trace chunk codec: lz4 (default), zstd (smaller, slower to\n"
+	        "                     read) or none\n"
 	        "  --perturb-net SPEC slow the job's own sends: delay=USEC each, or rate=RATE\n"
 	        "                     (e.g. rate=100mbit), to measure its network sensitivity\n"
 	        "  --kernel-sample N  time 1 kernel launch in N on the device with CUDA events\n"
@@ -315,9 +317,10 @@ int main(int argc, char **argv)
 		{"cupti", required_argument, NULL, 'C'},
 		{"backtrace", required_argument, NULL, 'B'},
 		{"papi", required_argument, NULL, 'Z'},
+		{"compress", required_argument, NULL, 'L'},
 		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
 	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL, *perturb = NULL;
-	const char *ksample = NULL, *cupti = NULL, *backtrace = NULL, *papi = NULL;
+	const char *ksample = NULL, *cupti = NULL, *backtrace = NULL, *papi = NULL, *compress = NULL;
 	int quiet = 0, c;
 	while ((c = getopt_long(argc, argv, "+o:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -331,6 +334,7 @@ int main(int argc, char **argv)
 		case 'C': cupti = optarg; break;
 		case 'B': backtrace = optarg; break;
 		case 'Z': papi = optarg; break;
+		case 'L': compress = optarg; break;
 		case 'h': ddl_usage(stdout); return 0;
 		case 'V': printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
 		default: ddl_usage(stderr); return DDL_EXIT_OWN;
@@ -363,6 +367,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ddlprof: --kernel-sample '%s': a whole number in 0..1048576\n", ksample);
 			return DDL_EXIT_OWN;
 		}
+	}
+	if (compress && strcmp(compress, "lz4") && strcmp(compress, "zstd") && strcmp(compress, "none")) {
+		fprintf(stderr, "ddlprof: --compress '%s': lz4, zstd or none\n", compress);
+		return DDL_EXIT_OWN;
 	}
 	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off")) {
 		fprintf(stderr, "ddlprof: --cupti '%s': auto, on or off\n", cupti);
@@ -423,6 +431,7 @@ int main(int argc, char **argv)
 	if (setenv("LD_PRELOAD", preload, 1) || setenv("DDLPROF_DIR", absdir, 1) ||
 	    setenv("DDLPROF_RUN_ID", id, 1) || (trace && setenv("DDLPROF_TRACE", trace, 1)) ||
 	    (flush && setenv("DDLPROF_FLUSH_MS", flush, 1)) ||
+	    (compress && setenv("DDLPROF_COMPRESS", compress, 1)) ||
 	    (perturb && setenv("DDLPROF_PERTURB_NET", perturb, 1)) ||
 	    (ksample && setenv("DDLPROF_KERNEL_SAMPLE", ksample, 1)) ||
 	    (cupti && setenv("DDLPROF_CUPTI", cupti, 1)) ||

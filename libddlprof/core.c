@@ -136,7 +136,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 	memset(c, 0, sizeof *c);
 	c->flush_ms = 100;
 	c->ring_events = 8192;
-	c->compress = 1;
+	c->compress = DDL_COMPRESS_LZ4;
 	c->trace_socket = 1;
 	c->trace_cuda = 1;
 	c->trace_nccl = 1;
@@ -163,7 +163,21 @@ static int ddl_settings_load(struct ddl_settings *c)
 	while (ring & (ring - 1))
 		ring += ring & -ring; /* round up to a power of two */
 	c->ring_events = ring;
-	rc |= ddl_parse_bool("DDLPROF_COMPRESS", &c->compress);
+	if ((v = ddl_env("DDLPROF_COMPRESS"))) {
+		/* a codec, or as before a boolean: on means the default codec */
+		if (!strcmp(v, "lz4") || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on") ||
+		    !strcmp(v, "true"))
+			c->compress = DDL_COMPRESS_LZ4;
+		else if (!strcmp(v, "zstd"))
+			c->compress = DDL_COMPRESS_ZSTD;
+		else if (!strcmp(v, "none") || !strcmp(v, "0") || !strcmp(v, "no") ||
+		         !strcmp(v, "off") || !strcmp(v, "false"))
+			c->compress = DDL_COMPRESS_NONE;
+		else {
+			ddl_warn("DDLPROF_COMPRESS='%.40s' is not lz4, zstd, none, 1 or 0; profiling is off", v);
+			rc = -EINVAL;
+		}
+	}
 	rc |= ddl_parse_bool("DDLPROF_QUIET", &c->quiet);
 	rc |= ddl_parse_uint("DDLPROF_KERNEL_SAMPLE", 0, 1u << 20, &c->kernel_sample);
 	if ((v = ddl_env("DDLPROF_CUPTI")) && strcmp(v, "auto")) {

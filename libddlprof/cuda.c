@@ -85,73 +85,107 @@ static inline void ddl_other_work(struct ddl_thread *t, cudaStream_t s)
 typedef cudaError_t (*ddl_launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
 
 /*
- * The hottest wrapper: a training step launches thousands of kernels. No
- * args copy: the event and its args record are written in place.
+ * Launches that take the long way: sampled ones (timed alone with an event
+ * pair), and those whose record does not fit in one ring slot (a device
+ * interval asked for: the first launch of a run; large ids or sizes). Out
+ * of line, so the common path keeps a small frame.
  */
-static inline __attribute__((always_inline)) cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind, const void *func, dim3 g,
-                                     dim3 b, void **args, size_t shm, cudaStream_t s)
+static __attribute__((noinline, cold)) cudaError_t
+ddl_launch_long(ddl_launch_fn real, unsigned kind, struct ddl_thread *t, const void *func, dim3 g, dim3 b,
+                void **args, size_t shm, cudaStream_t s, int sampled, uint32_t corr, unsigned aflags)
+{
+	struct ddl_call c;
+	if (sampled) {
+		ddl_call_begin(&c, t, s, 1);
+	} else {
+		/* numbered, and its run's segment opened or not, by the caller */
+		c.t = t;
+		c.a = ddl_args_make();
+		c.a.corr = corr;
+		c.a.flags = (uint8_t)aflags;
+		c.s = s;
+		c.sid = ddl_stream_id(s);
+		c.ev = NULL;
+	}
+	c.a.name = ddl_kernel_name(func, 0);
+	c.a.bytes = (uint64_t)g.x * g.y * g.z;
+	c.a.aux = b.x * b.y * b.z;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(func, g, b, args, shm, s);
+	uint64_t t1 = ddl_clock_now();
+	ddl_call_end(&c, kind, DDL_EV_DEV_KERNEL, t0, t1, r);
+	return r;
+}
+
+/* A launch recorded in full after all (a return code over 16 bits). */
+static __attribute__((noinline, cold)) void ddl_launch_put_full(struct ddl_thread *t, unsigned kind, uint64_t t0,
+                                                                uint64_t t1, cudaError_t r, uint64_t res,
+                                                                uint32_t fdv, uint32_t sid, uint32_t corr)
+{
+	struct ddl_args a = {.bytes = res & 0xffffffffu, .name = fdv & 0xffffffu, .kind = DDL_EV_ARGS,
+	                     .corr = corr, .peer = -1, .aux = (uint32_t)(res >> 32)};
+	ddl_ring_put_args(t, kind, 0, t0, t1, r, (int)(fdv >> 24), sid, &a);
+}
+
+/*
+ * The hottest wrapper: a training step launches thousands of kernels. The
+ * common launch is one ring slot, packed (packed.c): every field is worked
+ * out before the real call, so that little lives across it.
+ */
+static inline __attribute__((always_inline)) cudaError_t ddl_launch(ddl_launch_fn real, unsigned kind,
+                                                                   const void *func, dim3 g, dim3 b,
+                                                                   void **args, size_t shm, cudaStream_t s)
 {
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
 		return real(func, g, b, args, shm, s);
-	if (ddl_unlikely(ddl_sample_launch())) {
-		struct ddl_call c;
-		ddl_call_begin(&c, t, s, 1);
-		c.a.name = ddl_kernel_name(func, 0);
-		c.a.bytes = (uint64_t)g.x * g.y * g.z;
-		c.a.aux = b.x * b.y * b.z;
-		uint64_t t0 = ddl_clock_now();
-		cudaError_t r = real(func, g, b, args, shm, s);
-		uint64_t t1 = ddl_clock_now();
-		ddl_call_end(&c, kind, DDL_EV_DEV_KERNEL, t0, t1, r);
-		return r;
-	}
+	if (ddl_unlikely(ddl_sample_launch()))
+		return ddl_launch_long(real, kind, t, func, g, b, args, shm, s, 1, 0, 0);
 	uint32_t name = ddl_kernel_name(func, 0);
 	uint32_t sid = ddl_stream_id(s);
 	uint32_t corr = ++ddl_gtls.corr;
+	uint64_t blocks = (uint64_t)g.x * g.y * g.z;
+	uint32_t threads = b.x * b.y * b.z;
+	unsigned dev = (unsigned)ddl_gtls.dev;
 	unsigned aflags = ddl_seg_launch(t, s, sid, corr) ? DDL_ARGF_TIMED : 0;
+	if (ddl_unlikely(aflags || (blocks >> 32) || (threads >> 16) || (name >> 24) || dev >= 256))
+		return ddl_launch_long(real, kind, t, func, g, b, args, shm, s, 0, corr, aflags);
+	uint64_t res = blocks | (uint64_t)threads << 32;
+	uint32_t fdv = name | dev << 24;
 	uint64_t t0 = ddl_clock_now();
 	cudaError_t r = real(func, g, b, args, shm, s);
 	uint64_t t1 = ddl_clock_now();
-	t->busy = 1;
-	uint64_t h = t->head;
-	if (ddl_likely(h + 1 - t->cached_tail < t->half) || ddl_ring_room(t, h + 1)) {
-		uint64_t d = t1 - t0;
-		unsigned flags = DDL_EVF_ARGS;
-		if (ddl_unlikely(d >> 32)) {
-			d = (d >> DDL_DUR_LONG_SHIFT) > UINT32_MAX ? UINT32_MAX : d >> DDL_DUR_LONG_SHIFT;
-			flags |= DDL_EVF_LONG;
-		}
-		struct ddl_event *e = &t->ev[h & t->mask];
-		e->start = t0;
-		e->dur = (uint32_t)d;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		uint32_t kft = kind | flags << 8 | t->tidbits;
-#else
-		uint32_t kft = kind << 24 | flags << 16 | t->tidbits;
-#endif
-		__builtin_memcpy(&e->kind, &kft, 4);
-		e->result = r;
-		e->fd = ddl_gtls.dev;
-		e->peer = sid;
-		struct ddl_args *a = (struct ddl_args *)&t->ev[(h + 1) & t->mask];
-		a->bytes = (uint64_t)g.x * g.y * g.z;
-		a->name = name;
-		a->kind = DDL_EV_ARGS;
-		a->op = 0;
-		a->dtype = 0;
-		a->flags = (uint8_t)aflags;
-		a->corr = corr;
-		a->comm = 0;
-		a->peer = -1;
-		a->aux = b.x * b.y * b.z;
-		atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 2, memory_order_release);
+	if (ddl_unlikely((unsigned)r > 0xffffu)) {
+		ddl_launch_put_full(t, kind, t0, t1, r, res, fdv, sid, corr);
 	} else {
-		t->dropped++; /* ddl_ring_room counted one of the two */
+		t->busy = 1;
+		uint64_t h = t->head;
+		if (ddl_likely(h - t->cached_tail < t->half) || ddl_ring_room(t, h)) {
+			uint64_t d = t1 - t0;
+			unsigned flags = 0;
+			if (ddl_unlikely(d >> 32)) {
+				d = (d >> DDL_DUR_LONG_SHIFT) > UINT32_MAX ? UINT32_MAX : d >> DDL_DUR_LONG_SHIFT;
+				flags = DDL_EVF_LONG;
+			}
+			unsigned pk = kind == DDL_EV_CUDA_LAUNCH ? DDL_RING_LAUNCH : DDL_RING_LAUNCH_COOP;
+			struct ddl_event *e = &t->ev[h & t->mask];
+			e->start = t0;
+			e->dur = (uint32_t)d;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			uint32_t kft = pk | flags << 8 | t->tidbits;
+#else
+			uint32_t kft = pk << 24 | flags << 16 | t->tidbits;
+#endif
+			__builtin_memcpy(&e->kind, &kft, 4);
+			e->result = (int64_t)(res | (uint64_t)r << 48);
+			e->fd = (int32_t)fdv;
+			e->peer = sid;
+			atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 1, memory_order_release);
+		}
+		t->busy = 0;
 	}
-	t->busy = 0;
 	if (ddl_unlikely(!ddl_gpu_started))
 		ddl_gpu_first();
 	return r;

@@ -104,13 +104,17 @@ struct ddl_real {
 extern struct ddl_real ddl_real DDL_HIDDEN;
 void ddl_real_resolve(void) DDL_HIDDEN;
 
+/* DDLPROF_COMPRESS: the writer falls back to the other codec, then none,
+ * when the library of the one asked for cannot be loaded (writer.c). */
+enum ddl_compress { DDL_COMPRESS_NONE = 0, DDL_COMPRESS_LZ4 = 1, DDL_COMPRESS_ZSTD = 2 };
+
 /* Settings from DDLPROF_* variables, parsed once in the constructor. */
 struct ddl_settings {
 	char dir[4096];
 	char run_id[DDL_RUNID_MAX];
 	unsigned flush_ms;       /* DDLPROF_FLUSH_MS: writer period */
 	unsigned ring_events;    /* DDLPROF_BUFFER_EVENTS: per-thread ring, power of 2 */
-	int compress;            /* DDLPROF_COMPRESS: 1 = zstd when available */
+	int compress;            /* DDLPROF_COMPRESS: enum ddl_compress, the codec asked for */
 	int quiet;               /* DDLPROF_QUIET */
 	int trace_socket;        /* "socket" in DDLPROF_TRACE */
 	int trace_cuda;          /* "cuda" in DDLPROF_TRACE */
@@ -199,6 +203,21 @@ void ddl_threads_after_fork_child(void) DDL_HIDDEN;
 /* Writer side: iterate registered rings; caller holds no lock. */
 struct ddl_thread *ddl_threads_first(void) DDL_HIDDEN;
 void ddl_threads_reap(void) DDL_HIDDEN;
+
+/*
+ * ---- packed.c: one-slot launch records in the rings ----
+ * Kinds that exist only in a thread's ring, never in a file: a kernel
+ * launch packed in one slot (result = grid blocks | block threads << 32 |
+ * return code << 48; fd = kernel name id | device << 24; peer = stream id;
+ * no call number). The writer expands each into DDL_EV_CUDA_LAUNCH (or
+ * _COOP) and its args record. ddl_ring_unpack copies events from IN to OUT
+ * (ROOM slots), expanding packed ones; returns how many it took from IN and
+ * sets NOUT to how many it wrote.
+ */
+#define DDL_RING_LAUNCH      0xfeu
+#define DDL_RING_LAUNCH_COOP 0xfdu
+size_t ddl_ring_unpack(struct ddl_event *out, size_t room, const struct ddl_event *in, size_t n,
+                       size_t *nout) DDL_HIDDEN;
 
 /* ---- papi.c: counters read at marker events (ddlprof --papi) ---- */
 extern int ddl_papi_on DDL_HIDDEN;

@@ -76,7 +76,7 @@ static inline uint32_t ddl_stream_id(cudaStream_t s)
 {
 	if (!s)
 		return 0;
-	if (ddl_gtls.last_stream == s)
+	if (ddl_likely(ddl_gtls.last_stream == s))
 		return ddl_gtls.last_stream_id;
 	uint32_t id = ddl_stream_id_slow(s);
 	ddl_gtls.last_stream = s;
@@ -86,7 +86,7 @@ static inline uint32_t ddl_stream_id(cudaStream_t s)
 uint32_t ddl_kernel_name_slow(const void *func, int driver) DDL_HIDDEN;
 static inline uint32_t ddl_kernel_name(const void *func, int driver)
 {
-	if (ddl_gtls.last_func == func)
+	if (ddl_likely(ddl_gtls.last_func == func))
 		return ddl_gtls.last_name;
 	uint32_t id = ddl_kernel_name_slow(func, driver);
 	ddl_gtls.last_func = func;

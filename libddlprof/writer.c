@@ -2,7 +2,9 @@
  * The writer: the one thread per process that turns thread rings into trace
  * file chunks. It wakes every DDLPROF_FLUSH_MS, or when a ring passes half
  * full, drains every ring, and appends a clock sample, any new strings and
- * the events as chunks (zstd-compressed when libzstd can be loaded).
+ * the events as chunks, compressed with the codec DDLPROF_COMPRESS names
+ * (LZ4 by default: readers decode it over twice as fast as zstd)
+ * when its library can be loaded, else with the other codec, else raw.
  *
  * The trace file is opened for each flush and closed again, so a program
  * that closes every descriptor, or dup2()s over one, can never make us write
@@ -122,36 +124,97 @@ static struct {
 	int32_t sig_value;
 	_Atomic int wake;       /* futex word */
 	struct ddl_event stage[DDL_STAGE_EVENTS];
-	/* zstd, found at run time */
-	void *zctx;
-	size_t (*z_bound)(size_t);
+	/* the codec, found at run time: set once, before the writer starts */
+	uint16_t codec;         /* DDL_CHUNKF_LZ4, DDL_CHUNKF_ZSTD, or 0: raw */
+	void *zctx;             /* zstd's context, or LZ4's state */
 	size_t (*z_compress)(void *, void *, size_t, const void *, size_t, int);
 	unsigned (*z_iserror)(size_t);
-	void *zbuf;
+	int (*lz_compress)(void *, const char *, char *, int, int, int);
+	void *zbuf;             /* compressed output, room for a full stage */
 	size_t zcap;
 } ddl_w;
 
-static void ddl_zstd_open(void)
+static void *ddl_map(size_t n)
 {
-	if (!ddl_g.cfg.compress || ddl_w.zctx)
-		return;
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * LZ4 through LZ4_compress_fast_extState, with its 16 KiB state mapped here
+ * once: LZ4_compress_default would put that state on the stack, and the
+ * last flush may run on any program thread, whose stack may be small.
+ * Returns 0 or -1 when liblz4.so.1 or one of its functions is missing.
+ */
+static int ddl_lz4_open(void)
+{
+	void *h = dlopen("liblz4.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	int (*state_size)(void) = (int (*)(void))dlsym(h, "LZ4_sizeofState");
+	int (*bound)(int) = (int (*)(int))dlsym(h, "LZ4_compressBound");
+	ddl_w.lz_compress = (int (*)(void *, const char *, char *, int, int, int))dlsym(
+		h, "LZ4_compress_fast_extState");
+	int ss = state_size ? state_size() : 0;
+	int cap = bound ? bound((int)sizeof ddl_w.stage) : 0;
+	void *state = ss > 0 && cap > 0 && ddl_w.lz_compress ? ddl_map((size_t)ss) : NULL;
+	void *buf = state ? ddl_map((size_t)cap) : NULL;
+	if (!buf) {
+		if (state)
+			munmap(state, (size_t)ss);
+		dlclose(h);
+		return -1;
+	}
+	ddl_w.zctx = state;
+	ddl_w.zbuf = buf;
+	ddl_w.zcap = (size_t)cap;
+	ddl_w.codec = DDL_CHUNKF_LZ4;
+	return 0;
+}
+
+/* zstd at level 1. Returns 0 or -1 when libzstd.so.1 cannot be used. */
+static int ddl_zstd_open(void)
+{
 	void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h)
-		return;
+		return -1;
 	void *(*mk)(void) = (void *(*)(void))dlsym(h, "ZSTD_createCCtx");
-	ddl_w.z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
+	size_t (*bound)(size_t) = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
 	ddl_w.z_compress = (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(
 		h, "ZSTD_compressCCtx");
 	ddl_w.z_iserror = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
-	if (!mk || !ddl_w.z_bound || !ddl_w.z_compress || !ddl_w.z_iserror)
-		return;
-	size_t cap = ddl_w.z_bound(sizeof ddl_w.stage);
-	void *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED)
-		return;
+	if (!mk || !bound || !ddl_w.z_compress || !ddl_w.z_iserror) {
+		dlclose(h);
+		return -1;
+	}
+	size_t cap = bound(sizeof ddl_w.stage);
+	void *buf = ddl_map(cap);
+	void *ctx = buf ? mk() : NULL;
+	if (!ctx) {
+		if (buf)
+			munmap(buf, cap);
+		dlclose(h);
+		return -1;
+	}
 	ddl_w.zbuf = buf;
 	ddl_w.zcap = cap;
-	ddl_w.zctx = mk();
+	ddl_w.zctx = ctx;
+	ddl_w.codec = DDL_CHUNKF_ZSTD;
+	return 0;
+}
+
+/* The codec asked for when its library loads, else the other one, else
+ * none: a program on a machine without either still runs, writing raw. */
+static void ddl_codec_open(void)
+{
+	if (ddl_w.codec || ddl_g.cfg.compress == DDL_COMPRESS_NONE)
+		return;
+	if (ddl_g.cfg.compress == DDL_COMPRESS_ZSTD) {
+		if (ddl_zstd_open() < 0)
+			ddl_lz4_open();
+	} else if (ddl_lz4_open() < 0) {
+		ddl_zstd_open();
+	}
 }
 
 /* Writes all of buf; returns 0 or a negative errno. Async-signal-safe. */
@@ -187,12 +250,21 @@ static int ddl_chunk_write(int fd, uint16_t type, const void *p, size_t n, int m
 {
 	struct ddl_chunk c = {DDL_CHUNK_MAGIC, type, 0, (uint32_t)n, (uint32_t)n, 0, 0};
 	const void *out = p;
-	if (may_compress && ddl_w.zctx && n >= 256) {
-		size_t z = ddl_w.z_compress(ddl_w.zctx, ddl_w.zbuf, ddl_w.zcap, p, n, 1);
-		if (!ddl_w.z_iserror(z) && z < n) {
+	/* Either codec fails cleanly when the output would not fit in zcap
+	 * (a strings chunk may be longer than a stage): the chunk goes raw. */
+	if (may_compress && ddl_w.codec && n >= 256 && n <= DDL_CHUNK_MAX) {
+		size_t z = 0;
+		if (ddl_w.codec == DDL_CHUNKF_LZ4) {
+			int r = ddl_w.lz_compress(ddl_w.zctx, p, ddl_w.zbuf, (int)n, (int)ddl_w.zcap, 1);
+			z = r > 0 ? (size_t)r : 0;
+		} else {
+			size_t r = ddl_w.z_compress(ddl_w.zctx, ddl_w.zbuf, ddl_w.zcap, p, n, 1);
+			z = ddl_w.z_iserror(r) ? 0 : r;
+		}
+		if (z && z < n) {
 			out = ddl_w.zbuf;
 			c.size = (uint32_t)z;
-			c.flags = DDL_CHUNKF_ZSTD;
+			c.flags = ddl_w.codec;
 		}
 	}
 	c.crc = ddl_crc32c(out, c.size);
@@ -210,7 +282,8 @@ static void ddl_header_fill(struct ddl_file_header *h)
 	h->version = DDL_FORMAT_VERSION;
 	h->min_reader = DDL_FORMAT_MIN_READER;
 	h->header_size = sizeof *h;
-	h->features = (ddl_w.zctx ? DDL_FEAT_ZSTD : 0) |
+	h->features = (ddl_w.codec == DDL_CHUNKF_ZSTD ? DDL_FEAT_ZSTD : 0) |
+	              (ddl_w.codec == DDL_CHUNKF_LZ4 ? DDL_FEAT_LZ4 : 0) |
 	              (ddl_g.cfg.trace_socket ? DDL_FEAT_SOCKET : 0) |
 	              (ddl_g.cfg.trace_cuda ? DDL_FEAT_CUDA : 0) | (ddl_g.cfg.trace_nccl ? DDL_FEAT_NCCL : 0);
 	h->pid = (uint32_t)getpid();
@@ -298,8 +371,9 @@ static int ddl_rings_pending(void)
 
 /*
  * One flush, with the file lock held. compress = 0 on signal paths (zstd
- * allocates). end = 0 for none, else the chunk type and reason. Returns 0 or
- * a negative errno.
+ * allocates; a dying process is better served by a quick raw write).
+ * end = 0 for none, else the chunk type and reason. Returns 0 or a
+ * negative errno.
  */
 static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, int32_t value,
                             int string_tries)
@@ -351,11 +425,13 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 				take = DDL_STAGE_EVENTS - n;
 			if (take > t->mask + 1 - off)
 				take = t->mask + 1 - off; /* up to the ring's wrap */
-			memcpy(&ddl_w.stage[n], &t->ev[off], take * sizeof(struct ddl_event));
-			n += take;
-			tail += take;
+			/* packed launches become their event and args record here */
+			size_t out;
+			size_t used = ddl_ring_unpack(&ddl_w.stage[n], DDL_STAGE_EVENTS - n, &t->ev[off], take, &out);
+			n += out;
+			tail += used;
 			atomic_store_explicit(&t->tail, tail, memory_order_release);
-			if (n == DDL_STAGE_EVENTS) {
+			if (n == DDL_STAGE_EVENTS || used < take) {
 				rc = ddl_chunk_write(fd, DDL_CHUNK_EVENTS, ddl_w.stage,
 				                     n * sizeof(struct ddl_event), compress);
 				ddl_w.events += n;
@@ -497,7 +573,7 @@ int ddl_writer_start(void)
 	if (ddl_w.running || ddl_w.finished)
 		return 0;
 	ddl_w.owner = getpid();
-	ddl_zstd_open();
+	ddl_codec_open();
 	atomic_store(&ddl_w.stop, 0);
 	atomic_store(&ddl_w.stopping, 0);
 	atomic_store(&ddl_w.alive, 1);

@@ -1,9 +1,12 @@
 #!/bin/sh
 # make bench: figures, not pass/fail. Medians of several runs, and ratios
 # against a baseline measured in the same run.
+#   scripts/bench.sh [reader]   reader: only trace size and reader speed
+# B names the build folder (make B=... bench passes it on).
 set -eu
 cd "$(dirname "$0")/.."
-B=build
+B=${B:-build}
+ONLY=${1:-all}
 LIB=$B/lib/libddlprof.so
 OV=$B/bench/overhead
 T=$(mktemp -d /tmp/ddlbench.XXXXXX)
@@ -13,6 +16,7 @@ med() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR
 pre() { d=$1; shift; env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/$d" DDLPROF_BUFFER_EVENTS=262144 "$@"; }
 
 echo "== ddlprof bench ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+if [ "$ONLY" != reader ]; then
 echo "-- cost of an intercepted call (send with the real call replaced by a no-op; medians of $RUNS processes x 9 rounds x 200000 calls)"
 for i in $(seq "$RUNS"); do pre "ov$i" $OV fake 200000 9; done >"$T/fake"
 for i in $(seq "$RUNS"); do $OV floor 200000 9; done >"$T/floor"
@@ -29,8 +33,11 @@ if command -v valgrind >/dev/null 2>&1; then
 fi
 if [ -x $B/bench/launch ] && [ -f $B/bench/libfakecudart.so ]; then
 	echo "-- cost of a wrapped kernel launch (cudaLaunchKernel into a runtime that does nothing;"
-	echo "   wrapped against direct in the same process; medians of $RUNS processes x 15 rounds x 50000)"
-	for i in $(seq "$RUNS"); do pre "kl$i" $B/bench/launch $B/bench/libfakecudart.so 50000 15; done >"$T/launch"
+	echo "   wrapped against direct in the same process; medians of $RUNS processes x 15 rounds x 16384;"
+	echo "   a 2 MiB ring, 8 times the default, which the rounds fill to half)"
+	for i in $(seq "$RUNS"); do
+		pre "kl$i" env DDLPROF_BUFFER_EVENTS=65536 $B/bench/launch $B/bench/libfakecudart.so 16384 15
+	done >"$T/launch"
 	echo "   added per launch:   $(awk '{print $6}' "$T/launch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/launch"))"
 fi
 echo "-- send() of 64 bytes on a socketpair, with and without the library (medians of $RUNS processes)"
@@ -40,14 +47,29 @@ p=$(med <"$T/plain"); w=$(med <"$T/with")
 echo "   without: $p ns   with: $w ns   ratio: $(echo "$w $p" | awk '{printf "%.3f", $1/$2}')"
 dropped=$($B/bin/ddlprof-report --json "$T"/s1 | awk -F: '/events_dropped/ {gsub(/[ ,]/,"",$2); print $2; exit}')
 echo "   events dropped in that run: ${dropped:-?}"
-echo "-- trace size and reader speed (2000000 events with varied sizes; medians of 5 reads;"
-echo "   read: the whole trace into memory; stream: chunk by chunk into a one-pass consumer)"
-for c in 1 0; do
+fi
+# readspeed's line of "key value" pairs, as the figures a reader wants
+speeds() {
+	awk '{for (i = 1; i < NF; i += 2) v[$i] = $(i + 1)
+		printf "%6.2f bytes/event   stream %9.3g events/s (%9.3g per CPU second)   read %9.3g events/s\n",
+			v["bytes_per_event"], v["stream_events_per_s"], v["stream_cpu_events_per_s"],
+			v["read_events_per_s"]}'
+}
+echo "-- trace size and reader speed by codec (DDLPROF_COMPRESS; lz4 is the default): 2000000"
+echo "   events with varied sizes; medians of 5 reads; stream: chunk by chunk into a one-pass"
+echo "   consumer, over wall-clock time and over the CPU time the reader had; read: the whole"
+echo "   trace into memory"
+for c in lz4 zstd none; do
 	env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/ev$c" DDLPROF_COMPRESS=$c DDLPROF_BUFFER_EVENTS=1048576 $OV events 2000000
-	echo "   compress=$c: $($B/bench/readspeed 5 "$T"/ev$c/*.ddlt)"
+	printf '   %-5s %s\n' "$c" "$($B/bench/readspeed 5 "$T"/ev$c/*.ddlt | speeds)"
 done
 if [ -d $B/demo-trace ]; then
-	echo "   the demo job's traces (real socket traffic): $($B/bench/readspeed 5 $B/demo-trace/*.ddlt)"
+	echo "   the demo job's traces (real socket traffic, as written): $($B/bench/readspeed 5 $B/demo-trace/*.ddlt | speeds)"
 fi
+env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/ev8m" DDLPROF_BUFFER_EVENTS=1048576 $OV events 8000000
+echo "   streaming reader's peak memory: $($B/bench/readspeed -m "$T"/evlz4/*.ddlt | awk '{print $4}') KiB for" \
+	"2,000,000 events, $($B/bench/readspeed -m "$T"/ev8m/*.ddlt | awk '{print $4}') KiB for 8,000,000"
+rm -rf "$T/ev8m"
+[ "$ONLY" = reader ] && exit 0
 echo "-- scheduler simulator"
 bench/sim_bench.sh | sed 's/^/   /'

@@ -3,6 +3,7 @@
 # As root it installs them; otherwise it names them and fails.
 #   libjansson-dev  JSON output of the tools and the tests
 #   libzstd-dev     decompressing trace chunks (the library dlopens libzstd)
+#   liblz4-dev      decompressing LZ4 trace chunks, the default codec (the library dlopens liblz4)
 #   libunwind-dev   call-site stacks (optional back end, found at run time)
 #   libpapi-dev     hardware counters (optional back end, found at run time)
 #   iproute2        network namespaces for the multi-host tests
@@ -15,7 +16,7 @@
 #                   examples/mpi_allreduce and the MPI tests (about 11 MB)
 set -eu
 OPTIONAL="python3-torch openmpi-bin libopenmpi-dev"
-PKGS="libjansson-dev libzstd-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
+PKGS="libjansson-dev libzstd-dev liblz4-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -888,9 +888,22 @@ int test_e2e_setuid_program(void)
 /*
  * PyTorch DDP (gloo) as the differential method measures it: 2 ranks on one
  * host (node), then 2 ranks in two namespaces at 400 and at 100 Mbit/s
- * (multi), steps marked (e2e_pytorch_two_hosts finds them without): the
- * network stall grows as the limit tightens, and at 400 Mbit/s the direct
- * network stall agrees with t(multi) - t(node) within a third (or 30 ms).
+ * (multi), steps marked (e2e_pytorch_two_hosts finds them without). The
+ * direct network stall must grow as the limit tightens and agree with the
+ * differential once the differential's compute part is taken out: with
+ * both "hosts" on this machine's two cores, the multi run's training
+ * thread also runs and waits for a CPU longer (gloo's threads, the
+ * kernel's TCP and tbf work, other programs), which is no stall and which
+ * the direct method rightly leaves in compute. So the check is on the
+ * blocked differential, (iteration - compute)(multi) - (iteration -
+ * compute)(node), each the median over a rank's iterations, averaged over
+ * the ranks: the direct network stall is within 15 ms + 10% of it. What
+ * may separate them is the multi run's idle (its training thread waiting
+ * on a peer still computing, nothing in flight) and the node run's own
+ * blocked time; measured here over eleven runs, -6 to +14 ms at 400 Mbit/s
+ * (direct about 45-65 ms) and -6 to +3 ms at 100 Mbit/s (about 220-255 ms),
+ * where counting only the process's own socket calls as traffic in flight
+ * was 10-35 and 53-81 ms short. A run that misses is run again, once.
  */
 static int ddl_pytorch_run(const char *script, char *const env[], const char *prefix, const char *out,
                            const char *rate, double *step)
@@ -943,6 +956,72 @@ static int ddl_pytorch_run(const char *script, char *const env[], const char *pr
 	return DDL_PASS;
 }
 
+/*
+ * A run's figures from ddlprof-report --csv: for each rank the median over
+ * its iterations of the iteration, of its blocked time (iteration -
+ * compute) and of its network stall, then the mean over the ranks (ms).
+ * Medians: on two cores a rank now and then loses the CPU for a step, and
+ * its peer waits; one such step moves a mean. 0, or -1.
+ */
+struct ddl_pt_fig {
+	double iter, blocked, net;
+};
+
+static int ddl_dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double ddl_median(double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, ddl_dbl_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int ddl_pytorch_figures(const char *dir, struct ddl_pt_fig *f)
+{
+	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "--csv", (char *)dir, NULL};
+	struct ddl_run_result r;
+	if (trun(argv, NULL, 60, &r) != 0 || r.status != 0 || !r.out) {
+		trun_free(&r);
+		return -1;
+	}
+	enum { RANK, DUR, COMP, NET, NCOL };
+	static const char *const names[NCOL] = {"rank", "duration_s", "compute_s", "network_stall_s"};
+	int col[NCOL] = {-1, -1, -1, -1};
+	double v[3][2][256]; /* iteration, blocked, network; rank 0 and 1 */
+	size_t n[2] = {0, 0};
+	char *save, *line = strtok_r(r.out, "\n", &save);
+	for (int c = 0, k = 0; line; c++) {
+		char *fs, *fld = strtok_r(line, ",", &fs);
+		double x[NCOL] = {0};
+		for (k = 0; fld; k++, fld = strtok_r(NULL, ",", &fs))
+			for (int j = 0; j < NCOL; j++) {
+				if (!c && !strcmp(fld, names[j]))
+					col[j] = k;
+				else if (c && col[j] == k)
+					x[j] = atof(fld);
+			}
+		int rk = (int)x[RANK];
+		if (c && rk >= 0 && rk < 2 && n[rk] < 256) {
+			v[0][rk][n[rk]] = x[DUR] * 1e3;
+			v[1][rk][n[rk]] = (x[DUR] - x[COMP]) * 1e3;
+			v[2][rk][n[rk]++] = x[NET] * 1e3;
+		}
+		line = strtok_r(NULL, "\n", &save);
+	}
+	trun_free(&r);
+	if (col[RANK] < 0 || col[DUR] < 0 || col[COMP] < 0 || col[NET] < 0 || !n[0] || !n[1])
+		return -1;
+	double m[3] = {0, 0, 0};
+	for (int k = 0; k < 3; k++)
+		for (int rk = 0; rk < 2; rk++)
+			m[k] += ddl_median(v[k][rk], n[rk]) / 2;
+	*f = (struct ddl_pt_fig){m[0], m[1], m[2]};
+	return 0;
+}
+
 int test_e2e_pytorch_differential(void)
 {
 	char *probe[] = {"/usr/bin/python3", "-c", "import torch", NULL};
@@ -957,58 +1036,75 @@ int test_e2e_pytorch_differential(void)
 	snprintf(env_prefix, sizeof env_prefix, "DDL_NETNS_PREFIX=%s", prefix);
 	snprintf(script, sizeof script, "%s/../scripts/netns-hosts.sh", tbuild(""));
 	char *env[] = {env_prefix, NULL};
-	char *dir = tmpdir(), node[PATH_MAX], fast[PATH_MAX], slow[PATH_MAX];
-	snprintf(node, sizeof node, "%s/node", dir);
-	snprintf(fast, sizeof fast, "%s/fast", dir);
-	snprintf(slow, sizeof slow, "%s/slow", dir);
-	double tn = 0, tf = 0, ts = 0;
-	int rc = ddl_pytorch_run(script, env, prefix, node, NULL, &tn);
-	if (rc == DDL_PASS)
-		rc = ddl_pytorch_run(script, env, prefix, fast, "400mbit", &tf);
-	if (rc == DDL_PASS)
-		rc = ddl_pytorch_run(script, env, prefix, slow, "100mbit", &ts);
-	if (rc != DDL_PASS) {
-		trm(dir);
-		free(dir);
-		if (rc == DDL_SKIP)
-			fprintf(stderr, "    cannot make network namespaces: skipped\n");
-		return rc;
-	}
-	double net[2];
-	const char *runs[2] = {fast, slow};
-	for (int k = 0; k < 2; k++) {
-		json_t *rep = treport(runs[k], NULL);
-		json_t *job = json_object_get(rep, "job");
-		const char *m = json_string_value(json_object_get(job, "iteration_method"));
-		CHECK(m && !strcmp(m, "markers"), "%s: iteration_method %s", runs[k], m ? m : "null");
-		net[k] = 0;
-		size_t i;
-		json_t *rk;
-		int n = 0;
-		json_array_foreach(json_object_get(rep, "ranks"), i, rk) {
-			net[k] += json_real_value(json_object_get(json_object_get(rk, "breakdown_s"), "network_stall"));
-			n++;
+	char *dir = tmpdir(), node[PATH_MAX], runs[2][PATH_MAX];
+	static const char *const rates[2] = {"400mbit", "100mbit"};
+	struct ddl_pt_fig fn, fm[2];
+	double bd[2] = {0, 0};
+	int agree = 0;
+	for (int attempt = 0; attempt < 2 && !agree; attempt++) {
+		snprintf(node, sizeof node, "%s/node%d", dir, attempt);
+		double tn = 0, tm[2] = {0, 0};
+		int rc = ddl_pytorch_run(script, env, prefix, node, NULL, &tn);
+		for (int k = 0; k < 2 && rc == DDL_PASS; k++) {
+			snprintf(runs[k], sizeof runs[k], "%s/%s%d", dir, rates[k], attempt);
+			rc = ddl_pytorch_run(script, env, prefix, runs[k], rates[k], &tm[k]);
 		}
-		net[k] /= n ? n : 1;
-		json_decref(rep);
+		if (rc != DDL_PASS) {
+			trm(dir);
+			free(dir);
+			if (rc == DDL_SKIP)
+				fprintf(stderr, "    cannot make network namespaces: skipped\n");
+			return rc;
+		}
+		for (int k = 0; k < 2; k++) {
+			json_t *rep = treport(runs[k], NULL);
+			const char *m = json_string_value(
+				json_object_get(json_object_get(rep, "job"), "iteration_method"));
+			CHECK(m && !strcmp(m, "markers"), "%s: iteration_method %s", runs[k], m ? m : "null");
+			json_decref(rep);
+		}
+		CHECK(ddl_pytorch_figures(node, &fn) == 0 && ddl_pytorch_figures(runs[0], &fm[0]) == 0 &&
+		      ddl_pytorch_figures(runs[1], &fm[1]) == 0, "per-iteration figures (--csv)");
+		fprintf(stderr, "    steps: one host %.3f s, 400 Mbit/s %.3f s, 100 Mbit/s %.3f s\n", tn, tm[0],
+		        tm[1]);
+		agree = fm[1].net > fm[0].net * 1.5;
+		for (int k = 0; k < 2; k++) {
+			bd[k] = fm[k].blocked - fn.blocked;
+			fprintf(stderr, "    %s: network stall %.1f ms direct, blocked differential %.1f ms "
+			        "(iteration differential %.1f ms; medians)\n", rates[k], fm[k].net, bd[k],
+			        fm[k].iter - fn.iter);
+			agree &= fabs(fm[k].net - bd[k]) <= 15 + 0.1 * bd[k];
+		}
+		if (!agree && attempt == 0)
+			fprintf(stderr, "    again\n");
 	}
-	fprintf(stderr, "    steps: one host %.3f s, 400 Mbit/s %.3f s, 100 Mbit/s %.3f s; network stall "
-	        "%.3f s and %.3f s a step\n", tn, tf, ts, net[0], net[1]);
-	CHECK(net[1] > net[0] * 1.5, "network stall %.3f s at 100 Mbit/s, %.3f s at 400", net[1], net[0]);
+	CHECK(fm[1].net > fm[0].net * 1.5, "network stall %.1f ms at 100 Mbit/s, %.1f ms at 400", fm[1].net,
+	      fm[0].net);
+	for (int k = 0; k < 2; k++)
+		CHECK(fabs(fm[k].net - bd[k]) <= 15 + 0.1 * bd[k],
+		      "%s: direct network stall %.1f ms, blocked differential %.1f ms", rates[k], fm[k].net, bd[k]);
+	/* the differential mode itself: the difference part by part, adding up */
 	char sn[PATH_MAX + 8], sm[PATH_MAX + 8];
 	snprintf(sn, sizeof sn, "node=%s", node);
-	snprintf(sm, sizeof sm, "multi=%s", fast);
+	snprintf(sm, sizeof sm, "multi=%s", runs[0]);
 	char *cmp[] = {(char *)tbuild("bin/ddlprof-report"), "--json", "--compare", sn, sm, NULL};
 	CHECK(trun(cmp, NULL, 60, &r) == 0 && r.status == 0, "--compare: %s", r.err ? r.err : "");
 	json_t *j = json_loads(r.out, 0, NULL);
 	trun_free(&r);
 	json_t *ns = json_object_get(json_object_get(j, "differential"), "network_stall");
+	json_t *ch = json_object_get(ns, "change_s");
 	double diff = json_real_value(json_object_get(ns, "differential_s"));
 	double direct = json_real_value(json_object_get(ns, "direct_s"));
-	fprintf(stderr, "    network stall at 400 Mbit/s: differential %.1f ms, direct %.1f ms\n", diff * 1e3,
-	        direct * 1e3);
-	CHECK(direct > 0 && fabs(diff - direct) <= direct / 3 + 0.030, "differential %.3f s, direct %.3f s",
-	      diff, direct);
+	double blocked = json_real_value(json_object_get(ns, "blocked_differential_s"));
+	double sum = 0;
+	const char *parts[] = {"compute", "data_stall", "interconnect_stall", "network_stall", "idle"};
+	for (int k = 0; k < 5; k++)
+		sum += json_real_value(json_object_get(ch, parts[k]));
+	double dc = json_real_value(json_object_get(ch, "compute"));
+	fprintf(stderr, "    --compare at 400 Mbit/s (means): differential %.1f ms = compute %+.1f ms + blocked "
+	        "%.1f ms; direct %.1f ms\n", diff * 1e3, dc * 1e3, blocked * 1e3, direct * 1e3);
+	CHECK(ch && fabs(sum - diff) < 1e-6 && fabs(blocked - (diff - dc)) < 1e-6,
+	      "--compare: parts %.6f s, blocked %.6f s against differential %.6f s", sum, blocked, diff);
 	json_decref(j);
 	trm(dir);
 	free(dir);

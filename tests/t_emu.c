@@ -21,6 +21,8 @@
 
 #include "test.h"
 
+#define EMU_COMPUTE_NAME "ddk_compute_kernel" /* DDK_COMPUTE_NAME, kernels/kernels.h */
+
 #define EMU_MIB (1u << 20)
 
 static const char *emu_cuda_home(void)
@@ -202,6 +204,72 @@ int test_emu_memcpy_timing(void)
 	                            {"default_d2h_ms", 0, ms, 0.05}, {"peer_ms", 0, ms, 0.05},
 	                            {"sync_d2h_ms", 0, ms, 0.10},    {"p2p_ring_gbytes_per_s", 0, 1, 0.10}};
 	return emu_timed(bin, "memcpy", env, f, sizeof f / sizeof f[0]);
+}
+
+/*
+ * Launch records through the library's one-slot ring form (packed.c) and
+ * the long form: emu_check launches under ddlprof, every launch in --dump
+ * with its device, stream, kernel name, grid, block and return code.
+ */
+int test_emu_launch_records(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	char *dir = tmpdir(), tdir[PATH_MAX], cmd[PATH_MAX * 3];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)bin, "launches", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "emu_check launches under ddlprof: %s", r.err);
+	int grid = 0, e1 = -1, e2 = -1, e3 = -1;
+	const char *g = strstr(r.out, "grid "), *er = strstr(r.out, "errors ");
+	CHECK(g && er && sscanf(g, "grid %d", &grid) == 1 && sscanf(er, "errors %d %d %d", &e1, &e2, &e3) == 3,
+	      "no figures from emu_check: %s", r.out);
+	trun_free(&r);
+	CHECK(e1 != 0 && e2 != 0 && e3 != 0, "the bad launches succeeded: %d %d %d", e1, e2, e3);
+	snprintf(cmd, sizeof cmd, "%s --dump %s", tbuild("bin/ddlprof-report"), tdir);
+	FILE *p = popen(cmd, "r");
+	CHECK(p, "cannot run %s", cmd);
+	char line[4096], want[256];
+	int named = 0, bad1 = 0, bad2 = 0, coop = 0, other = 0;
+	unsigned stream = 0;
+	while (fgets(line, sizeof line, p)) {
+		char host[256], ev[128], rest[2048] = "";
+		unsigned pid, tid, st = 0;
+		double ts, dur;
+		int fd;
+		long long res;
+		if (sscanf(line, "%255s %u %u %lf %127s %d %lld %lf %2047s", host, &pid, &tid, &ts, ev, &fd, &res,
+		           &dur, rest) < 8 || strncmp(ev, "cudaLaunch", 10))
+			continue;
+		sscanf(rest, "stream=%u", &st);
+		CHECK(fd == 3 && st != 0, "launch not on device 3 and the program's stream: %s", line);
+		CHECK(!stream || st == stream, "launches on two streams: %s", line);
+		stream = st;
+		snprintf(want, sizeof want, "blocks=%d,threads=256,name=" EMU_COMPUTE_NAME ",", grid);
+		if (!strcmp(ev, "cudaLaunchKernel") && res == 0 && strstr(rest, want))
+			named++;
+		else if (!strcmp(ev, "cudaLaunchKernel") && res == e1 && strstr(rest, "blocks=42,threads=128,"))
+			bad1++;
+		else if (!strcmp(ev, "cudaLaunchKernel") && res == e2 &&
+		         strstr(rest, "blocks=281474976579584,threads=1,")) /* (2^31 - 1) x 65536 x 2 */
+			bad2++;
+		else if (!strcmp(ev, "cudaLaunchCooperativeKernel") && res == e3 && strstr(rest, "blocks=5,threads=64,"))
+			coop++;
+		else {
+			fprintf(stderr, "    unexpected: %s", line);
+			other++;
+		}
+	}
+	pclose(p);
+	trm(dir);
+	free(dir);
+	CHECK(named == 5 && bad1 == 1 && bad2 == 1 && coop == 1 && other == 0,
+	      "launch records: %d named (want 5), %d, %d, %d bad (want 1 each), %d others", named, bad1, bad2, coop,
+	      other);
+	return DDL_PASS;
 }
 
 int test_emu_error_codes(void)

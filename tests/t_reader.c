@@ -120,30 +120,6 @@ static int ddl_check_roundtrip(const struct ddl_trace *t)
 	return DDL_PASS;
 }
 
-int test_reader_roundtrip(void)
-{
-	/* compressed (default) and raw */
-	static const char *env[] = {"DDLPROF_COMPRESS=1", "DDLPROF_COMPRESS=0"};
-	for (int k = 0; k < 2; k++) {
-		char *dir = tmpdir();
-		char *path = ddl_make_trace(dir, "roundtrip", env[k]);
-		CHECK(path, "no trace written (%s)", env[k]);
-		struct ddl_trace t;
-		char err[256];
-		CHECK(ddl_trace_read(path, &t, err, sizeof err) == 0, "%s", err);
-		CHECK(t.nproblems == 0, "problems: %s", t.problems[0]);
-		struct stat st;
-		stat(path, &st);
-		CHECK((st.st_mode & 0777) == 0600, "trace mode %o", st.st_mode & 0777);
-		int rc = ddl_check_roundtrip(&t);
-		ddl_trace_free(&t);
-		trm(dir);
-		if (rc != DDL_PASS)
-			return rc;
-	}
-	return DDL_PASS;
-}
-
 /* Offsets of every chunk in a trace file. */
 static size_t ddl_chunks(const unsigned char *m, size_t size, size_t hsize, size_t *off, size_t max)
 {
@@ -176,8 +152,77 @@ static void ddl_spit(const char *path, const unsigned char *m, size_t n)
 	close(fd);
 }
 
-/* An uncompressed trace written by the library: its bytes, what the reader
- * makes of it, and where each chunk starts. */
+/* The codecs a trace can be written with: DDLPROF_COMPRESS, the chunk flag
+ * its compressed chunks carry and the header's feature bit. */
+static const struct ddl_codec {
+	const char *env; /* NULL: the default */
+	const char *name;
+	uint16_t flag;
+	uint64_t feat;
+} ddl_codecs[] = {
+	{"DDLPROF_COMPRESS=lz4", "lz4", DDL_CHUNKF_LZ4, DDL_FEAT_LZ4},
+	{"DDLPROF_COMPRESS=zstd", "zstd", DDL_CHUNKF_ZSTD, DDL_FEAT_ZSTD},
+	{"DDLPROF_COMPRESS=none", "raw", 0, 0},
+	{NULL, "default (lz4)", DDL_CHUNKF_LZ4, DDL_FEAT_LZ4},
+	{"DDLPROF_COMPRESS=1", "1 (lz4)", DDL_CHUNKF_LZ4, DDL_FEAT_LZ4},
+	{"DDLPROF_COMPRESS=0", "0 (raw)", 0, 0},
+};
+#define DDL_FIXTURE_CODECS 3 /* the first three: lz4, zstd, raw */
+
+/* The file's chunks carry the codec's flag (at least one events chunk) and
+ * no other; its header names the codec. */
+static int ddl_check_codec(const char *path, const struct ddl_codec *k)
+{
+	size_t size, off[4096];
+	unsigned char *m = ddl_slurp(path, &size);
+	struct ddl_file_header h;
+	memcpy(&h, m, sizeof h);
+	CHECK((h.features & (DDL_FEAT_LZ4 | DDL_FEAT_ZSTD)) == k->feat, "%s: features 0x%llx",
+	      k->name, (unsigned long long)h.features);
+	CHECK(h.version == DDL_FORMAT_VERSION && h.min_reader == 1, "%s: version %u min_reader %u",
+	      k->name, h.version, h.min_reader);
+	size_t nc = ddl_chunks(m, size, h.header_size, off, 4096), flagged = 0;
+	for (size_t i = 0; i < nc; i++) {
+		struct ddl_chunk c;
+		memcpy(&c, m + off[i], sizeof c);
+		CHECK(c.flags == 0 || c.flags == k->flag, "%s: chunk %zu has flags 0x%x", k->name, i,
+		      c.flags);
+		flagged += c.type == DDL_CHUNK_EVENTS && c.flags == k->flag;
+	}
+	CHECK(flagged > 0, "%s: no events chunk written with flags 0x%x", k->name, k->flag);
+	free(m);
+	return DDL_PASS;
+}
+
+int test_reader_roundtrip(void)
+{
+	for (size_t k = 0; k < sizeof ddl_codecs / sizeof ddl_codecs[0]; k++) {
+		char *dir = tmpdir();
+		char *path = ddl_make_trace(dir, "roundtrip", ddl_codecs[k].env);
+		CHECK(path, "no trace written (%s)", ddl_codecs[k].name);
+		struct ddl_trace t;
+		char err[256];
+		CHECK(ddl_trace_read(path, &t, err, sizeof err) == 0, "%s", err);
+		CHECK(t.nproblems == 0, "%s: problems: %s", ddl_codecs[k].name, t.problems[0]);
+		struct stat st;
+		stat(path, &st);
+		CHECK((st.st_mode & 0777) == 0600, "trace mode %o", st.st_mode & 0777);
+		int rc = ddl_check_roundtrip(&t);
+		if (rc == DDL_PASS)
+			rc = ddl_check_codec(path, &ddl_codecs[k]);
+		ddl_trace_free(&t);
+		free(path);
+		trm(dir);
+		if (rc != DDL_PASS) {
+			fprintf(stderr, "    (written with %s)\n", ddl_codecs[k].name);
+			return rc;
+		}
+	}
+	return DDL_PASS;
+}
+
+/* A trace written by the library with one codec: its bytes, what the
+ * reader makes of it, and where each chunk starts. */
 struct ddl_fixture {
 	char *dir, *path;
 	unsigned char *m;
@@ -186,14 +231,15 @@ struct ddl_fixture {
 	size_t off[4096], nc;
 };
 
-static int ddl_fixture_make(struct ddl_fixture *f)
+static int ddl_fixture_make(struct ddl_fixture *f, const struct ddl_codec *k)
 {
 	char err[256];
 	f->dir = tmpdir();
-	f->path = ddl_make_trace(f->dir, "roundtrip", "DDLPROF_COMPRESS=0");
-	CHECK(f->path, "no trace");
+	f->path = ddl_make_trace(f->dir, "roundtrip", k->env);
+	CHECK(f->path, "no trace (%s)", k->name);
 	f->m = ddl_slurp(f->path, &f->size);
 	CHECK(ddl_trace_read(f->path, &f->full, err, sizeof err) == 0, "%s", err);
+	CHECK(f->full.nproblems == 0, "%s: %s", k->name, f->full.problems[0]);
 	f->nc = ddl_chunks(f->m, f->size, f->full.hdr.header_size, f->off, 4096);
 	return DDL_PASS;
 }
@@ -202,13 +248,14 @@ static void ddl_fixture_free(struct ddl_fixture *f)
 {
 	ddl_trace_free(&f->full);
 	free(f->m);
+	free(f->path);
 	trm(f->dir);
 }
 
-int test_reader_truncation_every_offset(void)
+static int ddl_truncation_one(const struct ddl_codec *k)
 {
 	static struct ddl_fixture fx;
-	if (ddl_fixture_make(&fx) != DDL_PASS)
+	if (ddl_fixture_make(&fx, k) != DDL_PASS)
 		return DDL_FAIL;
 	char *dir = fx.dir, *path = fx.path, err[256];
 	unsigned char *m = fx.m;
@@ -234,7 +281,7 @@ int test_reader_truncation_every_offset(void)
 			struct ddl_chunk c;
 			memcpy(&c, m + off[k], sizeof c);
 			if (off[k] + sizeof c + c.size <= len && c.type == DDL_CHUNK_EVENTS)
-				expect += c.size / sizeof(struct ddl_event);
+				expect += c.raw_size / sizeof(struct ddl_event);
 		}
 		CHECK(t.nev == expect, "prefix %zu: %zu events, expected %zu", len, t.nev, expect);
 		CHECK(t.nproblems >= 1 && strstr(t.problems[0], cut), "prefix %zu: problem names no file",
@@ -248,48 +295,185 @@ int test_reader_truncation_every_offset(void)
 	return DDL_PASS;
 }
 
-int test_reader_corruption_every_chunk(void)
+int test_reader_truncation_every_offset(void)
+{
+	for (int k = 0; k < DDL_FIXTURE_CODECS; k++)
+		if (ddl_truncation_one(&ddl_codecs[k]) != DDL_PASS) {
+			fprintf(stderr, "    (written with %s)\n", ddl_codecs[k].name);
+			return DDL_FAIL;
+		}
+	return DDL_PASS;
+}
+
+/* Sets a chunk's checksums to match its (changed) header and payload. */
+static void ddl_chunk_reseal(unsigned char *x, size_t at)
+{
+	struct ddl_chunk c;
+	memcpy(&c, x + at, sizeof c);
+	c.crc = ddl_crc32c(x + at + sizeof c, c.size);
+	c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+	memcpy(x + at, &c, sizeof c);
+}
+
+/* Reads X (SIZE bytes) as BAD; the chunk at AT, which held LOST events,
+ * must be the first problem, with SAYS, and every other event kept; with
+ * DAMAGE, the trace must be marked corrupt. */
+static int ddl_expect_problem(const char *bad, const unsigned char *x, size_t size, size_t at,
+                              const char *says, int damage, size_t lost, size_t full_nev,
+                              const char *what)
+{
+	char err[256], where[64];
+	ddl_spit(bad, x, size);
+	struct ddl_trace t;
+	CHECK(ddl_trace_read(bad, &t, err, sizeof err) == 0, "%s: %s", what, err);
+	snprintf(where, sizeof where, "offset %zu:", at);
+	CHECK((t.corrupt || !damage) && t.nproblems >= 1 && strstr(t.problems[0], bad) &&
+	      strstr(t.problems[0], where) && strstr(t.problems[0], says),
+	      "%s: problem '%s', expected '%s' and '%s'", what, t.nproblems ? t.problems[0] : "none",
+	      where, says);
+	CHECK(t.nev + lost == full_nev, "%s: %zu events, full %zu, chunk held %zu", what, t.nev,
+	      full_nev, lost);
+	ddl_trace_free(&t);
+	return DDL_PASS;
+}
+
+static int ddl_corruption_one(const struct ddl_codec *k)
 {
 	static struct ddl_fixture fx;
-	if (ddl_fixture_make(&fx) != DDL_PASS)
+	if (ddl_fixture_make(&fx, k) != DDL_PASS)
 		return DDL_FAIL;
-	char *dir = fx.dir, err[256];
+	char *dir = fx.dir, err[256], what[128];
 	unsigned char *m = fx.m;
 	size_t size = fx.size, nc = fx.nc, *off = fx.off;
 	struct ddl_trace full = fx.full;
 	CHECK(nc >= 3, "only %zu chunks", nc);
 	char bad[PATH_MAX];
 	snprintf(bad, sizeof bad, "%s/bad.ddlt", dir);
+	unsigned char *x = malloc(size + 64);
 	/* positions: magic, type, size, crc fields of the header, and the payload */
 	static const size_t at[] = {0, 4, 8, 16, 20, 24, 30};
-	for (size_t k = 0; k < nc; k++) {
+	for (size_t i = 0; i < nc; i++) {
 		struct ddl_chunk c;
-		memcpy(&c, m + off[k], sizeof c);
+		memcpy(&c, m + off[i], sizeof c);
+		size_t lost = c.type == DDL_CHUNK_EVENTS ? c.raw_size / sizeof(struct ddl_event) : 0;
 		for (size_t a = 0; a < sizeof at / sizeof at[0]; a++) {
 			if (at[a] >= sizeof c + c.size)
 				continue;
-			unsigned char *x = malloc(size);
 			memcpy(x, m, size);
-			x[off[k] + at[a]] ^= 0x5a;
+			x[off[i] + at[a]] ^= 0x5a;
 			ddl_spit(bad, x, size);
-			free(x);
 			struct ddl_trace t;
-			CHECK(ddl_trace_read(bad, &t, err, sizeof err) == 0, "chunk %zu byte %zu: %s", k,
+			CHECK(ddl_trace_read(bad, &t, err, sizeof err) == 0, "chunk %zu byte %zu: %s", i,
 			      at[a], err);
 			char where[64];
-			snprintf(where, sizeof where, "offset %zu:", off[k]);
+			snprintf(where, sizeof where, "offset %zu:", off[i]);
 			CHECK(t.corrupt && t.nproblems >= 1 && strstr(t.problems[0], bad) &&
 			      strstr(t.problems[0], where),
-			      "chunk %zu byte %zu: problem '%s', expected %s", k, at[a],
+			      "chunk %zu byte %zu: problem '%s', expected %s", i, at[a],
 			      t.nproblems ? t.problems[0] : "none", where);
-			size_t lost = c.type == DDL_CHUNK_EVENTS ? c.size / sizeof(struct ddl_event) : 0;
 			CHECK(t.nev + lost == full.nev || (c.type != DDL_CHUNK_EVENTS && t.nev == full.nev),
-			      "chunk %zu byte %zu: %zu events, full %zu, chunk held %zu", k, at[a], t.nev,
+			      "chunk %zu byte %zu: %zu events, full %zu, chunk held %zu", i, at[a], t.nev,
 			      full.nev, lost);
 			ddl_trace_free(&t);
 		}
+		/* Damage that passes the checksums, as a faulty writer or a forger
+		 * would make it: the codec itself must catch it. */
+		if (c.flags & (DDL_CHUNKF_ZSTD | DDL_CHUNKF_LZ4)) {
+			static const int dsize[] = {32, -32, -1};
+			for (size_t d = 0; d < sizeof dsize / sizeof dsize[0]; d++) {
+				/* raw_size 32 more or less than the payload holds, or the
+				 * payload's last byte cut off */
+				memcpy(x, m, size);
+				struct ddl_chunk y = c;
+				size_t n = size;
+				if (dsize[d] == -1) {
+					memmove(x + off[i] + sizeof c + c.size - 1, m + off[i] + sizeof c + c.size,
+					        size - (off[i] + sizeof c + c.size));
+					y.size--;
+					n--;
+				} else {
+					y.raw_size = (uint32_t)((int64_t)c.raw_size + dsize[d]);
+				}
+				memcpy(x + off[i], &y, sizeof y);
+				ddl_chunk_reseal(x, off[i]);
+				snprintf(what, sizeof what, "%s chunk %zu, %s %+d", k->name, i,
+				         dsize[d] == -1 ? "size" : "raw_size", dsize[d]);
+				if (ddl_expect_problem(bad, x, n, off[i], "does not decompress", 1, lost,
+				                       full.nev, what) != DDL_PASS)
+					return DDL_FAIL;
+			}
+			/* a payload of garbage, and payload bytes flipped one at a time:
+			 * refused, or (a flipped literal) decoded to raw_size bytes */
+			memcpy(x, m, size);
+			for (size_t b = 0; b < c.size; b++)
+				x[off[i] + sizeof c + b] = (unsigned char)(b * 151 + 7);
+			ddl_chunk_reseal(x, off[i]);
+			snprintf(what, sizeof what, "%s chunk %zu, garbage payload", k->name, i);
+			if (ddl_expect_problem(bad, x, size, off[i], "does not decompress", 1, lost,
+			                       full.nev, what) != DDL_PASS)
+				return DDL_FAIL;
+			for (size_t b = 0; b < c.size; b += 1 + c.size / 61) {
+				memcpy(x, m, size);
+				x[off[i] + sizeof c + b] ^= 0xa5;
+				ddl_chunk_reseal(x, off[i]);
+				ddl_spit(bad, x, size);
+				struct ddl_trace t;
+				CHECK(ddl_trace_read(bad, &t, err, sizeof err) == 0, "%s", err);
+				char where[64];
+				snprintf(where, sizeof where, "offset %zu:", off[i]);
+				CHECK(t.nproblems == 0 ? t.nev == full.nev
+				                       : t.corrupt && strstr(t.problems[0], where) &&
+				                                 t.nev + lost == full.nev,
+				      "%s chunk %zu, payload byte %zu flipped: %zu events of %zu, '%s'", k->name,
+				      i, b, t.nev, full.nev, t.nproblems ? t.problems[0] : "no problem");
+				ddl_trace_free(&t);
+			}
+			/* both codecs named at once */
+			memcpy(x, m, size);
+			struct ddl_chunk y = c;
+			y.flags = DDL_CHUNKF_ZSTD | DDL_CHUNKF_LZ4;
+			memcpy(x + off[i], &y, sizeof y);
+			ddl_chunk_reseal(x, off[i]);
+			snprintf(what, sizeof what, "%s chunk %zu, two codec flags", k->name, i);
+			if (ddl_expect_problem(bad, x, size, off[i], "two codecs", 1, lost, full.nev,
+			                       what) != DDL_PASS)
+				return DDL_FAIL;
+		} else if (c.size > 0) {
+			/* raw: two sizes */
+			memcpy(x, m, size);
+			struct ddl_chunk y = c;
+			y.raw_size += 32;
+			memcpy(x + off[i], &y, sizeof y);
+			ddl_chunk_reseal(x, off[i]);
+			snprintf(what, sizeof what, "%s chunk %zu, raw_size +32", k->name, i);
+			if (ddl_expect_problem(bad, x, size, off[i], "two sizes", 1, lost, full.nev,
+			                       what) != DDL_PASS)
+				return DDL_FAIL;
+		}
+		/* a flag from a newer writer: the chunk is skipped, saying so (a
+		 * problem; whether it counts as damage is the reader's choice) */
+		memcpy(x, m, size);
+		struct ddl_chunk y = c;
+		y.flags |= 0x8;
+		memcpy(x + off[i], &y, sizeof y);
+		ddl_chunk_reseal(x, off[i]);
+		snprintf(what, sizeof what, "%s chunk %zu, unknown flag", k->name, i);
+		if (ddl_expect_problem(bad, x, size, off[i], "unknown to this reader", 0, lost, full.nev,
+		                       what) != DDL_PASS)
+			return DDL_FAIL;
 	}
+	free(x);
 	ddl_fixture_free(&fx);
+	return DDL_PASS;
+}
+
+int test_reader_corruption_every_chunk(void)
+{
+	for (int k = 0; k < DDL_FIXTURE_CODECS; k++)
+		if (ddl_corruption_one(&ddl_codecs[k]) != DDL_PASS) {
+			fprintf(stderr, "    (written with %s)\n", ddl_codecs[k].name);
+			return DDL_FAIL;
+		}
 	return DDL_PASS;
 }
 

@@ -59,6 +59,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(emu_stream_semantics) \
 	X(emu_memcpy_timing) \
 	X(emu_error_codes) \
+	X(emu_launch_records) \
 	X(emu_nccl_two_hosts) \
 	X(emu_nccl_one_host) \
 	X(emu_nccl_one_process) \
@@ -113,6 +114,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(report_out_synth) \
 	X(report_out_hostile_names) \
 	X(report_out_options) \
+	X(kernels_synth) \
+	X(kernels_demangle) \
 	X(nvtx_iterations) \
 	X(nvtx_names) \
 	X(nvtx_transparent) \

@@ -25,8 +25,9 @@
  * additions never need it. Readers refuse files whose min_reader is above
  * their own DDL_FORMAT_VERSION and read every older file.
  */
-#define DDL_FORMAT_VERSION    2
-#define DDL_FORMAT_MIN_READER 1
+#define DDL_FORMAT_VERSION    3 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4) */
+#define DDL_FORMAT_MIN_READER 1 /* a new chunk flag is an addition: older
+                                 * readers skip such chunks, saying so */
 
 #define DDL_IDENT             "DDLT"
 #define DDL_BYTE_ORDER_MAGIC  0x0A0B0C0Du /* reads as 0x0D0C0B0A on the other order */
@@ -40,6 +41,7 @@
 #define DDL_FEAT_SOCKET (1u << 1) /* socket interception was on */
 #define DDL_FEAT_CUDA   (1u << 2) /* CUDA runtime/driver interception was on */
 #define DDL_FEAT_NCCL   (1u << 3) /* NCCL interception was on */
+#define DDL_FEAT_LZ4    (1u << 4) /* some chunks may be LZ4-compressed (version 3) */
 
 enum ddl_clock_source {
 	DDL_CLOCK_MONOTONIC = 1, /* ticks are CLOCK_MONOTONIC nanoseconds */
@@ -81,6 +83,8 @@ enum ddl_chunk_type {
 };
 
 #define DDL_CHUNKF_ZSTD 1u /* payload is one zstd frame of raw_size bytes */
+#define DDL_CHUNKF_LZ4  2u /* payload is one LZ4 block (no frame) of raw_size bytes;
+                            * at most one codec flag is set (version 3) */
 
 struct ddl_chunk {
 	uint32_t magic;    /* DDL_CHUNK_MAGIC */
@@ -193,6 +197,7 @@ enum ddl_class {
 	X(STACK, "stack", DDL_CLASS_ARGS) \
 	X(COUNTER, "counter", DDL_CLASS_ARGS)
 
+/* Kinds 0xf0 to 0xff are never written to a file: the library keeps them for its own use. */
 enum ddl_event_kind {
 	DDL_EV_NONE = 0,
 #define DDL_X_ENUM(n, s, c) DDL_EV_##n,
@@ -258,7 +263,8 @@ struct ddl_args {
 	uint8_t op;      /* NCCL reduction op; cudaMemcpyKind */
 	uint8_t dtype;   /* NCCL data type */
 	uint8_t flags;   /* DDL_ARGF_* */
-	uint32_t corr;   /* per-thread call number; device intervals refer to it */
+	uint32_t corr;   /* per-thread call number; device intervals refer to it;
+	                    0 on launches not timed on the device (ddlprof-trace(5)) */
 	uint32_t comm;   /* DDL_STR_COMM id; 0 none */
 	int32_t peer;    /* NCCL root or peer rank; peer copies: destination device; -1 */
 	uint32_t aux;    /* launches: threads per block; peer copies: source device */

@@ -7,6 +7,7 @@
  *   streams                 ordering, concurrency, events, legacy-stream synchronisation
  *   memcpy                  copy timing against DDLEMU_*_GBPS, data, memset, pointers
  *   errors                  error codes of the runtime and of NCCL (one-rank communicator)
+ *   launches                launches of every shape a profiler records (see mode_launches)
  *   nccl RANK N DIR COLOR   one rank of a multi-process job (unique id through DIR/id)
  *   initall                 ncclCommInitAll and grouped initialisation in one process
  *   peerdeath RANK DIR      two ranks; rank 1 dies, rank 0 must see an error, not hang
@@ -1019,6 +1020,38 @@ static void mode_initall(void)
 	}
 }
 
+/* ---- launches: the records a profiler makes of them (tests/t_emu.c) ---- */
+
+/*
+ * On device 3 and a stream of its own: five named launches, an unregistered
+ * function with a 42-block grid of 128-thread blocks (the runtime's error),
+ * a grid of more than 2^32 blocks (an error too: its y is over the limit),
+ * and a cooperative launch. Prints the grid and the codes to compare.
+ */
+static void mode_launches(void)
+{
+	CK(cudaSetDevice(3));
+	cudaStream_t s;
+	CK(cudaStreamCreate(&s));
+	float *buf;
+	CK(cudaMalloc((void **)&buf, ddk_scratch_floats() * sizeof *buf));
+	for (int i = 0; i < 5; i++)
+		CK(ddk_compute(s, 1000, buf));
+	static int not_a_kernel;
+	cudaError_t e1 = cudaLaunchKernel(&not_a_kernel, (dim3){7, 3, 2}, (dim3){32, 4, 1}, NULL, 0, s);
+	cudaGetLastError();
+	cudaError_t e2 = cudaLaunchKernel(&not_a_kernel, (dim3){2147483647u, 65536, 2}, (dim3){1, 1, 1}, NULL, 0, s);
+	cudaGetLastError();
+	cudaError_t e3 = cudaLaunchCooperativeKernel(&not_a_kernel, (dim3){5, 1, 1}, (dim3){64, 1, 1}, NULL, 0, s);
+	cudaGetLastError();
+	CK(cudaStreamSynchronize(s));
+	int sms = 0;
+	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 3));
+	printf("grid %d\nerrors %d %d %d\n", sms, (int)e1, (int)e2, (int)e3);
+	CK(cudaFree(buf));
+	CK(cudaStreamDestroy(s));
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1035,10 +1068,12 @@ int main(int argc, char **argv)
 		mode_nccl(atoi(argv[2]), atoi(argv[3]), argv[4], atoi(argv[5]));
 	else if (!strcmp(mode, "initall"))
 		mode_initall();
+	else if (!strcmp(mode, "launches"))
+		mode_launches();
 	else if (!strcmp(mode, "peerdeath") && argc == 4)
 		mode_peerdeath(atoi(argv[2]), argv[3]);
 	else
-		fail("usage: emu_check kernel|streams|memcpy|errors|initall|nccl RANK N DIR COLOR|peerdeath RANK DIR");
+		fail("usage: emu_check kernel|streams|memcpy|errors|initall|launches|nccl RANK N DIR COLOR|peerdeath RANK DIR");
 	printf("ok\n");
 	return 0;
 }

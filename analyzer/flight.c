@@ -1,0 +1,499 @@
+/*
+ * Traffic in flight, for the host-side breakdown (breakdown.c) and the call
+ * sites (callsites.c): when the bytes a process exchanges with others are
+ * on their way. A process's own send and receive calls show only part of
+ * that time. A gloo (or MPI, or NCCL socket) progress thread that has
+ * handed a chunk to the kernel returns, and then sits in epoll while the
+ * chunk crosses a slow link; the chunk that answers it arrives while its
+ * sender is blocked in a send call. The training thread waiting on both
+ * is waiting on the network, though neither of its own process's calls
+ * is running.
+ *
+ * Both ends of a TCP connection are usually in the job's traces, so each
+ * connection is paired with its other end, on another host when the peer
+ * is remote and on the same host when it is local: first the connection
+ * of a process that received every byte this one sent and sent every
+ * byte it received (equal totals both ways; among several such, the one
+ * whose receives least often end before the send that carried their
+ * bytes, by offset in the stream, began); then, for the rest, where a
+ * process lost events to full buffers (or its trace was cut short) and
+ * so counted less than it moved, the one whose totals differ least in
+ * the direction those losses allow. A connection's traffic is then in
+ * flight:
+ *   - while this process is in a send or receive call on it (the rule
+ *     before pairing, kept whole: a thread blocked in a receive is waiting
+ *     on that connection);
+ *   - while the other end is in a send call on it, or in a receive call
+ *     from the later of the call's start and the start of the other
+ *     side's last send before it ended (before that it waited on us, not
+ *     on the network);
+ *   - while either end's receiving thread sits in a socket wait (poll,
+ *     select, epoll) that ends with bytes, from the later of the wait's
+ *     start and the start of the other side's last send before the wait
+ *     ended, to the wait's end: the bytes that end a wait were sent
+ *     before it ended. Before that send, the wait was for a peer still
+ *     computing (a straggler), which is idle, not stall. (The last send,
+ *     not the one that carried the bytes by offset, which a lost event
+ *     would shift.)
+ * Pairing only adds windows to what a process's own calls show, so a
+ * clock error between hosts can misplace the added time but never take
+ * away what the own calls count. A connection whose other end is not in
+ * the traces (a server outside the job, a lost buffer that breaks the
+ * totals) keeps its own calls only. Windows closer than
+ * DDL_FLIGHT_GAP_NS are one, as they always were. Times are on the
+ * report's common clock (align.c; jobs without collectives keep each
+ * host's real-time clock).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define DDL_FLIGHT_GAP_NS 2000000 /* traffic closer than this is one window */
+#define DDL_FLIGHT_ROUNDS 4        /* of pairing by nearest totals (ddl_fconn_pair) */
+
+/* A send or receive with bytes, or a socket wait, of one process. */
+struct ddl_fx {
+	int64_t a, b;
+	uint64_t off;   /* send, receive: offset of its first byte in the stream */
+	int64_t wa, wb; /* receive: the socket wait its thread made just before (wb 0: none) */
+	int64_t bytes;
+	const char *peer; /* NULL: not a connection the trace names */
+	uint32_t tid;
+	int32_t fd;
+	int cls;          /* DDL_CLASS_TX, _RX or _WAIT */
+	int ready;        /* a wait that returned something ready */
+	int peek;         /* a receive that left its bytes in the socket (MSG_PEEK) */
+	int remote;
+};
+
+struct ddl_fproc {
+	struct ddl_fx *v;
+	size_t n, cap;
+};
+
+/* One connection: a run of its process's records, sends then receives. */
+struct ddl_fconn {
+	size_t proc;
+	const struct ddl_fx *tx, *rx;
+	size_t ntx, nrx;
+	uint64_t sent, recvd;
+	int remote;
+	int lossy; /* its process lost events: the totals may fall short */
+	long mate; /* the other end, or -1 */
+};
+
+static int ddl_fx_push(struct ddl_fproc *p, const struct ddl_fx *x)
+{
+	if (p->n == p->cap) {
+		size_t c = p->cap ? p->cap * 2 : 1024;
+		struct ddl_fx *q = realloc(p->v, c * sizeof *q);
+		if (!q)
+			return -1;
+		p->v = q;
+		p->cap = c;
+	}
+	p->v[p->n++] = *x;
+	return 0;
+}
+
+static int ddl_fx_by_thread(const void *x, const void *y)
+{
+	const struct ddl_fx *p = x, *q = y;
+	if (p->tid != q->tid)
+		return p->tid < q->tid ? -1 : 1;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+static int ddl_fx_by_conn(const void *x, const void *y)
+{
+	const struct ddl_fx *p = x, *q = y;
+	if (!p->peer != !q->peer)
+		return p->peer ? -1 : 1; /* connections first */
+	int c = p->peer ? strcmp(p->peer, q->peer) : 0;
+	if (c)
+		return c;
+	if (p->fd != q->fd)
+		return p->fd < q->fd ? -1 : 1;
+	if (p->cls != q->cls)
+		return p->cls < q->cls ? -1 : 1; /* sends, then receives */
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* The records of process P: its sends and receives with bytes, and its
+ * socket waits; each receive knows the wait before it. 0 or -1. */
+static int ddl_fproc_build(const struct ddl_proc *p, struct ddl_fproc *out)
+{
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			int c = ddl_event_class(e->kind);
+			if (c != DDL_CLASS_TX && c != DDL_CLASS_RX && c != DDL_CLASS_WAIT)
+				continue;
+			if (c == DDL_CLASS_WAIT && !(e->flags & DDL_EVF_SOCKWAIT))
+				continue;
+			struct ddl_fx x = {0};
+			x.a = ddl_trace_real_ns(t, e->start);
+			x.b = x.a + ddl_trace_dur_ns(t, e);
+			x.tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+			x.fd = e->fd;
+			x.cls = c;
+			x.ready = e->result > 0;
+			x.peek = (e->flags & DDL_EVF_PEEK) != 0;
+			x.bytes = e->result;
+			if (c != DDL_CLASS_WAIT && e->peer && e->peer < t->npeers && t->peers[e->peer].text) {
+				x.peer = t->peers[e->peer].text;
+				x.remote = !t->peers[e->peer].local;
+			}
+			if (ddl_fx_push(out, &x) < 0)
+				return -1;
+		}
+	}
+	/* each receive with bytes gets the ready socket wait its thread made
+	 * last, unless a send or receive with bytes came in between */
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof *out->v, ddl_fx_by_thread);
+	const struct ddl_fx *last = NULL;
+	for (size_t i = 0; i < out->n; i++) {
+		struct ddl_fx *x = &out->v[i];
+		if (last && last->tid != x->tid)
+			last = NULL;
+		if (x->cls == DDL_CLASS_WAIT) {
+			last = x->ready ? x : NULL;
+		} else if (x->bytes > 0) {
+			if (x->cls == DDL_CLASS_RX && last) {
+				x->wa = last->a;
+				x->wb = last->b;
+			}
+			last = NULL;
+		}
+	}
+	/* keep the sends and receives with bytes, grouped by connection */
+	size_t m = 0;
+	for (size_t i = 0; i < out->n; i++)
+		if (out->v[i].cls != DDL_CLASS_WAIT && out->v[i].bytes > 0)
+			out->v[m++] = out->v[i];
+	out->n = m;
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof *out->v, ddl_fx_by_conn);
+	return 0;
+}
+
+/* The send of C that carried byte OFF, or NULL. */
+static const struct ddl_fx *ddl_fconn_carrier(const struct ddl_fconn *c, uint64_t off)
+{
+	size_t lo = 0, hi = c->ntx;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->tx[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && off < c->tx[lo - 1].off + (uint64_t)c->tx[lo - 1].bytes ? &c->tx[lo - 1] : NULL;
+}
+
+/* The send of C that started last at or before T, or NULL. */
+static const struct ddl_fx *ddl_fconn_last_send(const struct ddl_fconn *c, int64_t t)
+{
+	size_t lo = 0, hi = c->ntx;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->tx[mid].a <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? &c->tx[lo - 1] : NULL;
+}
+
+/* Receives of TO that end before the send of FROM that carried their first byte began. */
+static size_t ddl_fconn_violations(const struct ddl_fconn *from, const struct ddl_fconn *to)
+{
+	size_t v = 0;
+	for (size_t i = 0; i < to->nrx; i++) {
+		const struct ddl_fx *s = ddl_fconn_carrier(from, to->rx[i].off);
+		v += !s || s->a > to->rx[i].b;
+	}
+	return v;
+}
+
+static int ddl_fconn_by_totals(const void *x, const void *y, void *arg)
+{
+	const struct ddl_fconn *c = arg;
+	const struct ddl_fconn *p = &c[*(const size_t *)x], *q = &c[*(const size_t *)y];
+	if (p->sent != q->sent)
+		return p->sent < q->sent ? -1 : 1;
+	if (p->recvd != q->recvd)
+		return p->recvd < q->recvd ? -1 : 1;
+	return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
+}
+
+static int ddl_same_host(const struct ddl_report *r, size_t a, size_t b)
+{
+	const char *x = r->procs[a].host, *y = r->procs[b].host;
+	return x && y && !strcmp(x, y);
+}
+
+/* Whether X bytes sent and Y received can be one direction of a stream,
+ * when a side that lost events (XL, YL) may have counted less than it
+ * moved; *MISS the difference. */
+static int ddl_fconn_short(uint64_t x, int xl, uint64_t y, int yl, uint64_t *miss)
+{
+	*miss = x > y ? x - y : y - x;
+	return x == y || (xl && yl) || (xl && x < y) || (yl && y < x);
+}
+
+/* A possible pair of connections A < B whose totals differ by MISS. */
+struct ddl_fedge {
+	uint64_t miss;
+	size_t a, b;
+};
+
+static int ddl_fedge_cmp(const void *x, const void *y)
+{
+	const struct ddl_fedge *p = x, *q = y;
+	if (p->miss != q->miss)
+		return p->miss < q->miss ? -1 : 1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return p->b < q->b ? -1 : p->b > q->b;
+}
+
+/* Pairs each connection with its other end (the head comment). */
+static void ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size_t n)
+{
+	size_t *ix = malloc((n ? n : 1) * sizeof *ix);
+	if (!ix)
+		return; /* unpaired: each process's own calls */
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	qsort_r(ix, n, sizeof *ix, ddl_fconn_by_totals, c);
+	for (size_t i = 0; i < n; i++) {
+		struct ddl_fconn *a = &c[i];
+		if (a->mate >= 0)
+			continue;
+		/* the first connection whose totals are A's, crossed */
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			const struct ddl_fconn *q = &c[ix[mid]];
+			if (q->sent < a->recvd || (q->sent == a->recvd && q->recvd < a->sent))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		long best = -1;
+		size_t best_v = 0;
+		for (size_t k = lo; k < n && c[ix[k]].sent == a->recvd && c[ix[k]].recvd == a->sent; k++) {
+			size_t j = ix[k];
+			const struct ddl_fconn *b = &c[j];
+			if (j == i || b->mate >= 0 || b->remote != a->remote ||
+			    ddl_same_host(r, a->proc, b->proc) == a->remote)
+				continue;
+			size_t v = ddl_fconn_violations(a, b) + ddl_fconn_violations(b, a);
+			if (best < 0 || v < best_v) {
+				best = (long)j;
+				best_v = v;
+			}
+			if (!v)
+				break;
+		}
+		if (best >= 0) {
+			a->mate = best;
+			c[best].mate = (long)i;
+		}
+	}
+	free(ix);
+	/* then the rest: each takes its closest candidate, closest pairs first;
+	 * a few rounds, for those whose closest was taken (every round pairs
+	 * at least the closest pair left; what stays unpaired keeps its own
+	 * calls, so the rounds only bound the work on very lossy traces) */
+	size_t nu = 0;
+	for (size_t i = 0; i < n; i++)
+		nu += c[i].mate < 0;
+	struct ddl_fedge *e = nu > 1 ? malloc(nu * sizeof *e) : NULL;
+	for (int round = 0, more = e != NULL; round < DDL_FLIGHT_ROUNDS && more; round++) {
+		size_t ne = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct ddl_fconn *a = &c[i];
+			if (a->mate >= 0)
+				continue;
+			long best = -1;
+			uint64_t best_miss = 0;
+			for (size_t j = 0; j < n; j++) {
+				const struct ddl_fconn *b = &c[j];
+				uint64_t m1, m2;
+				if (j == i || b->mate >= 0 || b->remote != a->remote ||
+				    ddl_same_host(r, a->proc, b->proc) == a->remote ||
+				    !ddl_fconn_short(a->sent, a->lossy, b->recvd, b->lossy, &m1) ||
+				    !ddl_fconn_short(b->sent, b->lossy, a->recvd, a->lossy, &m2))
+					continue;
+				if (best < 0 || m1 + m2 < best_miss) {
+					best = (long)j;
+					best_miss = m1 + m2;
+				}
+			}
+			if (best >= 0)
+				e[ne++] = (struct ddl_fedge){best_miss, i < (size_t)best ? i : (size_t)best,
+				                             i < (size_t)best ? (size_t)best : i};
+		}
+		if (ne > 1)
+			qsort(e, ne, sizeof *e, ddl_fedge_cmp);
+		more = 0;
+		for (size_t k = 0; k < ne; k++)
+			if (c[e[k].a].mate < 0 && c[e[k].b].mate < 0) {
+				c[e[k].a].mate = (long)e[k].b;
+				c[e[k].b].mate = (long)e[k].a;
+				more = 1;
+			}
+	}
+	free(e);
+}
+
+static int ddl_fl_push(struct ddl_flights *f, size_t *cap, int64_t a, int64_t b, int remote)
+{
+	if (b <= a)
+		return 0;
+	if (f->n == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct ddl_flight *q = realloc(f->v, c * sizeof *q);
+		if (!q)
+			return -1;
+		f->v = q;
+		*cap = c;
+	}
+	f->v[f->n++] = (struct ddl_flight){a, b, remote};
+	return 0;
+}
+
+static int ddl_fl_cmp(const void *x, const void *y)
+{
+	const struct ddl_flight *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* The windows of connection C (its own and, paired, its other end's). 0 or -1. */
+static int ddl_fconn_windows(const struct ddl_fconn *all, const struct ddl_fconn *c,
+                             struct ddl_flights *f, size_t *cap)
+{
+	const struct ddl_fconn *m = c->mate >= 0 ? &all[c->mate] : NULL;
+	const struct ddl_fconn *ends[2] = {c, m};
+	int rc = 0;
+	for (int e = 0; e < 2 && ends[e]; e++) {
+		const struct ddl_fconn *x = ends[e], *y = ends[1 - e]; /* Y sent what X receives */
+		for (size_t i = 0; i < x->ntx; i++)
+			rc |= ddl_fl_push(f, cap, x->tx[i].a, x->tx[i].b, c->remote);
+		for (size_t i = 0; i < x->nrx; i++) {
+			const struct ddl_fx *rx = &x->rx[i];
+			if (x == c) /* its own receive calls count whole, as they always did */
+				rc |= ddl_fl_push(f, cap, rx->a, rx->b, c->remote);
+			const struct ddl_fx *s = y ? ddl_fconn_last_send(y, rx->b) : NULL;
+			if (s && x != c)
+				rc |= ddl_fl_push(f, cap, rx->a > s->a ? rx->a : s->a, rx->b, c->remote);
+			s = y && rx->wb ? ddl_fconn_last_send(y, rx->wb) : NULL;
+			if (s)
+				rc |= ddl_fl_push(f, cap, rx->wa > s->a ? rx->wa : s->a, rx->wb, c->remote);
+		}
+	}
+	return rc;
+}
+
+void ddl_flights_free(struct ddl_flights *f, size_t n)
+{
+	for (size_t i = 0; f && i < n; i++)
+		free(f[i].v);
+	free(f);
+}
+
+int ddl_report_flights(const struct ddl_report *r, struct ddl_flights **out)
+{
+	*out = NULL;
+	size_t np = r->nprocs;
+	struct ddl_fproc *fp = calloc(np ? np : 1, sizeof *fp);
+	struct ddl_flights *fl = calloc(np ? np : 1, sizeof *fl);
+	struct ddl_fconn *conn = NULL;
+	size_t nc = 0, cc = 0;
+	int rc = fp && fl ? 0 : -1;
+	for (size_t i = 0; i < np && !rc; i++)
+		rc = ddl_fproc_build(&r->procs[i], &fp[i]);
+	/* connections: runs of equal (peer, fd); offsets count each direction's bytes */
+	for (size_t i = 0; i < np && !rc; i++) {
+		const struct ddl_fx *v = fp[i].v;
+		size_t n = fp[i].n;
+		for (size_t j = 0; j < n && v[j].peer && !rc;) {
+			size_t k = j;
+			while (k < n && v[k].peer && !strcmp(v[k].peer, v[j].peer) && v[k].fd == v[j].fd)
+				k++;
+			if (nc == cc) {
+				size_t c2 = cc ? cc * 2 : 64;
+				struct ddl_fconn *q = realloc(conn, c2 * sizeof *q);
+				if (!q) {
+					rc = -1;
+					break;
+				}
+				conn = q;
+				cc = c2;
+			}
+			struct ddl_fconn *c = &conn[nc++];
+			*c = (struct ddl_fconn){.proc = i, .tx = &v[j], .remote = v[j].remote,
+			                        .lossy = r->procs[i].dropped > 0 || r->procs[i].truncated,
+			                        .mate = -1};
+			uint64_t off = 0;
+			size_t x = j;
+			for (; x < k && v[x].cls == DDL_CLASS_TX; x++) {
+				fp[i].v[x].off = off;
+				off += (uint64_t)v[x].bytes;
+			}
+			c->ntx = x - j;
+			c->sent = off;
+			c->rx = &v[x];
+			c->nrx = k - x;
+			off = 0;
+			for (; x < k; x++) {
+				fp[i].v[x].off = off;
+				off += v[x].peek ? 0 : (uint64_t)v[x].bytes; /* peeked bytes are read again */
+			}
+			c->recvd = off;
+			j = k;
+		}
+	}
+	if (!rc)
+		ddl_fconn_pair(r, conn, nc);
+	for (size_t i = 0; i < np && !rc; i++) {
+		size_t cap = 0;
+		for (size_t k = 0; k < nc && !rc; k++)
+			if (conn[k].proc == i)
+				rc = ddl_fconn_windows(conn, &conn[k], &fl[i], &cap);
+		/* sends and receives on no named connection: their own time, local */
+		for (size_t j = 0; j < fp[i].n && !rc; j++)
+			if (!fp[i].v[j].peer)
+				rc = ddl_fl_push(&fl[i], &cap, fp[i].v[j].a, fp[i].v[j].b, 0);
+		struct ddl_flights *f = &fl[i];
+		if (rc || !f->n)
+			continue;
+		qsort(f->v, f->n, sizeof *f->v, ddl_fl_cmp);
+		size_t m = 0;
+		for (size_t j = 1; j < f->n; j++) {
+			if (f->v[j].a <= f->v[m].b + DDL_FLIGHT_GAP_NS) {
+				if (f->v[j].b > f->v[m].b)
+					f->v[m].b = f->v[j].b;
+				f->v[m].remote |= f->v[j].remote;
+			} else {
+				f->v[++m] = f->v[j];
+			}
+		}
+		f->n = m + 1;
+	}
+	for (size_t i = 0; fp && i < np; i++)
+		free(fp[i].v);
+	free(fp);
+	free(conn);
+	if (rc) {
+		ddl_flights_free(fl, np);
+		return -1;
+	}
+	*out = fl;
+	return 0;
+}
