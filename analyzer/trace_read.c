@@ -452,7 +452,7 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 }
 
 static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
-                              ddl_events_fn cb, void *ctx, char *err, size_t errlen);
+                              ddl_events_fn cb, void *ctx, int mapped, char *err, size_t errlen);
 
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen)
 {
@@ -488,7 +488,7 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
 	}
 	/* the kernel reads ahead: the chunks are visited once, in order */
 	madvise((void *)m, size, MADV_SEQUENTIAL);
-	int rc = ddl_trace_parse_cb(m, size, path, t, cb, ctx, err, errlen);
+	int rc = ddl_trace_parse_cb(m, size, path, t, cb, ctx, 1, err, errlen);
 	munmap((void *)m, size);
 	return rc;
 }
@@ -496,11 +496,16 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
 int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
                     size_t errlen)
 {
-	return ddl_trace_parse_cb(buf, size, name, t, NULL, NULL, err, errlen);
+	return ddl_trace_parse_cb(buf, size, name, t, NULL, NULL, 0, err, errlen);
 }
 
+/*
+ * MAPPED: BUF is a private read-only mapping of the file, whose pages
+ * already read are given back every 16 MiB (they read back from the file
+ * if touched again), so that memory does not grow with the file's length.
+ */
 static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
-                              ddl_events_fn cb, void *ctx, char *err, size_t errlen)
+                              ddl_events_fn cb, void *ctx, int mapped, char *err, size_t errlen)
 {
 	const unsigned char *m = buf;
 	const char *path = name;
@@ -515,7 +520,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 	if (ddl_header_check(t, m, size, err, errlen) < 0)
 		return -1;
 	unsigned char *zbuf = NULL;
-	size_t zcap = 0;
+	size_t zcap = 0, released = 0;
 	size_t off = t->hdr.header_size;
 	while (off < size && !t->stream_stopped) {
 		struct ddl_chunk c;
@@ -588,6 +593,12 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			ddl_read_chunk(t, &c, m + body, c.size, off);
 		}
 		off = body + c.size;
+		if (mapped && off - released >= (16u << 20)) {
+			size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+			size_t upto = pg ? off / pg * pg : released;
+			madvise((void *)(m + released), upto - released, MADV_DONTNEED);
+			released = upto;
+		}
 	}
 	free(zbuf);
 	if (!t->ended && !t->truncated) {

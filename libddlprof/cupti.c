@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpu.h"
@@ -210,14 +211,18 @@ void ddl_cupti_flush(void)
 }
 
 /*
- * CUPTI is started off the program's thread: started inside the program's
- * first CUDA call (the driver's initialisation, which calls us), it changed
- * what that call left in errno on a real GPU (seen on an H200: errno 2
- * became 0 after cudaGetDeviceCount). The helper waits for the driver's
- * initialisation to finish (cuInit returns once it has, on any thread),
- * then starts CUPTI; a wrapped CUDA call may start it first, after its real
- * call (ddl_gpu_first). Kernels launched before then are not seen by CUPTI:
- * creating a context alone takes longer.
+ * CUPTI is started off the program's thread, and not while the program's
+ * first CUDA call is still running: enabled during that call (the driver's
+ * initialisation, which calls us), its hooks changed what the call left in
+ * errno on a real GPU (seen on an H200: errno 2 became 0 after
+ * cudaGetDeviceCount), also when started from another thread at once.
+ * The helper waits for the driver's initialisation (cuInit returns once it
+ * is done, on any thread), then 50 ms more for the call to return; a
+ * wrapped CUDA call starts CUPTI first, right after its real call
+ * (ddl_gpu_first), so this waiting matters only to programs whose CUDA
+ * calls we do not see (a statically linked runtime). Until CUPTI runs, the
+ * event pairs time what they see; a context takes longer to create than
+ * the wait anyway.
  */
 static void *ddl_cupti_injected_main(void *arg)
 {
@@ -225,6 +230,9 @@ static void *ddl_cupti_injected_main(void *arg)
 	CUresult (*cu_init)(unsigned) = (CUresult(*)(unsigned))dlsym(RTLD_DEFAULT, "cuInit");
 	if (cu_init)
 		cu_init(0);
+	struct timespec ts = {0, 50 * 1000 * 1000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
 	ddl_cupti_start();
 	return NULL;
 }

@@ -70,8 +70,8 @@ srcs() { $B/bin/ddlprof-report --dump "$1" | grep -o 'src=[a-z]*' | sort | uniq 
 
 say "wrapper cost per kernel launch (no-op runtime; median of 5 processes)"
 for i in 1 2 3 4 5; do
-	DDLPROF_DIR="$W/launch$i" LD_PRELOAD=$B/lib/libddlprof.so DDLPROF_BUFFER_EVENTS=1048576 \
-		$B/bench/launch $B/bench/libfakecudart.so 200000 9
+	DDLPROF_DIR="$W/launch$i" LD_PRELOAD=$B/lib/libddlprof.so DDLPROF_BUFFER_EVENTS=65536 \
+		$B/bench/launch $B/bench/libfakecudart.so 16384 15
 done | median 6
 
 if [ "$GPU" = 1 ] && [ -x $B/bench/launch_gpu ]; then
@@ -90,7 +90,9 @@ if [ "$GPU" = 1 ] && [ -x $B/bench/launch_gpu ]; then
 	srcs "$W/lcupti1"
 fi
 
-if [ "$GPU" = 1 ] && [ -x $B/examples/ddlsynth-gpu ]; then
+# DDL_QUICK=1: the launch costs, the return codes and the GPU tests only
+Q=${DDL_QUICK:-0}
+if [ "$GPU" = 1 ] && [ "$Q" != 1 ] && [ -x $B/examples/ddlsynth-gpu ]; then
 	ARGS="--ranks 1 --layers 8 --params-per-layer 4000000 --compute-ms 2 --bucket-mb 25 --iterations 30 --overlap off --markers"
 	say "ddlsynth-gpu without ddlprof: $ARGS"
 	env LD_LIBRARY_PATH="$CUDA_LDP" timeout 120 $B/examples/ddlsynth-gpu $ARGS --plan-json "$W/plan.json" 2>&1 | tail -3
@@ -120,23 +122,29 @@ if [ "$GPU" = 1 ] && [ -x $B/tests/gpu/realcuda ]; then
 	cat "$W/rc.plain"
 fi
 
-if [ "$GPU" = 1 ] && $PY -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [ "$GPU" = 1 ] && [ "$Q" != 1 -o "${DDL_TORCH:-0}" = 1 ] && $PY -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	say "PyTorch training loop on the GPU ($($PY -c 'import torch; print(torch.__version__)')), with and without ddlprof"
 	cat >"$W/loop.py" <<'EOF2'
 import time, torch
 m = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(8)]).cuda()
 opt = torch.optim.SGD(m.parameters(), lr=0.01)
 x = torch.randn(256, 2048, device="cuda")
-for i in range(60):
+for i in range(310):
     if i == 10:
         torch.cuda.synchronize(); t = time.time()
     opt.zero_grad(); m(x).square().mean().backward(); opt.step()
 torch.cuda.synchronize()
-print("step_ms %.3f" % ((time.time() - t) / 50 * 1e3))
+print("step_ms %.3f" % ((time.time() - t) / 300 * 1e3))
 EOF2
-	timeout 120 $PY "$W/loop.py"
-	timeout 120 $B/bin/ddlprof -o "$W/torch" -- $PY "$W/loop.py"
-	$B/bin/ddlprof-report "$W/torch" | head -40
+	echo "step ms, without ddlprof, with it, and with it but --cupti off, alternating (3 runs each):"
+	for i in 1 2 3; do
+		a=$(timeout 120 $PY "$W/loop.py" | awk '/step_ms/ {print $2}')
+		b=$(timeout 120 $B/bin/ddlprof -q -o "$W/torch$i" -- $PY "$W/loop.py" | awk '/step_ms/ {print $2}')
+		c=$(timeout 120 $B/bin/ddlprof -q --cupti off -o "$W/torchev$i" -- $PY "$W/loop.py" | awk '/step_ms/ {print $2}')
+		echo "  without $a  with $b  events only $c"
+	done
+	mv "$W/torch1" "$W/torch"
+	$B/bin/ddlprof-report "$W/torch" | sed -n "/GPU work/,/Network activity/p"
 	srcs "$W/torch"
 	echo "launches named (of all):"
 	$B/bin/ddlprof-report --dump "$W/torch" | grep ' cudaLaunchKernel ' | grep -vc 'name=kernel@'
@@ -154,7 +162,9 @@ fi
 
 if [ -x $B/tests/ddltest ]; then
 	say "the GPU and NVTX tests (NVTX with a CUDA build of PyTorch where there is one)"
-	DDLT_PYTHON=$PY timeout 300 $B/tests/ddltest gpu_ nvtx_ 2>&1 | tail -40
+	T="gpu_ nvtx_ emu_launch kernels_"
+	[ "$Q" = 1 ] && T="gpu_real emu_launch"
+	DDLT_PYTHON=$PY timeout 300 $B/tests/ddltest $T 2>&1 | grep -v "^    [a-z-]*: rank\|waits\|makes the others" | tail -40
 fi
 (cd "$W" && ls -d synth synth-ev torch ddp rc lcupti1 2>/dev/null | xargs -r tar -czf "$OUT/traces.tar.gz") && ls -la "$OUT/traces.tar.gz"
 say "done in $(($(date +%s) - t0)) s"

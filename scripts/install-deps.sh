@@ -14,8 +14,9 @@
 #   python3-torch   PyTorch DistributedDataParallel over gloo (CPU)
 #   openmpi-bin, libopenmpi-dev  Open MPI's mpirun and mpicc, for
 #                   examples/mpi_allreduce and the MPI tests (about 11 MB)
+#   chromium        headless rendering of the HTML report (a screenshot test)
 set -eu
-OPTIONAL="python3-torch openmpi-bin libopenmpi-dev"
+OPTIONAL="python3-torch openmpi-bin libopenmpi-dev chromium"
 PKGS="libjansson-dev libzstd-dev liblz4-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do

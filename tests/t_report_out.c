@@ -14,7 +14,9 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -624,6 +626,105 @@ int test_report_out_options(void)
 	json_decref(rep);
 	free(out);
 	trun_free(&r);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* A headless browser on PATH, or NULL. */
+static const char *ddl_chromium(void)
+{
+	static const char *const names[] = {"chromium", "chromium-browser", "google-chrome"};
+	static char found[PATH_MAX];
+	const char *path = getenv("PATH");
+	for (size_t i = 0; path && i < sizeof names / sizeof names[0]; i++) {
+		for (const char *p = path; *p;) {
+			size_t n = strcspn(p, ":");
+			snprintf(found, sizeof found, "%.*s/%s", (int)n, p, names[i]);
+			if (n && access(found, X_OK) == 0)
+				return found;
+			p += n + (p[n] == ':');
+		}
+	}
+	return NULL;
+}
+
+/* Screenshots URL (a file) into PNG with CHROME; the PNG's size in bytes, or -1. */
+static long ddl_screenshot(const char *chrome, const char *dir, const char *html, const char *png)
+{
+	char url[PATH_MAX + 16], shot[PATH_MAX + 16], prof[PATH_MAX + 32];
+	snprintf(url, sizeof url, "file://%s", html);
+	snprintf(shot, sizeof shot, "--screenshot=%s", png);
+	snprintf(prof, sizeof prof, "--user-data-dir=%s/chrome-profile", dir);
+	char *argv[] = {(char *)chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+	                "--hide-scrollbars", "--no-first-run", prof, "--window-size=1280,2000", shot, url, NULL};
+	struct ddl_run_result r;
+	int rc = trun(argv, NULL, 90, &r);
+	int ok = rc == 0 && ddl_status(&r) == 0;
+	if (!ok)
+		fprintf(stderr, "    %s: status %d: %.400s\n", chrome, r.status, r.err);
+	trun_free(&r);
+	struct stat st;
+	FILE *f = ok ? fopen(png, "rb") : NULL;
+	unsigned char sig[24] = {0};
+	int png_ok = f && fread(sig, 1, sizeof sig, f) == sizeof sig && !memcmp(sig, "\x89PNG\r\n\x1a\n", 8) &&
+	             !memcmp(sig + 12, "IHDR", 4);
+	if (f)
+		fclose(f);
+	if (!png_ok || stat(png, &st) != 0)
+		return -1;
+	/* IHDR: width and height, big-endian */
+	unsigned w = (unsigned)sig[16] << 24 | sig[17] << 16 | sig[18] << 8 | sig[19];
+	unsigned h = (unsigned)sig[20] << 24 | sig[21] << 16 | sig[22] << 8 | sig[23];
+	if (w != 1280 || h != 2000) {
+		fprintf(stderr, "    %s: screenshot is %ux%u, not 1280x2000\n", png, w, h);
+		return -1;
+	}
+	return (long)st.st_size;
+}
+
+/*
+ * The HTML page renders in headless Chromium: a screenshot of a real job's
+ * page is a PNG of the window's size that holds far more than the same
+ * browser's screenshot of an empty page (its charts, tables and text).
+ * Skipped where no Chromium is installed.
+ */
+int test_report_out_html_chromium(void)
+{
+	const char *chrome = ddl_chromium();
+	if (!chrome) {
+		fprintf(stderr, "    no chromium on PATH: skipped\n");
+		return DDL_SKIP;
+	}
+	char *dir = tmpdir(), tdir[4200], html[4300], blank[4300], png[4300], png0[4300];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	snprintf(html, sizeof html, "%s/report.html", dir);
+	snprintf(blank, sizeof blank, "%s/blank.html", dir);
+	snprintf(png, sizeof png, "%s/report.png", dir);
+	snprintf(png0, sizeof png0, "%s/blank.png", dir);
+	const char *args[] = {tbuild("examples/tcpring"), "-n", "14", "-m", "1", "-c", "8", "-k", NULL};
+	if (ddl_profile(tdir, args) != 0) {
+		trm(tdir);
+		CHECK(ddl_profile(tdir, args) == 0, "tcpring, twice");
+	}
+	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "--html", "-o", html, tdir, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && ddl_status(&r) == 0, "ddlprof-report --html: %s", r.err);
+	trun_free(&r);
+	FILE *f = fopen(blank, "w");
+	CHECK(f && fputs("<!DOCTYPE html>\n<html><body></body></html>\n", f) >= 0 && fclose(f) == 0, "%s", blank);
+	long empty = ddl_screenshot(chrome, dir, blank, png0);
+	if (empty <= 0) {
+		fprintf(stderr, "    %s cannot take a screenshot of an empty page here: skipped\n", chrome);
+		trm(dir);
+		free(dir);
+		return DDL_SKIP;
+	}
+	long page = ddl_screenshot(chrome, dir, html, png);
+	CHECK(page > 0, "no screenshot of the report page");
+	fprintf(stderr, "    screenshot: %ld bytes for the report, %ld for an empty page\n", page, empty);
+	CHECK(page > 8 * empty, "the report's screenshot (%ld bytes) is not much more than an empty page's (%ld)",
+	      page, empty);
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

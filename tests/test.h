@@ -114,6 +114,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(report_out_synth) \
 	X(report_out_hostile_names) \
 	X(report_out_options) \
+	X(report_out_html_chromium) \
 	X(kernels_synth) \
 	X(kernels_demangle) \
 	X(nvtx_iterations) \
