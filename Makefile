@@ -167,7 +167,7 @@ $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 $(B)/tests/ddltest: $(TEST_SRC) $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) \
-		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
+		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lz -ldl
 
 deps:
 	@scripts/install-deps.sh

@@ -185,6 +185,8 @@ static inline __attribute__((always_inline)) cudaError_t ddl_launch(ddl_launch_f
 			e->fd = (int32_t)fdv;
 			e->peer = sid;
 			atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 1, memory_order_release);
+		} else {
+			t->dropped++; /* the file would have had two records: ddl_ring_room counted one */
 		}
 		t->busy = 0;
 	}

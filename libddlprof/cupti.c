@@ -137,10 +137,23 @@ static void ddl_cupti_atexit(void)
 	ddl_gpu_stop();
 }
 
+/* Set at exit (ddl_gpu_stop): a late start from the helper must not run
+ * while the driver is being torn down. */
+static int ddl_cupti_closed;
+
+void ddl_cupti_close(void)
+{
+	pthread_mutex_lock(&ddl_cp.lock);
+	ddl_cupti_closed = 1;
+	pthread_mutex_unlock(&ddl_cp.lock);
+}
+
 static int ddl_cupti_start_locked(void)
 {
 	if (ddl_cupti_on)
 		return 0;
+	if (ddl_cupti_closed)
+		return -1;
 	/* Auto: only where the program drives a real GPU, that is where the
 	 * driver library is loaded into it by now (after its first CUDA call,
 	 * or calling InitializeInjection). A program on another runtime (the
@@ -227,9 +240,14 @@ void ddl_cupti_flush(void)
 static void *ddl_cupti_injected_main(void *arg)
 {
 	(void)arg;
-	CUresult (*cu_init)(unsigned) = (CUresult(*)(unsigned))dlsym(RTLD_DEFAULT, "cuInit");
+	ddl_thread_mark_internal(); /* the calls CUPTI and the driver make here are not the program's */
+	/* the driver that loaded us; the runtime loads it without RTLD_GLOBAL */
+	void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	CUresult (*cu_init)(unsigned) = cuda ? (CUresult(*)(unsigned))dlsym(cuda, "cuInit") : NULL;
 	if (cu_init)
 		cu_init(0);
+	if (cuda)
+		dlclose(cuda);
 	struct timespec ts = {0, 50 * 1000 * 1000};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;

@@ -220,19 +220,22 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver)
 	int saved = errno;
 	char buf[160];
 	const char *name = NULL;
+	int deferred = 0; /* the runtime was not asked: ask again next time */
 	if (driver) {
 		static CUresult (*get_name)(const char **, CUfunction);
 		if (!get_name)
 			get_name = (CUresult(*)(const char **, CUfunction))dlsym(RTLD_DEFAULT, "cuFuncGetName");
 		if (get_name && get_name(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
 			name = NULL;
-	} else if (ddl_cuda_own_resolve() == 0 && ddl_cu.cudaFuncGetName &&
-	           ddl_cu.cudaPeekAtLastError() == cudaSuccess) {
+	} else if (ddl_cuda_own_resolve() == 0 && ddl_cu.cudaFuncGetName) {
 		/* Kernels registered before we were loaded, and kernel handles
 		 * (cudaKernel_t, as PyTorch launches with CUDA 12 and later): the
 		 * runtime (12.3 and later) knows their names. Only with no error of
-		 * the program's pending, and any error of ours cleared. */
-		if (ddl_cu.cudaFuncGetName(&name, func) != cudaSuccess) {
+		 * the program's pending (else asked again at the next launch), and
+		 * any error of ours cleared. */
+		if (ddl_cu.cudaPeekAtLastError() != cudaSuccess) {
+			deferred = 1;
+		} else if (ddl_cu.cudaFuncGetName(&name, func) != cudaSuccess) {
 			name = NULL;
 			ddl_cu.cudaGetLastError();
 		}
@@ -245,9 +248,11 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver)
 		name = buf;
 	}
 	id = ddl_name_intern(name);
-	pthread_mutex_lock(&ddl_gpu_lock);
-	ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id ? id : DDL_NO_NAME); /* a miss is cached too */
-	pthread_mutex_unlock(&ddl_gpu_lock);
+	if (!deferred || name != buf) {
+		pthread_mutex_lock(&ddl_gpu_lock);
+		ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id ? id : DDL_NO_NAME); /* a miss is cached too */
+		pthread_mutex_unlock(&ddl_gpu_lock);
+	}
 	errno = saved;
 	if (t)
 		t->busy = 0;
@@ -631,6 +636,7 @@ void ddl_gpu_stop(void)
 {
 	if (ddl_g.pid != getpid())
 		return;
+	ddl_cupti_close(); /* no start from now on */
 	if (ddl_cupti_on)
 		ddl_cupti_flush(); /* also when CUPTI came through injection alone */
 	if (!ddl_pairs.running)

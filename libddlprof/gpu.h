@@ -166,6 +166,8 @@ void ddl_cupti_after_fork_child(void) DDL_HIDDEN;
 /* CUPTI (cupti.c): started once a GPU is known to be present. */
 int ddl_cupti_start(void) DDL_HIDDEN;
 void ddl_cupti_flush(void) DDL_HIDDEN;
+/* At exit: CUPTI is not started any more (the helper thread may be late). */
+void ddl_cupti_close(void) DDL_HIDDEN;
 extern int ddl_cupti_on DDL_HIDDEN;
 
 static inline struct ddl_args ddl_args_make(void)

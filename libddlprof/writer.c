@@ -280,7 +280,7 @@ static void ddl_header_fill(struct ddl_file_header *h)
 	memcpy(h->ident, DDL_IDENT, 4);
 	h->byte_order = DDL_BYTE_ORDER_MAGIC;
 	h->version = DDL_FORMAT_VERSION;
-	h->min_reader = DDL_FORMAT_MIN_READER;
+	h->min_reader = ddl_w.codec == DDL_CHUNKF_LZ4 ? DDL_FORMAT_MIN_READER_LZ4 : DDL_FORMAT_MIN_READER;
 	h->header_size = sizeof *h;
 	h->features = (ddl_w.codec == DDL_CHUNKF_ZSTD ? DDL_FEAT_ZSTD : 0) |
 	              (ddl_w.codec == DDL_CHUNKF_LZ4 ? DDL_FEAT_LZ4 : 0) |

@@ -4,6 +4,7 @@
 #   libjansson-dev  JSON output of the tools and the tests
 #   libzstd-dev     decompressing trace chunks (the library dlopens libzstd)
 #   liblz4-dev      decompressing LZ4 trace chunks, the default codec (the library dlopens liblz4)
+#   zlib1g-dev      the tests: decoding the HTML report's screenshot (PNG)
 #   libunwind-dev   call-site stacks (optional back end, found at run time)
 #   libpapi-dev     hardware counters (optional back end, found at run time)
 #   iproute2        network namespaces for the multi-host tests
@@ -17,7 +18,7 @@
 #   chromium        headless rendering of the HTML report (a screenshot test)
 set -eu
 OPTIONAL="python3-torch openmpi-bin libopenmpi-dev chromium"
-PKGS="libjansson-dev libzstd-dev liblz4-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
+PKGS="libjansson-dev libzstd-dev liblz4-dev zlib1g-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

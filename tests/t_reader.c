@@ -179,7 +179,8 @@ static int ddl_check_codec(const char *path, const struct ddl_codec *k)
 	memcpy(&h, m, sizeof h);
 	CHECK((h.features & (DDL_FEAT_LZ4 | DDL_FEAT_ZSTD)) == k->feat, "%s: features 0x%llx",
 	      k->name, (unsigned long long)h.features);
-	CHECK(h.version == DDL_FORMAT_VERSION && h.min_reader == 1, "%s: version %u min_reader %u",
+	unsigned want_min = k->feat == DDL_FEAT_LZ4 ? DDL_FORMAT_MIN_READER_LZ4 : 1;
+	CHECK(h.version == DDL_FORMAT_VERSION && h.min_reader == want_min, "%s: version %u min_reader %u",
 	      k->name, h.version, h.min_reader);
 	size_t nc = ddl_chunks(m, size, h.header_size, off, 4096), flagged = 0;
 	for (size_t i = 0; i < nc; i++) {

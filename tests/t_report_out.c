@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "ddlprof/crc32c.h"
 #include "ddlprof/trace.h"
@@ -683,10 +684,84 @@ static long ddl_screenshot(const char *chrome, const char *dir, const char *html
 	return (long)st.st_size;
 }
 
+static uint32_t ddl_be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * Pixels of PNG (8-bit RGB or RGBA, not interlaced, as Chromium writes its
+ * screenshots) within 8 of colour RGB in each channel; -1 when the file is
+ * not such a PNG. zlib inflates; the row filters are undone here.
+ */
+static long ddl_png_count(const char *png, unsigned rgb)
+{
+	FILE *f = fopen(png, "rb");
+	if (!f)
+		return -1;
+	unsigned char *buf = NULL, *idat = NULL, *raw = NULL;
+	size_t n = 0, ni = 0;
+	long count = -1;
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || st.st_size < 33 || !(buf = malloc((size_t)st.st_size)) ||
+	    fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
+		goto out;
+	n = (size_t)st.st_size;
+	if (memcmp(buf, "\x89PNG\r\n\x1a\n", 8) || memcmp(buf + 12, "IHDR", 4))
+		goto out;
+	uint32_t w = ddl_be32(buf + 16), h = ddl_be32(buf + 20);
+	unsigned depth = buf[24], type = buf[25], lace = buf[28];
+	unsigned bpp = type == 6 ? 4 : type == 2 ? 3 : 0;
+	if (depth != 8 || !bpp || lace || !w || !h || w > 10000 || h > 10000 || !(idat = malloc(n)))
+		goto out;
+	for (size_t off = 8; off + 12 <= n;) {
+		uint32_t len = ddl_be32(buf + off);
+		if (len > n - off - 12)
+			goto out;
+		if (!memcmp(buf + off + 4, "IDAT", 4)) {
+			memcpy(idat + ni, buf + off + 8, len);
+			ni += len;
+		}
+		off += 12 + (size_t)len;
+	}
+	size_t stride = (size_t)w * bpp, want = (size_t)h * (stride + 1);
+	uLongf got = (uLongf)want;
+	if (!(raw = malloc(want)) || uncompress(raw, &got, idat, (uLong)ni) != Z_OK || got != want)
+		goto out;
+	count = 0;
+	for (uint32_t y = 0; y < h; y++) {
+		unsigned char *row = raw + (size_t)y * (stride + 1), *px = row + 1;
+		unsigned char *up = y ? raw + (size_t)(y - 1) * (stride + 1) + 1 : NULL;
+		for (size_t x = 0; x < stride; x++) {
+			int a = x >= bpp ? px[x - bpp] : 0, b = up ? up[x] : 0, c = up && x >= bpp ? up[x - bpp] : 0;
+			int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+			switch (row[0]) {
+			case 1: px[x] = (unsigned char)(px[x] + a); break;
+			case 2: px[x] = (unsigned char)(px[x] + b); break;
+			case 3: px[x] = (unsigned char)(px[x] + (a + b) / 2); break;
+			case 4: px[x] = (unsigned char)(px[x] + (pa <= pb && pa <= pc ? a : pb <= pc ? b : c)); break;
+			default: break;
+			}
+		}
+		for (uint32_t x = 0; x < w; x++) {
+			const unsigned char *q = px + (size_t)x * bpp;
+			count += abs(q[0] - (int)(rgb >> 16 & 255)) <= 8 && abs(q[1] - (int)(rgb >> 8 & 255)) <= 8 &&
+			         abs(q[2] - (int)(rgb & 255)) <= 8;
+		}
+	}
+out:
+	fclose(f);
+	free(buf);
+	free(idat);
+	free(raw);
+	return count;
+}
+
 /*
  * The HTML page renders in headless Chromium: a screenshot of a real job's
  * page is a PNG of the window's size that holds far more than the same
- * browser's screenshot of an empty page (its charts, tables and text).
+ * browser's screenshot of an empty page, and its charts are drawn: the
+ * breakdown bars' colours cover thousands of pixels.
  * Skipped where no Chromium is installed.
  */
 int test_report_out_html_chromium(void)
@@ -725,6 +800,11 @@ int test_report_out_html_chromium(void)
 	fprintf(stderr, "    screenshot: %ld bytes for the report, %ld for an empty page\n", page, empty);
 	CHECK(page > 8 * empty, "the report's screenshot (%ld bytes) is not much more than an empty page's (%ld)",
 	      page, empty);
+	/* the charts are drawn: the breakdown bars in the compute and
+	 * interconnect colours (tcpring's ranks share one host) */
+	long blue = ddl_png_count(png, 0x4e79a7), green = ddl_png_count(png, 0x59a14f);
+	fprintf(stderr, "    chart pixels: %ld compute blue, %ld interconnect green\n", blue, green);
+	CHECK(blue > 3000 && green > 3000, "the charts did not render: %ld blue and %ld green pixels", blue, green);
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

@@ -26,8 +26,10 @@
  * their own DDL_FORMAT_VERSION and read every older file.
  */
 #define DDL_FORMAT_VERSION    3 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4) */
-#define DDL_FORMAT_MIN_READER 1 /* a new chunk flag is an addition: older
-                                 * readers skip such chunks, saying so */
+#define DDL_FORMAT_MIN_READER 1 /* for zstd and raw files */
+/* LZ4 files: a reader of version 1 or 2 would skip every events chunk and
+ * show an empty job as damaged; it refuses the file instead, saying why. */
+#define DDL_FORMAT_MIN_READER_LZ4 3
 
 #define DDL_IDENT             "DDLT"
 #define DDL_BYTE_ORDER_MAGIC  0x0A0B0C0Du /* reads as 0x0D0C0B0A on the other order */
