@@ -135,7 +135,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 	int rc = 0;
 	memset(c, 0, sizeof *c);
 	c->flush_ms = 100;
-	c->ring_events = 8192;
+	c->ring_events = 32768;
 	c->compress = DDL_COMPRESS_LZ4;
 	c->trace_socket = 1;
 	c->trace_cuda = 1;

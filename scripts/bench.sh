@@ -34,7 +34,7 @@ fi
 if [ -x $B/bench/launch ] && [ -f $B/bench/libfakecudart.so ]; then
 	echo "-- cost of a wrapped kernel launch (cudaLaunchKernel into a runtime that does nothing;"
 	echo "   wrapped against direct in the same process; medians of $RUNS processes x 15 rounds x 16384;"
-	echo "   a 2 MiB ring, 8 times the default, which the rounds fill to half)"
+	echo "   a 2 MiB ring, twice the default, which the rounds fill to half)"
 	for i in $(seq "$RUNS"); do
 		pre "kl$i" env DDLPROF_BUFFER_EVENTS=65536 $B/bench/launch $B/bench/libfakecudart.so 16384 15
 	done >"$T/launch"
