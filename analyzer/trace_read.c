@@ -332,25 +332,45 @@ static void ddl_clock_fit(struct ddl_trace *t)
 	t->base_ticks = a->ticks;
 	t->base_mono_ns = a->mono_ns;
 	t->base_real_ns = a->real_ns;
+	/* in double: a hostile file's samples may be anywhere in int64 */
+	double dns = (double)b->mono_ns - (double)a->mono_ns;
 	if (t->hdr.clock_source == DDL_CLOCK_MONOTONIC)
 		t->ns_per_tick = 1.0;
-	else if (b->ticks > a->ticks + 1000 && b->mono_ns > a->mono_ns)
-		t->ns_per_tick = (double)(b->mono_ns - a->mono_ns) / (double)(b->ticks - a->ticks);
+	else if (b->ticks > a->ticks + 1000 && dns > 0)
+		t->ns_per_tick = dns / (double)(b->ticks - a->ticks);
 	else if (t->hdr.tick_hz)
 		t->ns_per_tick = 1e9 / (double)t->hdr.tick_hz;
 	else
 		t->ns_per_tick = 1.0;
+	/* no clock ticks slower than 1 ms or faster than 1 THz */
+	if (!(t->ns_per_tick >= 1e-3 && t->ns_per_tick <= 1e6))
+		t->ns_per_tick = 1.0;
+}
+
+/* base + d, saturating: timestamps from a damaged or hostile file must not
+ * overflow (the report subtracts them; 2^62 ns is 146 years). */
+static int64_t ddl_ns_add(int64_t base, double d)
+{
+	const double lim = 4.6e18;
+	double v = (double)base + d;
+	if (!(v > -lim))
+		return (int64_t)-lim;
+	if (v > lim)
+		return (int64_t)lim;
+	if (!(d > -lim && d < lim))
+		return (int64_t)v;
+	return base + (int64_t)d;
 }
 
 int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks)
 {
-	return t->base_mono_ns + (int64_t)((double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
+	return ddl_ns_add(t->base_mono_ns, (double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
 }
 
 int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks)
 {
-	return t->base_real_ns + t->align_ns +
-	       (int64_t)((double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
+	return ddl_ns_add(t->base_real_ns,
+			  (double)t->align_ns + (double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
 }
 
 int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)
@@ -358,7 +378,7 @@ int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)
 	double d = (double)e->dur;
 	if (e->flags & DDL_EVF_LONG)
 		d *= (double)(1u << DDL_DUR_LONG_SHIFT);
-	return (int64_t)(d * t->ns_per_tick);
+	return ddl_ns_add(0, d * t->ns_per_tick);
 }
 
 const struct ddl_args *ddl_event_args(const struct ddl_trace *t, size_t i)

@@ -21,14 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* every refusal names the file */
 	} else {
 		/* use what was read, as the report does */
-		volatile int64_t sink = 0;
+		/* unsigned: the sum of hostile timestamps may wrap */
+		volatile uint64_t sink = 0;
 		for (size_t i = 0; i < t.nev; i++) {
-			sink += ddl_trace_mono_ns(&t, t.ev[i].start) + ddl_trace_dur_ns(&t, &t.ev[i]);
+			sink += (uint64_t)ddl_trace_mono_ns(&t, t.ev[i].start) + (uint64_t)ddl_trace_dur_ns(&t, &t.ev[i]);
 			if (t.ev[i].peer < t.npeers && t.peers[t.ev[i].peer].text)
-				sink += (int64_t)strlen(t.peers[t.ev[i].peer].text);
+				sink += strlen(t.peers[t.ev[i].peer].text);
 			if (t.ev[i].tid < t.nthreads && t.threads[t.ev[i].tid].name)
-				sink += (int64_t)strlen(t.threads[t.ev[i].tid].name);
-			sink += (int64_t)strlen(ddl_event_name(t.ev[i].kind));
+				sink += strlen(t.threads[t.ev[i].tid].name);
+			sink += strlen(ddl_event_name(t.ev[i].kind));
 		}
 		for (int i = 0; i < t.nproblems; i++)
 			if (!strstr(t.problems[i], "fuzz.ddlt: offset "))
