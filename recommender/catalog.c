@@ -155,6 +155,59 @@ static int ddl_cat_cites(const struct ddl_cat_where *w, json_t *e, json_t *table
 	return 0;
 }
 
+/*
+ * The fields each object may have. Anything else is refused: a misspelled
+ * field ("spot_usd_per_hr") would otherwise be silently ignored and the
+ * figure it meant to give taken as absent.
+ */
+static const char *const ddl_top_fields[] = {"schema", "cloud", "currency", "compiled", "reference_gpu",
+	"notes", "note", "sources", "model", "gpus", "instances", NULL};
+static const char *const ddl_source_fields[] = {"url", "date", "note", NULL};
+static const char *const ddl_model_fields[] = {"alpha_s", "beta", "norm_p", "note", "form", "runs",
+	"rmse_s", "r2", "mean_abs_rel_error", "max_abs_rel_error", "fitted_from", "date", NULL};
+static const char *const ddl_gpu_fields[] = {"model", "device_names", "fp32_rel", "fp16_rel",
+	"fp32_tflops", "fp16_tflops", "memory_bw_gbs", "memory_gib", "source", "sources", "estimates",
+	"date", "note", NULL};
+static const char *const ddl_inst_fields[] = {"name", "cloud", "gpus", "gpu_model", "gpu_memory_gib",
+	"interconnect", "network_gbps", "network_up_to", "network_scope", "region",
+	"on_demand_usd_per_hour", "spot_usd_per_hour", "source", "sources", "estimates", "date", "note",
+	NULL};
+static const char *const ddl_link_fields[] = {"kind", "generation", "bandwidth_gbs", "note", NULL};
+
+/* Refuses a field of O not in KNOWN; PREFIX names the object in the message. */
+static int ddl_cat_known(const struct ddl_cat_where *w, json_t *o, const char *prefix,
+                         const char *const *known)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v) {
+		size_t i = 0;
+		while (known[i] && strcmp(known[i], k))
+			i++;
+		if (!known[i]) {
+			char field[160];
+			snprintf(field, sizeof field, "%s%s", prefix, k);
+			return ddl_cat_fail(w, field, "unknown field (misspelled? the fields are listed in "
+			                    "ddlprof-recommend(1), CATALOG)");
+		}
+	}
+	return 0;
+}
+
+/* The entry's "date": when its figures were taken or last checked, YYYY-MM-DD. */
+static int ddl_cat_entry_date(const struct ddl_cat_where *w, json_t *e)
+{
+	const char *date;
+	if (ddl_cat_str(w, e, "date", 0, &date) < 0)
+		return -1;
+	if (!date)
+		return ddl_cat_fail(w, "date", "missing: every entry needs the date its figures were "
+		                    "taken or last checked (YYYY-MM-DD)");
+	if (!ddl_cat_date_ok(date))
+		return ddl_cat_fail(w, "date", "must be a date YYYY-MM-DD (got \"%s\")", date);
+	return 0;
+}
+
 static const char *const ddl_gpu_figures[] = {
 	"fp32_rel", "fp16_rel", "fp32_tflops", "fp16_tflops", "memory_bw_gbs", "device_names", NULL};
 static const char *const ddl_inst_figures[] = {
@@ -189,7 +242,9 @@ static int ddl_cat_gpu(struct ddl_cat_where *w, json_t *e, json_t *table, struct
 		return -1;
 	w->name = model;
 	double unused;
-	if (ddl_cat_num(w, e, "fp32_rel", 1, 0, &g->fp32_rel) < 0 ||
+	if (ddl_cat_known(w, e, "", ddl_gpu_fields) < 0 || ddl_cat_entry_date(w, e) < 0 ||
+	    ddl_cat_num(w, e, "memory_gib", 0, 0, &unused) < 0 ||
+	    ddl_cat_num(w, e, "fp32_rel", 1, 0, &g->fp32_rel) < 0 ||
 	    ddl_cat_num(w, e, "fp16_rel", 1, 0, &g->fp16_rel) < 0 ||
 	    ddl_cat_num(w, e, "fp32_tflops", 0, 0, &unused) < 0 ||
 	    ddl_cat_num(w, e, "fp16_tflops", 0, 0, &unused) < 0 ||
@@ -228,6 +283,8 @@ static int ddl_cat_link(struct ddl_cat_where *w, json_t *e, struct ddl_instance 
 		return ddl_cat_fail(w, "interconnect", "missing");
 	if (!json_is_object(ic))
 		return ddl_cat_fail(w, "interconnect", "must be an object {kind, generation, bandwidth_gbs}");
+	if (ddl_cat_known(w, ic, "interconnect.", ddl_link_fields) < 0)
+		return -1;
 	json_t *k = json_object_get(ic, "kind");
 	const char *kind = json_is_string(k) ? json_string_value(k) : "";
 	size_t l = 0;
@@ -268,7 +325,8 @@ static int ddl_cat_instance(struct ddl_cat_where *w, json_t *e, json_t *table, c
 		return -1;
 	w->name = name;
 	double gpus, spot;
-	if (ddl_cat_num(w, e, "gpus", 1, 0, &gpus) < 0)
+	if (ddl_cat_known(w, e, "", ddl_inst_fields) < 0 || ddl_cat_entry_date(w, e) < 0 ||
+	    ddl_cat_num(w, e, "gpus", 1, 0, &gpus) < 0)
 		return -1;
 	if (gpus != floor(gpus) || gpus > 1024)
 		return ddl_cat_fail(w, "gpus", "must be a whole number from 1 to 1024");
@@ -318,6 +376,8 @@ static int ddl_cat_sources(struct ddl_cat_where *w, json_t *table)
 		w->name = id;
 		if (!json_is_object(s))
 			return ddl_cat_fail(w, "(entry)", "must be an object {url, date}");
+		if (ddl_cat_known(w, s, "", ddl_source_fields) < 0)
+			return -1;
 		if (ddl_cat_str(w, s, "url", 1, &url) < 0 || ddl_cat_str(w, s, "date", 1, &date) < 0)
 			return -1;
 		if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7))
@@ -338,12 +398,18 @@ static int ddl_cat_coef(struct ddl_cat_where *w, json_t *root, struct ddl_comm_c
 	if (!m || json_is_null(m))
 		return 0;
 	if (!json_is_object(m))
-		return ddl_cat_fail(w, "model", "must be an object {alpha_s, beta}");
-	if (ddl_cat_num(w, m, "alpha_s", 1, 1, &c->alpha_s) < 0 ||
-	    ddl_cat_num(w, m, "beta", 1, 0, &c->beta) < 0)
+		return ddl_cat_fail(w, "model", "must be an object {alpha_s, beta, norm_p}");
+	if (ddl_cat_known(w, m, "model.", ddl_model_fields) < 0 ||
+	    ddl_cat_num(w, m, "alpha_s", 1, 1, &c->alpha_s) < 0 ||
+	    ddl_cat_num(w, m, "beta", 1, 0, &c->beta) < 0 ||
+	    ddl_cat_num(w, m, "norm_p", 0, 0, &c->norm_p) < 0)
 		return -1;
 	if (c->alpha_s > 1)
 		return ddl_cat_fail(w, "model.alpha_s", "must be at most 1 s");
+	if (c->norm_p == 0)
+		c->norm_p = 1;
+	if (c->norm_p < 1 || c->norm_p > 100)
+		return ddl_cat_fail(w, "model.norm_p", "must be a number from 1 to 100 (got %g)", c->norm_p);
 	*have = 1;
 	return 0;
 }
@@ -399,7 +465,7 @@ int ddl_catalog_parse(struct ddl_catalog *cat, const char *name, const char *buf
 		             schema, DDL_CATALOG_SCHEMA, DDL_CATALOG_VERSION);
 		goto out;
 	}
-	if (ddl_cat_str(&w, root, "cloud", 1, &cloud) < 0)
+	if (ddl_cat_known(&w, root, "", ddl_top_fields) < 0 || ddl_cat_str(&w, root, "cloud", 1, &cloud) < 0)
 		goto out;
 	json_t *table = json_object_get(root, "sources");
 	if (ddl_cat_sources(&w, table) < 0 || ddl_cat_coef(&w, root, &coef, &have_coef) < 0)
@@ -568,21 +634,71 @@ int ddl_catalog_finish(struct ddl_catalog *cat, char *err, size_t errlen)
 	return 0;
 }
 
-/* Whether WORD is one of the alphanumeric tokens of S, ignoring case. */
-static int ddl_has_token(const char *s, const char *word)
+static int ddl_is_alnum(char c)
 {
-	size_t n = strlen(word);
-	for (const char *p = s; *p;) {
-		while (*p && !((*p >= '0' && *p <= '9') || ((*p | 32) >= 'a' && (*p | 32) <= 'z')))
-			p++;
-		const char *q = p;
-		while (*q && ((*q >= '0' && *q <= '9') || ((*q | 32) >= 'a' && (*q | 32) <= 'z')))
-			q++;
-		if ((size_t)(q - p) == n && n && !strncasecmp(p, word, n))
+	return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
+}
+
+/* The next alphanumeric token of *P (advanced past it): its start and length, or 0 at the end. */
+static size_t ddl_next_token(const char **p, const char **tok)
+{
+	const char *s = *p;
+	while (*s && !ddl_is_alnum(*s))
+		s++;
+	const char *q = s;
+	while (*q && ddl_is_alnum(*q))
+		q++;
+	*tok = s;
+	*p = q;
+	return (size_t)(q - s);
+}
+
+/* Whether the N bytes at WORD are one of the alphanumeric tokens of S, ignoring case. */
+static int ddl_has_token(const char *s, const char *word, size_t n)
+{
+	const char *t;
+	size_t k;
+	while ((k = ddl_next_token(&s, &t)))
+		if (k == n && !strncasecmp(t, word, n))
 			return 1;
-		p = q;
-	}
 	return 0;
+}
+
+/* Tokens that say nothing of the variant: the vendor, the brand, a memory size or kind. */
+static int ddl_token_neutral(const char *t, size_t n)
+{
+	if ((n == 6 && !strncasecmp(t, "NVIDIA", 6)) || (n == 5 && !strncasecmp(t, "Tesla", 5)) ||
+	    (n >= 3 && !strncasecmp(t, "HBM", 3)))
+		return 1;
+	size_t d = 0;
+	while (d < n && t[d] >= '0' && t[d] <= '9')
+		d++;
+	return d > 0 && d + 2 == n && !strncasecmp(t + d, "GB", 2);
+}
+
+/*
+ * Whether DEVICE is G by its model's name as a word ("Tesla V100-SXM2-16GB"
+ * is V100), with no other word that none of G's device names has: "NVIDIA
+ * H100 PCIe" is not the H100 (SXM) a catalog describes, whose figures
+ * differ, and an error asking for --measured-gpu beats a wrong projection.
+ */
+static int ddl_gpu_word_match(const struct ddl_gpu_model *g, const char *device)
+{
+	size_t mn = strlen(g->model);
+	if (!ddl_has_token(device, g->model, mn))
+		return 0;
+	const char *p = device, *t;
+	size_t n;
+	while ((n = ddl_next_token(&p, &t))) {
+		if ((n == mn && !strncasecmp(t, g->model, n)) || ddl_token_neutral(t, n))
+			continue;
+		int known = 0;
+		for (size_t d = 0; d < g->ndevice_names && !known; d++)
+			known = ddl_has_token(g->device_names[d], t, n);
+		if (!known)
+			return 0;
+	}
+	return 1;
 }
 
 const struct ddl_gpu_model *ddl_catalog_gpu(const struct ddl_catalog *cat, const char *device)
@@ -597,7 +713,7 @@ const struct ddl_gpu_model *ddl_catalog_gpu(const struct ddl_catalog *cat, const
 				return &cat->gpus[k];
 	}
 	for (size_t k = 0; k < cat->ngpus; k++)
-		if (ddl_has_token(device, cat->gpus[k].model))
+		if (ddl_gpu_word_match(&cat->gpus[k], device))
 			return &cat->gpus[k];
 	return NULL;
 }

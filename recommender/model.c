@@ -6,14 +6,19 @@
  * as measured; communication is the all-reduce of the gradients, costed
  * per level of the machine (inside an instance, across instances) by
  *
- *     t(n, S, B) = alpha * m * steps(n) + beta * factor(n) * S / B
+ *     t(n, S, B) = (lat^p + bw^p)^(1/p)
+ *     lat = alpha * m * steps(n),   bw = beta * factor(n) * S / B
  *
  *     ring:  steps = 2(n-1)        factor = 2(n-1)/n
  *     tree:  steps = 2 ceil(log2 n) factor = 2            (n > 1; 0 at n = 1)
  *
- * with S the gradient bytes, m the collectives per iteration and B the
- * link's bytes per second; the measured fraction of communication hidden
- * under compute is hidden again, up to the projected compute time.
+ * with S the gradient bytes, m the collectives per iteration, B the link's
+ * bytes per second and p the catalog's "norm_p" (1: the terms add, as
+ * NCCL's; larger: the latency hides under the transfer, as on the
+ * emulation). Of the communication, what ran under compute in the profile
+ * runs under compute again: at most the measured overlap window in seconds
+ * (scaled with the compute), never the last collective of the step (it
+ * starts when the backward pass is done) and never more than the compute.
  * ddlprof-recommend(1), MODEL, has the whole derivation.
  */
 #include <math.h>
@@ -38,10 +43,37 @@ double ddl_model_level(int n, double bytes, double bw, double collectives,
 		steps = 2.0 * (n - 1);
 		factor = 2.0 * (n - 1) / n;
 	}
-	double t = s->coef.alpha_s * collectives * steps;
+	double lat = s->coef.alpha_s * collectives * steps, xfer = 0;
 	if (bytes > 0 && bw > 0)
-		t += s->coef.beta * factor * bytes / bw;
-	return t;
+		xfer = s->coef.beta * factor * bytes / bw;
+	double p = s->coef.norm_p;
+	if (p <= 1 || lat <= 0 || xfer <= 0)
+		return lat + xfer;
+	/* the larger term factored out keeps the powers finite */
+	double hi = lat > xfer ? lat : xfer, lo = lat > xfer ? xfer : lat;
+	return hi * pow(1 + pow(lo / hi, p), 1 / p);
+}
+
+double ddl_model_hidden(const struct ddl_profile *p, double comm, double compute)
+{
+	double hidden;
+	if (p->structural) {
+		hidden = p->overlap_frac * comm; /* --overlap: a fraction, nothing measured */
+	} else {
+		/*
+		 * Buckets are all-reduced as the backward pass finishes them, so
+		 * communication can run under the backward pass still to come:
+		 * a window of compute, measured as overlap_s, that stays the same
+		 * whatever the network (a slower one fills it and stalls the
+		 * rest). It shrinks and grows with the compute per GPU.
+		 */
+		double window = p->compute_s > 0 ? p->overlap_s * compute / p->compute_s : 0;
+		double tail = p->collectives >= 2 ? comm / p->collectives : 0;
+		hidden = comm - tail < window ? comm - tail : window;
+	}
+	if (hidden > compute)
+		hidden = compute;
+	return hidden > 0 ? hidden : 0;
 }
 
 void ddl_model_project(const struct ddl_profile *p, const struct ddl_instance *i, int count,
@@ -76,9 +108,8 @@ void ddl_model_project(const struct ddl_profile *p, const struct ddl_instance *i
 		out->net_comm_s = ddl_model_level(n, bytes, bw, m, s);
 	}
 	double comm = out->ic_comm_s + out->net_comm_s;
-	double hidden = p->overlap_frac * comm;
-	if (hidden > out->compute_s)
-		hidden = out->compute_s;
+	out->hidden_s = ddl_model_hidden(p, comm, out->compute_s);
+	double hidden = out->hidden_s;
 	double keep = comm > 0 ? 1 - hidden / comm : 0;
 	out->ic_stall_s = out->ic_comm_s * keep;
 	out->net_stall_s = out->net_comm_s * keep;

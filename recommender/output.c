@@ -56,6 +56,7 @@ static json_t *ddl_json_cand(const struct ddl_candidate *c)
 	json_object_set_new(j, "network_stall_s", ddl_jnum(c->proj.net_stall_s));
 	json_object_set_new(j, "interconnect_comm_s", ddl_jnum(c->proj.ic_comm_s));
 	json_object_set_new(j, "network_comm_s", ddl_jnum(c->proj.net_comm_s));
+	json_object_set_new(j, "hidden_s", ddl_jnum(c->proj.hidden_s));
 	json_object_set_new(j, "est_hours", ddl_jnum(c->est_hours));
 	json_object_set_new(j, "est_cost_usd", ddl_jnum(c->est_cost));
 	json_object_set_new(j, "measured", json_boolean(c->measured));
@@ -121,6 +122,7 @@ int ddl_out_json(const struct ddl_out_ctx *o, FILE *f)
 	json_object_set_new(set, "batch", s->batch > 0 ? ddl_jcount(s->batch) : json_null());
 	json_object_set_new(set, "alpha_s", json_real(s->coef.alpha_s));
 	json_object_set_new(set, "beta", json_real(s->coef.beta));
+	json_object_set_new(set, "norm_p", json_real(s->coef.norm_p));
 	json_object_set_new(set, "model_source", json_string(s->coef.source));
 	json_object_set_new(set, "measured_instance", ddl_jstr_or_null(s->measured_instance));
 	json_object_set_new(root, "settings", set);
@@ -206,7 +208,9 @@ int ddl_out_text(const struct ddl_out_ctx *o, FILE *f)
 	        c->proj.ic_stall_s, c->proj.net_stall_s);
 	if (r->nfront) {
 		fprintf(f, "\nPareto front of time and cost%s:\n",
-		        s->budget_hours > 0 || s->budget_usd > 0 ? " within the budget" : "");
+		        !(s->budget_hours > 0 || s->budget_usd > 0) ? ""
+		        : r->rec                                    ? " within the budget"
+		                                                    : " (none within the budget)");
 		ddl_text_head(f);
 		for (size_t k = 0; k < r->nfront; k++)
 			ddl_text_row(f, r->front[k]);

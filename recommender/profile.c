@@ -12,6 +12,8 @@
  *   bytes     job.per_iteration.{intra,inter}_bytes, else
  *             ranks[].collectives over the run's iterations, else the
  *             ranked processes' socket bytes, as the wire bytes of a ring
+ *   calls     job.per_iteration.collectives, else ranks[].collectives
+ *             over the run's iterations
  *   overlap   job.per_iteration.overlap_s, else none
  */
 #include <errno.h>
@@ -196,6 +198,13 @@ static int ddl_prof_bytes(json_t *root, json_t *job, struct ddl_profile *p, char
 	}
 	if (gi || ge)
 		p->bytes_src = DDL_BYTES_PER_ITER;
+	double per_calls = 0;
+	int gc = json_is_object(per) ? ddl_prof_opt(per, "collectives", DDL_PROF_MAX_B, &per_calls, p->file,
+	                                            "job.per_iteration.", err, errlen) : 0;
+	if (gc < 0)
+		return -1;
+	if (gc && per_calls > 0)
+		p->collectives = per_calls; /* the report's own count per step beats the run's mean */
 	if (p->bytes_src != DDL_BYTES_NONE) {
 		/*
 		 * Collective bytes are payloads (count x element size). Both kinds

@@ -54,6 +54,7 @@ struct ddl_instance {
 struct ddl_comm_coef {
 	double alpha_s;       /* latency per collective per ring step, seconds */
 	double beta;          /* bandwidth term multiplier: 1 / achieved fraction of the link */
+	double norm_p;        /* how the terms combine: (lat^p + bw^p)^(1/p); 1 adds them */
 	char source[512];     /* "default", "catalog FILE" or "command line" */
 };
 
@@ -154,6 +155,7 @@ struct ddl_projection {
 	double compute_s, data_s, idle_s;
 	double ic_comm_s, net_comm_s; /* communication time, before overlap */
 	double ic_stall_s, net_stall_s;
+	double hidden_s;              /* communication run under compute */
 	double iteration_s;
 };
 
@@ -163,6 +165,11 @@ void ddl_model_project(const struct ddl_profile *p, const struct ddl_instance *i
 /* The communication model's cost of one level: N participants, BYTES over BW bytes/s. */
 double ddl_model_level(int n, double bytes, double bw, double collectives,
                        const struct ddl_settings *s);
+/*
+ * Of COMM seconds of communication projected for P's job with COMPUTE
+ * seconds of compute, the seconds hidden under compute (model.c).
+ */
+double ddl_model_hidden(const struct ddl_profile *p, double comm, double compute);
 /* The reference GPU's relative throughput is 1. */
 double ddl_model_rel(const struct ddl_gpu_model *g, int fp16);
 

@@ -70,7 +70,7 @@ static void ddl_usage(FILE *f)
 	        "  --max-instances N    instances per configuration, 1..N (default 8)\n"
 	        "  --instance GLOBS     only instance types matching these comma-separated patterns\n"
 	        "  --precision P        which relative GPU throughput scales compute (default fp32)\n"
-	        "  --scaling S          strong: fixed global batch (default); weak: fixed batch per GPU\n"
+	        "  --scaling S          strong: fixed global batch; weak: fixed batch per GPU (default:\n                       inferred from two profiles at different GPU counts, else strong)\n"
 	        "  --algorithm A        all-reduce algorithm, ring (default) or tree\n"
 	        "  --allreduce A        flat (one ring) or hierarchical (default: as measured)\n"
 	        "  --measured-gpu M     the GPU the profiles ran on (overrides job.gpu.model)\n"
@@ -167,6 +167,7 @@ struct ddl_opts {
 	int have_layers, have_params, have_compute, have_data, have_overlap, have_grad, have_alpha,
 	        have_beta;
 	const char *measured_gpu;
+	int have_scaling;
 	int slurm, have_slurm_opts;
 	struct ddl_slurm_opts so;
 };
@@ -277,6 +278,7 @@ static int ddl_parse(int argc, char **argv, struct ddl_opts *o, struct ddl_setti
 			if (strcmp(optarg, "strong") && strcmp(optarg, "weak"))
 				return ddl_usage_error("--scaling: want strong or weak, not '%s'", optarg);
 			s->scaling = strcmp(optarg, "weak") ? DDL_STRONG : DDL_WEAK;
+			o->have_scaling = 1;
 			break;
 		case O_ALGO:
 			if (strcmp(optarg, "ring") && strcmp(optarg, "tree"))
@@ -370,8 +372,22 @@ static int ddl_parse(int argc, char **argv, struct ddl_opts *o, struct ddl_setti
 		return ddl_usage_error("--wait-history, --switch-threshold and --nodes-per-switch go with --slurm");
 	if (o->slurm && structural)
 		return ddl_usage_error("--slurm needs a --profile with the job's network sensitivity");
-	if (!(s->iterations > 0) && !(s->epochs > 0 && s->samples > 0 && s->batch > 0) && (!o->slurm || epochs))
-		return ddl_usage_error("give --iterations N, or --epochs, --samples-per-epoch and --batch");
+	if (!(s->iterations > 0) && (!o->slurm || epochs)) {
+		/* name what is missing: a report does not record the batch size, so it cannot stand in */
+		char miss[128] = "";
+		if (!(s->epochs > 0))
+			strcat(miss, " --epochs E");
+		if (!(s->samples > 0))
+			strcat(miss, " --samples-per-epoch S");
+		if (!(s->batch > 0))
+			strcat(miss, " --batch B");
+		if (!epochs)
+			return ddl_usage_error("give --iterations N, or --epochs, --samples-per-epoch and --batch");
+		if (miss[0])
+			return ddl_usage_error("--epochs needs --epochs, --samples-per-epoch and --batch; missing:%s%s",
+			                       miss, s->batch > 0 ? "" : " (the global batch, or one GPU's with "
+			                       "--scaling weak: profiles do not record it)");
+	}
 	if (o->have_params && o->have_grad)
 		return ddl_usage_error("give --params or --grad-bytes, not both");
 	return 0;
@@ -402,6 +418,42 @@ static int ddl_resolve_gpu(struct ddl_profile *p, const struct ddl_catalog *cat,
 	fprintf(stderr, "ddlprof-recommend: %s: job.gpu.model: \"%s\" is not a GPU model of the catalog; "
 	        "name the closest with --measured-gpu\n", p->file, dev);
 	return 1;
+}
+
+/*
+ * Without --scaling: from two profiles of the job on the same GPU at
+ * different rank counts (the pair furthest apart), whichever scaling
+ * predicts the larger one's compute per step better: strong, c1 = c0 n0/n1;
+ * weak, c1 = c0. With fewer, strong, the default. Either way a note says so.
+ */
+static void ddl_infer_scaling(const struct ddl_profile *prof, size_t nprof, struct ddl_settings *s,
+                              struct ddl_notes *notes)
+{
+	const struct ddl_profile *a = NULL, *b = NULL;
+	for (size_t i = 0; i < nprof; i++)
+		for (size_t k = 0; k < nprof; k++) {
+			const struct ddl_profile *x = &prof[i], *y = &prof[k];
+			if (x->structural || y->structural || x->ranks >= y->ranks || x->compute_s <= 0 ||
+			    y->compute_s <= 0 || !(x->gpu == y->gpu || (x->gpu && y->gpu && !strcmp(x->gpu->model, y->gpu->model))))
+				continue;
+			if (!a || (double)y->ranks / x->ranks > (double)b->ranks / a->ranks) {
+				a = x;
+				b = y;
+			}
+		}
+	if (!a) {
+		if (nprof && !prof[0].structural)
+			ddl_note(notes, "--scaling strong assumed: the global batch is fixed and each of n GPUs computes "
+			         "1/n of it; give --scaling weak if each GPU keeps its batch (as ddlsynth's ranks do), "
+			         "or a second profile at another GPU count to tell");
+		return;
+	}
+	double strong = fabs(log(b->compute_s / (a->compute_s * a->ranks / b->ranks)));
+	double weak = fabs(log(b->compute_s / a->compute_s));
+	s->scaling = weak < strong ? DDL_WEAK : DDL_STRONG;
+	ddl_note(notes, "--scaling %s inferred: compute per step %.4g s on %d ranks (%s) and %.4g s on %d (%s); "
+	         "give --scaling to override", weak < strong ? "weak" : "strong", a->compute_s, a->ranks, a->file,
+	         b->compute_s, b->ranks, b->file);
 }
 
 int main(int argc, char **argv)
@@ -444,6 +496,7 @@ int main(int argc, char **argv)
 	}
 	s.coef.alpha_s = DDL_DEFAULT_ALPHA;
 	s.coef.beta = DDL_DEFAULT_BETA;
+	s.coef.norm_p = 1;
 	snprintf(s.coef.source, sizeof s.coef.source, "default");
 	if (cat.have_coef)
 		s.coef = cat.coef;
@@ -522,6 +575,8 @@ int main(int argc, char **argv)
 		}
 		rc = 2;
 	}
+	if (!o.have_scaling)
+		ddl_infer_scaling(prof, nprof, &s, &notes);
 	struct ddl_slurm sl;
 	if (o.slurm) {
 		/* the run's length weighs the wait against what one switch saves */

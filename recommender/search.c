@@ -4,7 +4,8 @@
  * measurement when a profile was taken on that configuration, the
  * projection of model.c from the nearest profile otherwise), a run time
  * and a cost; then the budgets pick the recommendation and the Pareto
- * front of time and cost is drawn over the candidates within them.
+ * front of time and cost is drawn over the candidates within them (over
+ * all of them when none is).
  */
 #include <fnmatch.h>
 #include <math.h>
@@ -217,9 +218,10 @@ int ddl_search(const struct ddl_catalog *cat, struct ddl_profile *prof, size_t n
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* Nothing within the budgets: the front of them all, to choose a budget by. */
 	size_t m = 0;
 	for (size_t k = 0; k < r->n; k++)
-		if (r->c[k].meets)
+		if (r->c[k].meets || !r->rec)
 			r->front[m++] = &r->c[k];
 	qsort(r->front, m, sizeof *r->front, ddl_cmp_time);
 	double best_cost = INFINITY;

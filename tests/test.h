@@ -76,6 +76,10 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(rec_random_catalogs) \
 	X(rec_tcpring) \
 	X(rec_emulation) \
+	X(rec_emulation_overlap) \
+	X(rec_scaling_inferred) \
+	X(rec_gpu_names) \
+	X(rec_fit_selftest) \
 	X(synth_flat_two_hosts) \
 	X(synth_hierarchical) \
 	X(synth_overlap) \
