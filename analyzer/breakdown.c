@@ -79,6 +79,25 @@ static void ddl_covered(const struct ddl_span *w, size_t nw, size_t *from, int64
 	}
 }
 
+/* E is a send that moved bytes inside one of P's iterations (iterations are
+ * in time order: the last one starting by its time). */
+static int ddl_sent_in_iteration(const struct ddl_proc *p, const struct ddl_trace *t,
+                                 const struct ddl_event *e)
+{
+	if (ddl_event_class(e->kind) != DDL_CLASS_TX || e->result <= 0)
+		return 0;
+	int64_t at = ddl_trace_real_ns(t, e->start);
+	size_t lo = 0, hi = p->niter;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->iter[mid].start_ns <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && at < p->iter[lo - 1].end_ns;
+}
+
 /* P's parts, with FL the windows when its traffic is in flight (flight.c). */
 static void ddl_proc_breakdown(struct ddl_proc *p, const struct ddl_flights *fl)
 {
@@ -144,19 +163,7 @@ static void ddl_proc_breakdown(struct ddl_proc *p, const struct ddl_flights *fl)
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			if (ddl_event_class(e->kind) != DDL_CLASS_TX || e->result <= 0)
-				continue;
-			/* iterations are in time order: the last one starting by `at` */
-			int64_t at = ddl_trace_real_ns(t, e->start);
-			size_t lo = 0, hi = p->niter;
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-				if (p->iter[mid].start_ns <= at)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo > 0 && at < p->iter[lo - 1].end_ns)
+			if (ddl_sent_in_iteration(p, t, e))
 				bytes += (double)e->result;
 		}
 	}
@@ -318,7 +325,20 @@ void ddl_report_breakdown(struct ddl_report *r)
  * from this run's own otherwise (a consistency check of the model). With
  * a baseline of iteration T0 the slowdowns are T(perturbed) / T0 measured
  * and T(R) / T0 predicted; error = T(R) / T(perturbed) - 1 either way.
- * delay=USEC is measured only: the model is one of bandwidth.
+ *
+ * delay=D held every send call D longer (libddlprof/socket.c's
+ * ddl_perturb: a sleep inside the call, whatever its size). A thread's
+ * sends are serial, and in a synchronous job each one is on the iteration's
+ * critical path: the rank cannot go on until its send is done, nor its
+ * peers until they have its bytes. Threads send side by side, so the
+ * iteration grows by D times the sends of its busiest sending thread:
+ *     T(D) = T0 + n D,  n = that thread's sends an iteration (mean over ranks)
+ * counted in the baseline, T0 its iteration. It needs the baseline: the
+ * perturbed run alone cannot tell its own D-free iteration from what it
+ * measured, so without one delay= is measured only. The model ignores
+ * sends that overlap compute on a thread of their own (it then predicts
+ * too much) and a rank's peers' delays adding up when they are not in
+ * step (too little).
  */
 
 /* The run's DDLPROF_PERTURB_NET, or NULL. */
@@ -367,6 +387,36 @@ static int ddl_report_like(struct ddl_report *base, const struct ddl_report *r,
 	ddl_report_iterations(base, r->iteration_names, r->warmup);
 	ddl_report_breakdown(base);
 	return 0;
+}
+
+/* n above: the mean over ranks with iterations of the sends (calls that
+ * sent bytes) an iteration of their busiest sending thread; 0 when none. */
+static double ddl_sens_sends(const struct ddl_report *r)
+{
+	double sum = 0;
+	size_t np = 0;
+	uint32_t *per_tid = calloc(UINT16_MAX + 1, sizeof *per_tid);
+	if (!per_tid)
+		return 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter)
+			continue;
+		memset(per_tid, 0, (UINT16_MAX + 1) * sizeof *per_tid);
+		uint32_t most = 0;
+		for (size_t k = 0; k < p->ntr; k++) {
+			const struct ddl_trace *t = p->tr[k];
+			for (size_t e = 0; e < t->nev; e++) {
+				const struct ddl_event *ev = &t->ev[e];
+				if (ddl_sent_in_iteration(p, t, ev) && ++per_tid[ev->tid] > most)
+					most = per_tid[ev->tid];
+			}
+		}
+		sum += (double)most / (double)p->niter;
+		np++;
+	}
+	free(per_tid);
+	return np ? sum / (double)np : 0;
 }
 
 int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, size_t errlen)
@@ -418,11 +468,17 @@ int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, si
 		memset(&r->measured, 0, sizeof r->measured);
 		r->measured.perturb = pert;
 		r->measured.iteration_s = r->iter_mean_s;
+		double delay_s = !strncmp(pert, "delay=", 6) ? strtod(pert + 6, NULL) * 1e-6 : 0;
 		if (bw > 0) {
 			r->measured.bandwidth = bw;
 			r->measured.from_baseline = have_base;
 			if (ddl_sens_inputs(have_base ? &base : r, &in))
 				r->measured.predicted_s = ddl_sens_predict(&in, bw);
+		} else if (delay_s > 0 && have_base) {
+			double n = ddl_sens_sends(&base);
+			r->measured.from_baseline = 1;
+			if (n > 0)
+				r->measured.predicted_s = base.iter_mean_s + n * delay_s;
 		}
 		if (have_base) {
 			snprintf(r->measured.baseline_run, sizeof r->measured.baseline_run, "%s", brun->id);

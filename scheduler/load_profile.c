@@ -6,7 +6,9 @@
  * report per job (its profile column, load_csv.c); ddlprof-sim --profiles
  * DIR maps model names to DIR/<model>.json (sim.c). Either way a report is
  * read once, kept in a cache by path, and its slowdowns replace the
- * built-in table's (models.c) for the jobs that name it.
+ * built-in table's (models.c) for the jobs that name it. Its
+ * job.sensitivity.iteration_s.machine, when present, is the iteration time
+ * of jobs the trace gives as iterations without a time of their own.
  *
  * A report that cannot be used says why in one phrase naming the field
  * ("job.sensitivity.slowdown.rack: must be a number >= 1"), for the caller
@@ -149,6 +151,11 @@ static int ddl_sim_prof_parse(struct ddl_sim_profile *p, const char *buf, size_t
 		}
 		p->bw[l] = x / 1e9;
 	}
+	/* The iteration time on one machine; optional, for traces that give
+	 * iterations rather than run times. */
+	json_t *it = json_object_get(json_object_get(sens, "iteration_s"), "machine");
+	double x = json_is_number(it) ? json_number_value(it) : 0;
+	p->iter_s = isfinite(x) && x > 0 && x <= DDL_SIM_MAX_TIME ? x : 0;
 	rc = 0;
 out:
 	json_decref(root);
@@ -227,8 +234,12 @@ void ddl_sim_profiles_free(struct ddl_sim_profiles *c)
 
 void ddl_sim_profile_apply(struct ddl_sim_job *j, const struct ddl_sim_profile *p)
 {
-	memcpy(j->slow, p->slow, sizeof j->slow);
-	memcpy(j->ref_bw, p->bw, sizeof j->ref_bw);
-	j->slow_from = DDL_SIM_SLOW_PROFILE;
-	j->consolidate = j->slow[DDL_SIM_CLUSTER] >= 1.3;
+	if (j->slow_from == DDL_SIM_SLOW_TABLE) {
+		memcpy(j->slow, p->slow, sizeof j->slow);
+		memcpy(j->ref_bw, p->bw, sizeof j->ref_bw);
+		j->slow_from = DDL_SIM_SLOW_PROFILE;
+		j->consolidate = j->slow[DDL_SIM_CLUSTER] >= 1.3;
+	}
+	if (j->work == 0 && j->iter_s == 0)
+		j->iter_s = p->iter_s;
 }

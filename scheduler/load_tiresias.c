@@ -2,10 +2,13 @@
  * The Tiresias simulator's job CSV (SymbioticLab/Tiresias, simulator/
  * *_job.csv): job_id, num_gpu, submit_time (s), iterations, model_name,
  * duration (s), interval. We take job_id, num_gpu, submit_time, duration
- * and model_name; iterations and interval are not needed (duration already
- * gives the run time, submit_time the arrival). Columns are found by
- * header name. Times outside 0..1e10 s (DDL_SIM_MAX_TIME) are bad
- * records. Called from sim.c for --format tiresias.
+ * and model_name; where a row's duration is empty (or the file has no
+ * duration column) its iterations give the run instead, at the iteration
+ * time of the model's ddlprof profile, --profiles DIR/<model_name>.json
+ * (sim.c), since the format carries no time per iteration. interval is not
+ * needed. Columns are found by header name. Times outside 0..1e10 s
+ * (DDL_SIM_MAX_TIME) are bad records. Called from sim.c for --format
+ * tiresias.
  */
 #include <stdlib.h>
 
@@ -19,18 +22,18 @@ int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
 		return -1;
 	int cid = ddl_sim_csv_col(&c, "job_id"), cg = ddl_sim_csv_col(&c, "num_gpu");
 	int csub = ddl_sim_csv_col(&c, "submit_time"), cdur = ddl_sim_csv_col(&c, "duration");
-	int cmod = ddl_sim_csv_col(&c, "model_name");
-	if (cg < 0 || csub < 0 || cdur < 0) {
+	int cmod = ddl_sim_csv_col(&c, "model_name"), cit = ddl_sim_csv_col(&c, "iterations");
+	if (cg < 0 || csub < 0 || (cdur < 0 && cit < 0)) {
 		fprintf(stderr,
 		        "ddlprof-sim: %s: not a Tiresias job CSV (the header needs num_gpu, submit_time, "
-		        "duration)\n",
+		        "and duration or iterations)\n",
 		        path);
 		ddl_sim_csv_close(&c);
 		return -1;
 	}
 	int rc = 0;
 	while (ddl_sim_csv_next(&c)) {
-		double sub, dur;
+		double sub, dur, iters, iter_s;
 		long g;
 		const char *why = NULL;
 		if (c.nfield < c.nhead)
@@ -40,9 +43,10 @@ int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
 		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, csub), &sub) < 0 ||
 		         !ddl_sim_time_ok(sub))
 			why = "submit_time is not a time in 0..1e10 s";
-		else if (ddl_sim_parse_double(ddl_sim_csv_get(&c, cdur), &dur) < 0 || dur <= 0 ||
-		         !ddl_sim_time_ok(dur))
-			why = "duration is not a time in (0, 1e10] s";
+		else
+			why = ddl_sim_record_run(cdur >= 0 ? ddl_sim_csv_get(&c, cdur) : NULL,
+			                         cit >= 0 ? ddl_sim_csv_get(&c, cit) : NULL, NULL, "duration",
+			                         &dur, &iters, &iter_s);
 		if (why) {
 			char where[4200];
 			snprintf(where, sizeof where, "%s:%ld", path, c.lineno);
@@ -56,11 +60,13 @@ int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
 		snprintf(id, sizeof id, "%s", cid >= 0 ? ddl_sim_csv_get(&c, cid) : "");
 		if (!id[0])
 			snprintf(id, sizeof id, "line%ld", c.lineno);
-		if (!ddl_sim_trace_add(t, id, sub, (int)g, dur, ddl_sim_csv_get(&c, cmod))) {
+		struct ddl_sim_job *j = ddl_sim_trace_add(t, id, sub, (int)g, dur, ddl_sim_csv_get(&c, cmod));
+		if (!j) {
 			fprintf(stderr, "ddlprof-sim: %s: out of memory\n", path);
 			rc = -1;
 			break;
 		}
+		j->iterations = iters;
 	}
 	ddl_sim_csv_close(&c);
 	return rc;

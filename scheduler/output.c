@@ -119,6 +119,35 @@ int ddl_sim_print_text(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
 	return ferror(f) ? -1 : 0;
 }
 
+/*
+ * dally's auto-tuned timers as they stand at the end: per GPU-demand bucket
+ * that has any history and per level waited for (machine, rack), the waits
+ * remembered, their mean and standard deviation, and the timer in leases
+ * (DDL_SIM_TIMER_MIN..MAX). So the tuning can be checked from outside.
+ */
+static json_t *ddl_sim_json_timers(const struct ddl_sim *s)
+{
+	json_t *a = json_array();
+	for (int b = 0; a && b < DDL_SIM_TIMER_BUCKETS; b++)
+		for (int l = 0; l < 2; l++) {
+			const struct ddl_sim_timer *t = &s->timers[b][l];
+			if (!t->n)
+				continue;
+			json_t *e = json_object();
+			json_object_set_new(e, "gpus_min", json_integer((json_int_t)1 << b));
+			json_object_set_new(e, "gpus_max", b == DDL_SIM_TIMER_BUCKETS - 1
+			                                           ? json_null()
+			                                           : json_integer(((json_int_t)2 << b) - 1));
+			json_object_set_new(e, "level", json_string(ddl_sim_level_names[l]));
+			json_object_set_new(e, "waits", json_integer(t->n));
+			json_object_set_new(e, "wait_mean_s", ddl_sim_json_num(t->mean_s));
+			json_object_set_new(e, "wait_sd_s", ddl_sim_json_num(t->sd_s));
+			json_object_set_new(e, "leases", json_integer(t->leases));
+			json_array_append_new(a, e);
+		}
+	return a;
+}
+
 int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_summary *m,
                        size_t skipped)
 {
@@ -157,6 +186,14 @@ int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
 	json_object_set_new(o, "preemptions", json_integer((json_int_t)s->preemptions));
 	json_object_set_new(o, "migrations", json_integer((json_int_t)s->migrations));
 	json_object_set_new(o, "jobs_profiled", json_integer((json_int_t)m->profiled));
+	if (s->policy == &ddl_sim_policy_dally) {
+		json_t *tm = ddl_sim_json_timers(s);
+		if (!tm) {
+			json_decref(o);
+			return -1;
+		}
+		json_object_set_new(o, "dally_timers", tm);
+	}
 	int rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	fputc('\n', f);
 	json_decref(o);

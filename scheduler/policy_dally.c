@@ -12,11 +12,20 @@
  * rounded up to whole leases and kept within DDL_SIM_TIMER_MIN..MAX. Until
  * a bucket has history its timers are DDL_SIM_TIMER_MIN.
  *
- * Priority is las' attained-service queue and, within a queue, the network
- * lag: seconds the job has lost to loose placement, most first. At lease
- * ends, running jobs outranked by waiting ones are preempted (as las), and
- * loosely placed jobs, most lagging first, get tighter GPUs first
- * (migration when it pays for the restart).
+ * Network-sensitive preemption: priority is the job's network lag first,
+ * then las' attained-service queue, then arrival. The lag is how far the
+ * job's progress trails its ideal progress because of network slowdown,
+ * as a share of the ideal: with I the seconds of work it would have done
+ * had every second it ran been at the speed of its tightest level, and P
+ * the seconds of work it did, lag = (I - P) / I, from 0 (never placed
+ * looser than it could be, or not run yet) towards 1. Normalising by I
+ * rather than counting seconds ranks a short job that ran at half speed
+ * above a long one that lost more seconds at 0.9 of its speed. So at every
+ * lease end the running and waiting jobs are walked most-lagging first and
+ * those that fit keep or get GPUs; a job that has not lagged ranks as
+ * under las, and is preempted, as there, by waiting jobs of a lower
+ * attained-service queue. Loosely placed jobs, most lagging first, also
+ * move to tighter GPUs when they free up and the move pays for the restart.
  */
 #include <math.h>
 
@@ -30,19 +39,28 @@ static int ddl_sim_dally_bucket(int gpus)
 	return b;
 }
 
+double ddl_sim_dally_lag(const struct ddl_sim_job *j, double now)
+{
+	double lost = ddl_sim_comm_lost(j, now);
+	double ideal = j->work - ddl_sim_remaining(j, now) + lost; /* s it ran */
+	return ideal > 0 && lost > 0 ? lost / ideal : 0;
+}
+
+/* Lag first (most first), then the las queue; the engine breaks the last
+ * tie by arrival. */
 static void ddl_sim_dally_key(const struct ddl_sim *s, const struct ddl_sim_job *j, double now,
                               double key[2])
 {
 	(void)s;
-	key[0] = ddl_sim_las_queue(ddl_sim_attained(j, now));
-	key[1] = -ddl_sim_comm_lost(j, now);
+	key[0] = -ddl_sim_dally_lag(j, now);
+	key[1] = ddl_sim_las_queue(ddl_sim_attained(j, now));
 }
 
 static double ddl_sim_dally_migrate_key(const struct ddl_sim *s, const struct ddl_sim_job *j,
                                         double now)
 {
 	(void)s;
-	return -ddl_sim_comm_lost(j, now);
+	return -ddl_sim_dally_lag(j, now);
 }
 
 /* Timer of a level (0: wait for a machine, 1: wait for a rack), seconds. */
@@ -85,7 +103,9 @@ static void ddl_sim_dally_placed(struct ddl_sim *s, const struct ddl_sim_job *j,
 	double mean = sum / t->n;
 	for (int i = 0; i < t->n; i++)
 		sq += (t->wait[i] - mean) * (t->wait[i] - mean);
-	double x = mean + 2 * sqrt(sq / t->n);
+	t->mean_s = mean;
+	t->sd_s = sqrt(sq / t->n);
+	double x = mean + 2 * t->sd_s;
 	/* Clamped as a double: long waits over short leases overflow an int. */
 	double leases = ceil(x / s->cfg.lease - 1e-9);
 	if (!(leases >= DDL_SIM_TIMER_MIN))

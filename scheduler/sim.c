@@ -5,7 +5,10 @@
  * policy --policy names (policy_*.c, from a static table) through the
  * engine (engine.c) and prints the result (output.c). --generate writes a
  * synthetic trace instead (generate.c). --profiles DIR gives jobs the
- * slowdowns of DIR/<model>.json, ddlprof reports (load_profile.c).
+ * slowdowns of DIR/<model>.json, ddlprof reports (load_profile.c); jobs
+ * whose trace names no model are "default" and take DIR/default.json.
+ * Jobs given as iterations get their run time here, once their iteration
+ * time and slowdowns are known.
  *
  * Exit status: 0 done; 1 bad input (unreadable or malformed trace, a bad
  * record under --strict, an existing --jobs-out file, a failed --check);
@@ -47,7 +50,8 @@ static void ddl_sim_usage(FILE *f)
 	        "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
 	        "                   [--lease S] [--restart-cost S] [--json] [--jobs-out FILE [--force]]\n"
 	        "                   [--seed N] [--strict] [--check] [--profiles DIR] [-q]\n"
-	        "       ddlprof-sim --generate N [--seed N] [--cluster RxMxG] [--load F]\n"
+	        "       ddlprof-sim --generate N [--format csv|philly] [--seed N] [--cluster RxMxG]\n"
+	        "                   [--load F]\n"
 	        "  --trace FILE        job trace to replay\n"
 	        "  --format F          trace format (default: told from the file's start)\n"
 	        "  --cluster RxMxG     racks x machines per rack x GPUs per machine (default 4x32x8)\n"
@@ -63,7 +67,7 @@ static void ddl_sim_usage(FILE *f)
 	        "  --check             verify the simulator's invariants while it runs\n"
 	        "  --profiles DIR      slowdowns of a job's model from DIR/<model>.json, a ddlprof report\n"
 	        "  -q, --quiet         no progress line (shown on a terminal for runs over a second)\n"
-	        "  --generate N        print a synthetic trace of N jobs in our CSV format\n"
+	        "  --generate N        print a synthetic trace of N jobs, our CSV or --format philly\n"
 	        "  --load F            offered load of --generate, 0..1 of the cluster (default 0.85)\n"
 	        "See ddlprof-sim(1).\n");
 }
@@ -301,7 +305,11 @@ int main(int argc, char **argv)
 	if (generate >= 0) {
 		if (trace)
 			return ddl_sim_usage_error("%s", "--generate and --trace exclude each other");
-		return ddl_sim_generate(stdout, generate, cfg.seed, racks * mpr * gpm, gpm, load) < 0;
+		int philly = format && !strcmp(format, "philly");
+		if (format && !philly && strcmp(format, "csv"))
+			return ddl_sim_usage_error("--generate --format '%s': expected csv or philly", format);
+		return ddl_sim_generate(stdout, generate, cfg.seed, racks * mpr * gpm, gpm, load,
+		                        philly) < 0;
 	}
 	if (!trace)
 		return ddl_sim_usage_error("%s", "--trace FILE is required");
@@ -340,13 +348,14 @@ int main(int argc, char **argv)
 		if (j->gpus > s.cl.gpus) {
 			fprintf(stderr, "ddlprof-sim: %s: job %s needs %d GPUs, the cluster has %d; %s\n",
 			        trace, j->id, j->gpus, s.cl.gpus,
-			        lo.strict ? "rejected (--strict)" : "job skipped");
+			        lo.strict ? "the trace is rejected (--strict)" : "job skipped");
 			t.skipped++;
 			if (lo.strict)
 				goto out;
 			continue;
 		}
-		if (profiles_dir && j->slow_from == DDL_SIM_SLOW_TABLE) {
+		if (profiles_dir &&
+		    (j->slow_from == DDL_SIM_SLOW_TABLE || (j->work == 0 && j->iter_s == 0))) {
 			int k = ddl_sim_model_profile(&profs, profiles_dir, j, lo.strict, &missing,
 			                              first_missing, sizeof first_missing);
 			if (k < 0)
@@ -365,6 +374,24 @@ int main(int argc, char **argv)
 		                                                 ? j->ref_bw[DDL_SIM_CLUSTER]
 		                                                 : DDL_SIM_REF_BW_CLUSTER,
 		                                         bw[2]);
+		if (j->work == 0) {
+			/* Given as iterations: the run at the tightest level it can have. */
+			double w = j->iterations * j->iter_s *
+			           j->slow[ddl_sim_cluster_min_level(&s.cl, j->gpus)];
+			if (!(w > 0 && ddl_sim_time_ok(w))) {
+				fprintf(stderr, "ddlprof-sim: %s: job %s: %.15g iterations %s; %s\n", trace,
+				        j->id, j->iterations,
+				        j->iter_s > 0 ? "run longer than 1e10 s"
+				                      : "and no iteration time (give iteration_s, a profile, or "
+				                        "--profiles DIR with <model>.json)",
+				        lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+				t.skipped++;
+				if (lo.strict)
+					goto out;
+				continue;
+			}
+			j->work = w;
+		}
 		t.jobs[keep++] = *j;
 	}
 	t.n = keep;

@@ -31,7 +31,10 @@ struct ddl_sim_job {
 	char id[48];
 	char model[32];
 	double arrival;        /* s */
-	double work;           /* s of run time at the job's tightest feasible level */
+	double work;           /* s of run time at the job's tightest feasible level; 0 while it
+	                        * is still to come from iterations x iter_s (sim.c) */
+	double iterations;     /* iterations the trace gives, 0 if none */
+	double iter_s;         /* s an iteration on one machine, 0 if unknown */
 	int gpus;
 	double slow[DDL_SIM_LEVELS]; /* slowdown per level, slow[MACHINE] == 1 */
 	double ref_bw[DDL_SIM_LEVELS]; /* Gbit/s slow[] holds at; 0: the table's references */
@@ -123,10 +126,18 @@ int ddl_sim_csv_next(struct ddl_sim_csv *c);
 int ddl_sim_csv_col(const struct ddl_sim_csv *c, const char *name);
 /* Field I of the current record, "" when the record is short. */
 const char *ddl_sim_csv_get(const struct ddl_sim_csv *c, int i);
-/* Reports a bad record; -1 when --strict rejects the file. */
+/* Reports a bad record at WHERE ("file:line", "file: record N (...)"), in
+ * one line: "...; record skipped", or under --strict "...; the trace is
+ * rejected (--strict)" and -1. */
 int ddl_sim_bad_record(struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o,
                        const char *path, const char *where, const char *why);
 void ddl_sim_csv_close(struct ddl_sim_csv *c);
+/* A run given as a duration (field DUR) or as iterations (ITERS, with an
+ * optional iteration time ITER_S; either NULL where the format has no such
+ * column): *WORK (0 when it is to come from iterations), *N, *IT. NULL, or
+ * why the record is bad, naming DUR_NAME (load_csv.c; not reentrant). */
+const char *ddl_sim_record_run(const char *dur, const char *iters, const char *iter_s,
+                               const char *dur_name, double *work, double *n, double *it);
 /* Parses a double / a positive int, whole field; 0 or -1. */
 int ddl_sim_parse_double(const char *s, double *v);
 int ddl_sim_parse_int(const char *s, long *v);
@@ -158,6 +169,7 @@ struct ddl_sim_profile {
 	char why[256];                 /* when not ok: "FIELD: reason" or the system's error */
 	double slow[DDL_SIM_LEVELS];
 	double bw[DDL_SIM_LEVELS];     /* Gbit/s; 0 where the report gives none */
+	double iter_s;                 /* job.sensitivity.iteration_s.machine; 0 if none */
 };
 struct ddl_sim_profiles {
 	struct ddl_sim_profile **v;
@@ -171,8 +183,18 @@ const struct ddl_sim_profile *ddl_sim_profile_get(struct ddl_sim_profiles *c, co
 void ddl_sim_profiles_free(struct ddl_sim_profiles *c);
 /* NAME as a trace names it: relative to the directory of TRACE unless absolute (load_csv.c). */
 void ddl_sim_profile_path(const char *trace, const char *name, char *out, size_t n);
-/* Gives J the slowdowns of the usable profile P. */
+/* Gives J the slowdowns of the usable profile P when J's are still the
+ * table's, and P's iteration time when J has iterations and no time. */
 void ddl_sim_profile_apply(struct ddl_sim_job *j, const struct ddl_sim_profile *p);
+/* The profile a record names, NAME relative to TRACE, read through CACHE:
+ * 0 with *P (NULL when NAME is empty); 1 when it is unusable, WHY saying
+ * so ("profile PATH: reason"); -1 when memory ran out (load_csv.c). */
+int ddl_sim_record_profile(struct ddl_sim_profiles *cache, const char *trace, const char *name,
+                           const struct ddl_sim_profile **p, char *why, size_t n);
+/* Gives J the speed its record names: profile P (may be NULL), then its
+ * own slowdowns SR, SC (0: not given) over those. */
+void ddl_sim_record_speed(struct ddl_sim_job *j, const struct ddl_sim_profile *p, double sr,
+                          double sc);
 
 /* The model table (models.c). */
 struct ddl_sim_model {
@@ -275,7 +297,8 @@ extern const struct ddl_sim_policy ddl_sim_policy_sensitivity;
 struct ddl_sim_timer {
 	double wait[DDL_SIM_TIMER_HISTORY];
 	int n, next;
-	int leases;
+	double mean_s, sd_s;   /* of the waits remembered */
+	int leases;            /* the timer: mean + 2 sd, in whole leases, in bounds */
 };
 
 struct ddl_sim_config {
@@ -317,6 +340,9 @@ double ddl_sim_attained(const struct ddl_sim_job *j, double now);
 double ddl_sim_comm_lost(const struct ddl_sim_job *j, double now);
 /* Ideal seconds of work left now. */
 double ddl_sim_remaining(const struct ddl_sim_job *j, double now);
+/* dally's network lag of a job now: (ideal - actual progress) / ideal over
+ * the time it ran, 0..1 (policy_dally.c). */
+double ddl_sim_dally_lag(const struct ddl_sim_job *j, double now);
 /* las queue index from attained service (shared with dally, sensitivity). */
 int ddl_sim_las_queue(double attained);
 
@@ -337,8 +363,9 @@ int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
  * otherwise; refuses an existing file unless FORCE. 0 or -1 with a message. */
 int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s);
 
-/* The synthetic trace generator (generate.c): N jobs in our CSV format,
- * sized for roughly LOAD of a cluster of GPUS GPUs. */
-int ddl_sim_generate(FILE *f, long n, uint64_t seed, int gpus, int gpm, double load);
+/* The synthetic trace generator (generate.c): N jobs in our CSV format, or
+ * with PHILLY a Philly job log for machines of GPM GPUs, sized for roughly
+ * LOAD of a cluster of GPUS GPUs. 0, or -1 when memory ran out or F failed. */
+int ddl_sim_generate(FILE *f, long n, uint64_t seed, int gpus, int gpm, double load, int philly);
 
 #endif

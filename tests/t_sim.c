@@ -387,7 +387,8 @@ int test_sim_bad_records(void)
 /*
  * philly_sample.json: job 1's last attempt spans two machines with 4 GPUs
  * each (8 GPUs) for an hour; job 2 uses 2 GPUs for 10 minutes, submitted
- * 30 minutes after job 1; record 3 has not finished, record 4 never ran.
+ * 30 minutes after job 1; record 3 has not finished (a bad record),
+ * record 4 never ran (left out, counted in one line).
  */
 int test_sim_philly(void)
 {
@@ -398,8 +399,9 @@ int test_sim_philly(void)
 	                "--check", "--jobs-out", out, "--json", NULL};
 	struct ddl_run_result r;
 	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "%s", r.err);
-	CHECK(strstr(r.err, "record 3 application_1506638472019_10240") && strstr(r.err, "end_time") &&
-	              strstr(r.err, "record 4") && strstr(r.err, "no attempts"),
+	CHECK(strstr(r.err, "record 3 (byte 808/line 15, jobid application_1506638472019_10240): ") &&
+	              strstr(r.err, "end_time") && !strstr(r.err, "record 4") &&
+	              strstr(r.err, "left out 1 job that never ran (no attempts)"),
 	      "stderr: %s", r.err);
 	json_t *j = json_loads(r.out, 0, NULL);
 	CHECK(j && json_integer_value(json_object_get(j, "jobs_completed")) == 2, "%s", r.out);
@@ -518,8 +520,8 @@ int test_sim_huge_times(void)
 		{ddl_sim_data("huge_times_helios.csv"), "helios", 2, 4,
 		 {":3: submit_time", ":4: submit_time", ":5: duration", ":6: submit_time", NULL}},
 		{ddl_sim_data("huge_times_philly.json"), "philly", 2, 4,
-		 {"record 2 p2: submitted_time", "record 3 p3: submitted_time",
-		  "record 4 p4: submitted_time", "record 5 p5: the last attempt's end_time", NULL}},
+		 {"jobid p2): submitted_time", "jobid p3): submitted_time",
+		  "jobid p4): submitted_time", "record 5 (byte ", "jobid p5): the last attempt's end_time"}},
 		{tir, "tiresias", 2, 3, {":3: submit_time", ":4: duration", ":5: duration", NULL}},
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
@@ -839,5 +841,376 @@ int test_sim_bad_profiles(void)
 	CHECK(ddl_sim_exec(nodir, &r) == 0 && ddl_sim_status(&r) == 2 && strstr(r.err, "--profiles"),
 	      "--profiles FILE: status %d: %s", ddl_sim_status(&r), r.err);
 	trun_free(&r);
+	return DDL_PASS;
+}
+
+/* Runs ARGS (with -q), expecting STATUS; returns stderr (strdup) and the
+ * parsed stdout in *OUT when it is JSON. NULL when it could not run. */
+static char *ddl_sim_run_err(char *const args[], int status, json_t **out)
+{
+	struct ddl_run_result r;
+	if (out)
+		*out = NULL;
+	if (ddl_sim_exec_within(args, 30, &r) < 0)
+		return NULL;
+	if (ddl_sim_status(&r) != status) {
+		fprintf(stderr, "    status %d, expected %d: %s\n", ddl_sim_status(&r), status, r.err);
+		trun_free(&r);
+		return NULL;
+	}
+	if (out)
+		*out = json_loads(r.out, 0, NULL);
+	char *err = strdup(r.err);
+	trun_free(&r);
+	return err;
+}
+
+/*
+ * Philly logs with syntax errors: each costs one record, reported with its
+ * number, byte offset and line, and the rest is read; --strict rejects the
+ * file at that record. good.json holds six jobs (j0..j5, 2 GPUs each) and,
+ * as record 4, one that never ran; every corrupt copy below loses exactly
+ * one job.
+ */
+int test_sim_philly_corrupt(void)
+{
+	char *dir = tmpdir();
+	static const char *const rec[] = {
+		"{\"status\": \"Pass\", \"jobid\": \"j0\", \"submitted_time\": \"2017-10-03 04:00:00\", "
+		"\"attempts\": [{\"start_time\": \"2017-10-03 04:00:00\", \"end_time\": \"2017-10-03 "
+		"05:00:00\", \"detail\": [{\"ip\": \"m1\", \"gpus\": [\"gpu0\", \"gpu1\"]}]}]}",
+		/* numeric epochs are times too */
+		"{\"status\": \"Pass\", \"jobid\": \"j1\", \"submitted_time\": 1507003260, "
+		"\"attempts\": [{\"start_time\": 1507003260, \"end_time\": 1507006860.5, "
+		"\"detail\": [{\"ip\": \"m1\", \"gpus\": [\"gpu0\", \"gpu1\"]}]}]}",
+		"{\"status\": \"Killed\", \"jobid\": \"never\", \"submitted_time\": \"2017-10-03 "
+		"04:01:00\", \"attempts\": []}",
+	};
+	/* j2..j5 are j0 with another id */
+	char good[8192] = "[\n";
+	for (int i = 0; i < 6; i++) {
+		char r[1024];
+		if (i == 1)
+			snprintf(r, sizeof r, "%s", rec[1]);
+		else
+			snprintf(r, sizeof r, "{\"status\": \"Pass\", \"jobid\": \"j%d\"%s", i,
+			         strstr(rec[0], ", \"submitted_time\""));
+		strcat(good, r);
+		strcat(good, ",\n");
+		if (i == 2) {
+			strcat(good, rec[2]);
+			strcat(good, ",\n");
+		}
+	}
+	good[strlen(good) - 2] = 0;
+	strcat(good, "\n]\n");
+	char buf[8192];
+	struct {
+		const char *name, *says, *strict_says;
+		int jobs;
+	} c[] = {
+		{"good.json", NULL, NULL, 6},
+		{"truncated.json", "record 7 (byte ", "truncated: the file ends inside the record", 5},
+		{"stray_inside.json", "record 3 (byte ", "closes the record early", 5},
+		{"stray_after.json", "record 2 (byte ", "closes the record early", 5},
+		{"open.json", "record 5 (byte ", "not closed before the next record starts", 5},
+		{"garbled.json", "record 7 (byte ", "not JSON at byte ", 5},
+		{"no_comma.json", "record 6 (byte ", "no ',' after the record", 5},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		snprintf(buf, sizeof buf, "%s", good);
+		char *p;
+		switch (i) {
+		case 1: buf[strlen(buf) - 40] = 0; break; /* inside j5 */
+		case 2: /* a '}' between two fields of j2 */
+			p = strstr(buf, "\"jobid\": \"j2\"") + strlen("\"jobid\": \"j2\"");
+			memmove(p + 1, p, strlen(p) + 1);
+			*p = '}';
+			break;
+		case 3: /* a '}' after j1's own */
+			p = strstr(buf, "\n{\"status\": \"Pass\", \"jobid\": \"j2\"") - 1;
+			memmove(p + 1, p, strlen(p) + 1);
+			*p = '}';
+			break;
+		case 4: /* a '{' never closed inside j3 */
+			p = strstr(buf, "\"jobid\": \"j3\",") + strlen("\"jobid\": \"j3\",");
+			memmove(p + 8, p, strlen(p) + 1);
+			memcpy(p, " \"x\": {,", 8);
+			break;
+		case 5: /* a bare word in j5: "jobid": j5 */
+			p = strstr(buf, "\"jobid\": \"j5\"") + 9;
+			memmove(p, p + 1, strlen(p));
+			memmove(p + 2, p + 3, strlen(p + 2));
+			break;
+		case 6: /* no comma after j4 */
+			p = strstr(buf, "\n{\"status\": \"Pass\", \"jobid\": \"j5\"") - 1;
+			memmove(p, p + 1, strlen(p));
+			break;
+		}
+		const char *t = ddl_sim_write(dir, c[i].name, buf);
+		CHECK(t, "writing %s", c[i].name);
+		char *args[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--policy", "dally", "--check",
+		                "--json", "-q", NULL};
+		json_t *j;
+		char *err = ddl_sim_run_err(args, 0, &j);
+		CHECK(err && j, "%s: did not run", c[i].name);
+		CHECK(json_integer_value(json_object_get(j, "jobs_completed")) == c[i].jobs &&
+		              json_integer_value(json_object_get(j, "jobs_skipped")) == (i ? 1 : 0),
+		      "%s: %lld jobs, %lld skipped; %s", c[i].name,
+		      (long long)json_integer_value(json_object_get(j, "jobs_completed")),
+		      (long long)json_integer_value(json_object_get(j, "jobs_skipped")), err);
+		CHECK(strstr(err, "left out 1 job that never ran"), "%s: %s", c[i].name, err);
+		if (c[i].says) {
+			char want[PATH_MAX + 64];
+			snprintf(want, sizeof want, "%s: %s", t, c[i].says);
+			CHECK(strstr(err, want) && strstr(err, c[i].strict_says) && strstr(err, "/line "),
+			      "%s: no '%s' / '%s' in: %s", c[i].name, want, c[i].strict_says, err);
+			/* one message for the one problem */
+			CHECK(!strstr(strstr(err, want) + strlen(want), ": record "), "%s: more than one: %s", c[i].name,
+			      err);
+		} else {
+			CHECK(!strstr(err, "record "), "good.json: %s", err);
+		}
+		json_decref(j);
+		free(err);
+		char *strict[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--strict", "-q", NULL};
+		err = ddl_sim_run_err(strict, c[i].says ? 1 : 0, NULL);
+		CHECK(err, "%s --strict", c[i].name);
+		if (c[i].says)
+			CHECK(strstr(err, c[i].says) && strstr(err, "the trace is rejected (--strict)") &&
+			              !strstr(err, "record skipped"),
+			      "%s --strict: %s", c[i].name, err);
+		free(err);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Philly records may name a model (and a profile): sensitive_mix_philly.json
+ * is sensitive_mix.csv in the Philly format, with numeric epoch times, a
+ * model field per job and two jobs that never ran. It must give exactly
+ * the CSV's results, so the delay policies beat fifo there too; without
+ * its model fields every job would get the default slowdowns.
+ */
+int test_sim_philly_models(void)
+{
+	const char *p = ddl_sim_data("sensitive_mix_philly.json");
+	const char *c = ddl_sim_data("sensitive_mix.csv");
+	double jct[DDL_NPOL], comm[DDL_NPOL];
+	for (size_t k = 0; k < DDL_NPOL; k++) {
+		json_t *a = ddl_sim_json(p, "2x4x8", ddl_sim_policies[k], "--strict");
+		json_t *b = ddl_sim_json(c, "2x4x8", ddl_sim_policies[k], NULL);
+		CHECK(a && b, "%s", ddl_sim_policies[k]);
+		CHECK(json_integer_value(json_object_get(a, "jobs_completed")) == 200, "%s",
+		      ddl_sim_policies[k]);
+		jct[k] = ddl_num(a, "jct_mean_s");
+		comm[k] = ddl_num(a, "comm_overhead_s");
+		CHECK(ddl_near(jct[k], ddl_num(b, "jct_mean_s")) &&
+		              ddl_near(comm[k], ddl_num(b, "comm_overhead_s")),
+		      "%s: Philly %g/%g, CSV %g/%g", ddl_sim_policies[k], jct[k], comm[k],
+		      ddl_num(b, "jct_mean_s"), ddl_num(b, "comm_overhead_s"));
+		json_decref(a);
+		json_decref(b);
+	}
+	for (int k = 3; k <= 4; k++)
+		CHECK(jct[k] < jct[0] && comm[k] < comm[0], "%s: JCT %g, overhead %g; fifo %g, %g",
+		      ddl_sim_policies[k], jct[k], comm[k], jct[0], comm[0]);
+	/* a profile field, relative to the trace, and a bad model field */
+	char *dir = tmpdir(), prof[PATH_MAX + 32];
+	snprintf(prof, sizeof prof, "%s", ddl_sim_data("profiles/sensitive.json"));
+	char text[4096];
+	snprintf(text, sizeof text,
+	         "[{\"jobid\": \"z\", \"profile\": \"%s\", \"submitted_time\": 0, \"attempts\": "
+	         "[{\"start_time\": 0, \"end_time\": 200, \"detail\": [{\"ip\": \"a\", \"gpus\": [1, 2]}]}]},\n"
+	         " {\"jobid\": \"y\", \"model\": 5, \"submitted_time\": 0, \"attempts\": "
+	         "[{\"start_time\": 0, \"end_time\": 200, \"detail\": [{\"ip\": \"a\", \"gpus\": [1]}]}]}]\n",
+	         prof);
+	const char *t = ddl_sim_write(dir, "prof.json", text);
+	CHECK(t, "writing");
+	char *args[] = {"--trace", (char *)t, "--cluster", "1x2x1", "--json", "-q", NULL};
+	json_t *j;
+	char *err = ddl_sim_run_err(args, 0, &j);
+	CHECK(err && j && json_integer_value(json_object_get(j, "jobs_profiled")) == 1 &&
+	              json_integer_value(json_object_get(j, "jobs_skipped")) == 1,
+	      "profile: %s", err);
+	CHECK(strstr(err, "record 2 (byte ") && strstr(err, "jobid y): model is not a string"), "%s",
+	      err);
+	json_decref(j);
+	free(err);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * dally's timers, reported in --json's dally_timers: per GPU-demand bucket
+ * and level, the waits of the jobs that got that level, their mean and
+ * standard deviation, and mean + 2 sd in whole leases within 1..8.
+ *   1x1x1, lease 100: a, b, c (1 GPU, 50 s, all at 0) wait 0, 50, 100:
+ *     mean 50, sd 40.82, 131.6 s: 2 leases (bucket 1 GPU).
+ *   1x1x4: the same jobs all start at 0: 0 s, the lower bound: 1 lease.
+ *   dally_timer.csv on 1x2x3 (2 machines of 3 GPUs), lease 100: x1, x2
+ *     (3 GPUs) fill both machines for 1000 s; w (2 GPUs) waits 1000 s; a1,
+ *     a2 (2 GPUs, at 2000) start at once, leaving one GPU on each machine.
+ *     Bucket 2-3: waits 0, 0, 1000, 0, 0: mean 200, sd 400, 1000 s: 10
+ *     leases, above the bound: 8. z (2 GPUs, vgg16, at 2000) finds no
+ *     machine; it waits its 8 leases, takes the rack at 2800 and runs
+ *     100 x 1.5 s: JCT 950 (with the untuned 1 lease it would be 250).
+ */
+int test_sim_dally_timers(void)
+{
+	char *dir = tmpdir();
+	const char *t = ddl_sim_write(dir, "three.csv", "id,arrival_s,gpus,duration_s\n"
+	                                                "a,0,1,50\nb,0,1,50\nc,0,1,50\n");
+	CHECK(t, "writing");
+	struct {
+		const char *trace, *cluster;
+		int gpus_min, waits, leases;
+		double mean, sd;
+	} c[] = {
+		{t, "1x1x1", 1, 3, 2, 50, 40.824829},
+		{t, "1x1x4", 1, 3, 1, 0, 0},
+		{ddl_sim_data("dally_timer.csv"), "1x2x3", 2, 5, 8, 200, 400},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		json_t *j = ddl_sim_json(c[i].trace, c[i].cluster, "dally", "--lease=100");
+		CHECK(j, "case %zu", i);
+		json_t *tm = json_object_get(j, "dally_timers");
+		CHECK(json_array_size(tm) == 1, "case %zu: %zu timers", i, json_array_size(tm));
+		json_t *e = json_array_get(tm, 0);
+		CHECK(json_integer_value(json_object_get(e, "gpus_min")) == c[i].gpus_min &&
+		              !strcmp(json_string_value(json_object_get(e, "level")), "machine") &&
+		              json_integer_value(json_object_get(e, "waits")) == c[i].waits &&
+		              ddl_near(ddl_num(e, "wait_mean_s"), c[i].mean) &&
+		              ddl_near(ddl_num(e, "wait_sd_s"), c[i].sd) &&
+		              json_integer_value(json_object_get(e, "leases")) == c[i].leases,
+		      "case %zu: %s", i, json_dumps(e, 0));
+		json_decref(j);
+	}
+	/* the tuned timer is the one z waits */
+	const char *ids[] = {"w", "z"};
+	const double jct[] = {1010, 950};
+	if (ddl_sim_jcts(ddl_sim_data("dally_timer.csv"), "1x2x3", "dally", ids, jct, 2) != DDL_PASS)
+		return DDL_FAIL;
+	/* other policies have no timers */
+	json_t *j = ddl_sim_json(t, "1x1x1", "las", NULL);
+	CHECK(j && !json_object_get(j, "dally_timers"), "las reports timers");
+	json_decref(j);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * dally's network-sensitive preemption: at lease ends the job that lags
+ * its ideal progress most keeps or gets GPUs first. dally_lag.csv on 1x2x3,
+ * lease 100 s, restart 10 s:
+ *   a0, b0 (2 GPUs, 1900 s) take machines 0 and 1, one GPU left on each.
+ *   L (2 GPUs, 5000 s, vgg16) finds no machine, waits its 1-lease timer and
+ *     takes the rack at 100: 1 GPU per machine at 1/1.5 speed.
+ *   1900: a0, b0 end; L migrates to machine 0 (1200 s done, saves 3800 x
+ *     0.5 s > 10 s): restarts, ends 1910 + 3800 = 5710.
+ *   1950: a1 takes machine 1; b1 needs 2 GPUs and only 1 + 1 are free:
+ *     waits. 1960: W (2 GPUs, 100 s) waits.
+ *   Lease end 2000: L has attained 3780 GPU-s (las queue 1) but lags:
+ *     600 s lost of 1890 run, 0.32. a1, b1, W have queue 0 and no lag. Lag
+ *     first: L keeps its GPUs, a1 keeps its, nobody is preempted. (The
+ *     attained-service order would put a1, b1, W first and preempt L.)
+ *   2100: b1 takes the rack, 1000 x 1.05 s: ends 3150 (JCT 1200).
+ *   2950: a1 ends; W takes machine 1: 2950-3050 (JCT 1090).
+ */
+int test_sim_dally_lag(void)
+{
+	const char *t = ddl_sim_data("dally_lag.csv");
+	const char *ids[] = {"L", "b1", "W"};
+	const double jct[] = {5710, 1200, 1090};
+	if (ddl_sim_jcts(t, "1x2x3", "dally", ids, jct, 3) != DDL_PASS)
+		return DDL_FAIL;
+	char *args[] = {"--trace", (char *)t, "--cluster", "1x2x3", "--policy", "dally", NULL};
+	json_t *sum, *l = ddl_sim_job_of(args, "L", &sum);
+	CHECK(l && sum, "no record of L");
+	CHECK(json_integer_value(json_object_get(l, "preemptions")) == 0 &&
+	              json_integer_value(json_object_get(l, "migrations")) == 1 &&
+	              json_integer_value(json_object_get(sum, "preemptions")) == 0,
+	      "L: %s", json_dumps(l, 0));
+	json_decref(l);
+	json_decref(sum);
+	return DDL_PASS;
+}
+
+/*
+ * Jobs given as iterations. Our CSV: iterations x iteration_s, or the
+ * profile's job.sensitivity.iteration_s.machine (0.25 s in
+ * profiles/sensitive.json); a job too big for one machine runs its
+ * iterations at its tightest level's slowdown. Tiresias: a row with an
+ * empty duration takes its iterations at --profiles DIR/<model>.json's
+ * iteration time. On 1x2x4, fifo:
+ *   i1: 1 GPU, 100 x 2 s = 200 s.       i2: profile, 400 x 0.25 = 100 s.
+ *   i3: 8 GPUs (both machines, rack, default slowdown 1.1): 100 x 1 x 1.1.
+ *   i4: no iteration time at all: skipped, said.
+ */
+int test_sim_iterations(void)
+{
+	char *dir = tmpdir(), prof[PATH_MAX];
+	snprintf(prof, sizeof prof, "%s", ddl_sim_data("profiles/sensitive.json"));
+	char text[PATH_MAX + 512];
+	snprintf(text, sizeof text,
+	         "id,arrival_s,gpus,duration_s,iterations,iteration_s,profile\n"
+	         "i1,0,1,,100,2,\n"
+	         "i2,0,1,,400,,%s\n"
+	         "i3,1000,8,,100,1,\n"
+	         "i4,0,1,,100,,\n"
+	         "i5,0,1,50,100,,\n",
+	         prof);
+	const char *t = ddl_sim_write(dir, "iter.csv", text);
+	CHECK(t, "writing");
+	const char *ids[] = {"i1", "i2", "i3", "i5"};
+	const double jct[] = {200, 100, 110, 50};
+	if (ddl_sim_jcts(t, "1x2x4", "fifo", ids, jct, 4) != DDL_PASS)
+		return DDL_FAIL;
+	char *args[] = {"--trace", (char *)t, "--cluster", "1x2x4", "--json", "-q", NULL};
+	json_t *j;
+	char *err = ddl_sim_run_err(args, 0, &j);
+	CHECK(err && strstr(err, "job i4: 100 iterations and no iteration time") &&
+	              json_integer_value(json_object_get(j, "jobs_skipped")) == 1,
+	      "%s", err ? err : "");
+	json_decref(j);
+	free(err);
+	char *strict[] = {"--trace", (char *)t, "--cluster", "1x2x4", "--strict", "-q", NULL};
+	err = ddl_sim_run_err(strict, 1, NULL);
+	CHECK(err && strstr(err, "rejected (--strict)"), "--strict: %s", err ? err : "");
+	free(err);
+
+	/* Tiresias: s1 has a duration; s2 only iterations, timed by profiles/<model>.json */
+	const char *tir = ddl_sim_write(dir, "tir.csv",
+	                                "job_id,num_gpu,submit_time,iterations,model_name,duration,"
+	                                "interval\n"
+	                                "s1,1,0,10,resnet50,100,1\n"
+	                                "s2,1,0,400,sensitive,,1\n"
+	                                "s3,1,0,,resnet50,,1\n");
+	CHECK(tir, "writing");
+	char pdir[PATH_MAX];
+	snprintf(pdir, sizeof pdir, "%s", ddl_sim_data("profiles"));
+	char out[PATH_MAX];
+	snprintf(out, sizeof out, "%s/jobs.csv", dir);
+	char *targs[] = {"--trace", (char *)tir, "--format", "tiresias", "--cluster", "1x2x4",
+	                 "--profiles", pdir, "--jobs-out", out, "-q", NULL};
+	err = ddl_sim_run_err(targs, 0, NULL);
+	CHECK(err && strstr(err, ":4: neither duration nor iterations"), "tiresias: %s",
+	      err ? err : "");
+	free(err);
+	FILE *f = fopen(out, "r");
+	CHECK(f, "no %s", out);
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	CHECK(strstr(buf, "\ns1,resnet50,1,0.000,0.000,100.000,") &&
+	              strstr(buf, "\ns2,sensitive,1,0.000,0.000,100.000,"),
+	      "tiresias jobs: %s", buf);
+	trm(dir);
+	free(dir);
 	return DDL_PASS;
 }

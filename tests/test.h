@@ -142,6 +142,11 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sim_huge_times) \
 	X(sim_lease_bound) \
 	X(sim_long_jobs) \
+	X(sim_philly_corrupt) \
+	X(sim_philly_models) \
+	X(sim_dally_timers) \
+	X(sim_dally_lag) \
+	X(sim_iterations) \
 	X(sim_output_numbers)
 
 #define DDL_X_DECL(n) int test_##n(void);
