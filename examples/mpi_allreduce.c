@@ -17,6 +17,7 @@
  * where allreduce_bytes is the buffer size times the steps (what a rank
  * hands to MPI_Allreduce, not what goes on the wire).
  */
+#include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,28 +44,40 @@ static void compute(double *g, size_t n, double ms, int step)
 			g[i % n] = g[i % n] * 0.999 + (step + 1) * 1e-3;
 }
 
-static int usage(void)
+/* The usage text on F; returns STATUS. */
+static int usage(FILE *f, int status)
 {
-	fprintf(stderr, "usage: mpi_allreduce [-n STEPS] [-m MB] [-c MS] [-x MB] [-k]\n");
-	return 2;
+	fputs("usage: mpirun -np N mpi_allreduce [-n STEPS] [-m MB] [-c MS] [-x MB] [-k]\n"
+	      "A data-parallel loop on MPI: compute, then MPI_Allreduce of the gradients;\n"
+	      "first, ranks in pairs exchange a known payload with MPI_Send and MPI_Recv.\n"
+	      "  -n STEPS  steps (20)\n"
+	      "  -m MB     gradient buffer, MiB of doubles (4)\n"
+	      "  -c MS     compute per step, ms (20)\n"
+	      "  -x MB     point-to-point payload each way, MiB (8)\n"
+	      "  -k        name each step \"step\" with ddlprof's marker API\n"
+	      "  -h, --help  this text\n",
+	      f);
+	return status;
 }
 
 int main(int argc, char **argv)
 {
 	int steps = 20, marks = 0, opt;
 	double mb = 4, ms = 20, xmb = 8;
-	while ((opt = getopt(argc, argv, "n:m:c:x:k")) != -1) {
+	static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	while ((opt = getopt_long(argc, argv, "n:m:c:x:kh", longs, NULL)) != -1) {
 		switch (opt) {
 		case 'n': steps = atoi(optarg); break;
 		case 'm': mb = atof(optarg); break;
 		case 'c': ms = atof(optarg); break;
 		case 'x': xmb = atof(optarg); break;
 		case 'k': marks = 1; break;
-		default: return usage();
+		case 'h': return usage(stdout, 0);
+		default: return usage(stderr, 2);
 		}
 	}
 	if (steps < 1 || mb <= 0 || mb > 1024 || ms < 0 || xmb < 0 || xmb > 1024 || optind != argc)
-		return usage();
+		return usage(stderr, 2);
 
 	MPI_Init(&argc, &argv);
 	int rank, size;

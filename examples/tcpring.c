@@ -11,10 +11,11 @@
  *
  * Options: -n ITER (20), -m MB of gradients (8), -c MS of compute (20),
  * -p PORT base (29400 + pid % 1000 * 8), -k to name each step "step" with
- * ddlprof's marker API (a no-op without ddlprof).
+ * ddlprof's marker API (a no-op without ddlprof); -h or --help for usage.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -126,21 +127,38 @@ static int connect_to(int port)
 	return -1;
 }
 
+/* The usage text on F; returns STATUS. */
+static int tcpring_usage(FILE *f, int status)
+{
+	fputs("usage: tcpring [-n ITER] [-m MB] [-c MS] [-p PORT] [-k]\n"
+	      "A data-parallel job without a GPU: each rank computes, then ring-all-reduces\n"
+	      "its gradients over TCP. Ranks from RANK and WORLD_SIZE; with neither set it\n"
+	      "starts WORLD_SIZE (default 4) ranks of itself.\n"
+	      "  -n ITER   iterations (20)\n"
+	      "  -m MB     gradient buffer, MiB (8)\n"
+	      "  -c MS     compute per iteration, ms (20)\n"
+	      "  -p PORT   base port (29400 + pid % 1000 * 8)\n"
+	      "  -k        name each step \"step\" with ddlprof's marker API\n"
+	      "  -h, --help  this text\n",
+	      f);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	int iters = 20, mb = 8, c, markers = 0;
 	double ms = 20;
 	int port = 29400 + (int)(getpid() % 1000) * 8;
-	while ((c = getopt(argc, argv, "n:m:c:p:k")) != -1) {
+	static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	while ((c = getopt_long(argc, argv, "n:m:c:p:kh", longs, NULL)) != -1) {
 		switch (c) {
 		case 'n': iters = atoi(optarg); break;
 		case 'm': mb = atoi(optarg); break;
 		case 'c': ms = atof(optarg); break;
 		case 'p': port = atoi(optarg); break;
 		case 'k': markers = 1; break;
-		default:
-			fprintf(stderr, "usage: tcpring [-n ITER] [-m MB] [-c MS] [-p PORT] [-k]\n");
-			return 2;
+		case 'h': return tcpring_usage(stdout, 0);
+		default: return tcpring_usage(stderr, 2);
 		}
 	}
 	if (iters < 1 || mb < 1 || ms < 0 || port < 1024 || port > 65000) {

@@ -16,8 +16,9 @@
 #   openmpi-bin, libopenmpi-dev  Open MPI's mpirun and mpicc, for
 #                   examples/mpi_allreduce and the MPI tests (about 11 MB)
 #   chromium        headless rendering of the HTML report (a screenshot test)
+#   groff-base      checks that the man pages render without warnings
 set -eu
-OPTIONAL="python3-torch openmpi-bin libopenmpi-dev chromium"
+OPTIONAL="python3-torch openmpi-bin libopenmpi-dev chromium groff-base"
 PKGS="libjansson-dev libzstd-dev liblz4-dev zlib1g-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do

@@ -12,16 +12,49 @@
 #
 # DDL_NETNS_PREFIX (default "ddl") names the namespaces, so tests can run
 # side by side. Needs root and iproute2; exits 2 when namespaces cannot be
-# made, so callers can skip.
+# made, so callers can skip, and 1 for bad usage.
 set -eu
 P=${DDL_NETNS_PREFIX:-ddl}
 BR=${P}-br
 
-addr() { echo "10.99.0.$(($1 + 1))"; }
+usage() {
+	cat <<'USAGE'
+usage: netns-hosts.sh up N [RATE]   make hosts 0..N-1 (10.99.0.1 ...) in network
+                                    namespaces on one bridge; RATE is a tc tbf
+                                    rate per host link, e.g. 200mbit
+       netns-hosts.sh run I CMD...  run CMD on host I, with its own hostname
+       netns-hosts.sh addr I        print host I's address
+       netns-hosts.sh dev I         print host I's interface (in its namespace)
+       netns-hosts.sh down          remove everything
+DDL_NETNS_PREFIX (default ddl) names the namespaces (PREFIX-hI, PREFIX-br).
+Needs root and iproute2. Exits 2 when namespaces cannot be made, 1 for bad
+usage.
+USAGE
+}
+
+# A host number, or a message and exit 1.
+num() {
+	case "$1" in
+	'' | *[!0-9]*)
+		echo "netns-hosts: '$1' is not a host number or count" >&2
+		exit 1
+		;;
+	esac
+}
+
+addr() {
+	num "$1"
+	echo "10.99.0.$(($1 + 1))"
+}
 
 case "${1:-}" in
 up)
 	n=${2:?usage: netns-hosts.sh up N [RATE]}
+	num "$n"
+	if [ "$n" -lt 1 ] || [ "$n" -gt 250 ]; then
+		echo "netns-hosts: N must be 1 to 250" >&2
+		exit 1
+	fi
 	rate=${3:-}
 	if ! ip netns add "$BR" 2>/dev/null; then
 		echo "netns-hosts: cannot make network namespaces here" >&2
@@ -48,6 +81,7 @@ up)
 	;;
 run)
 	i=${2:?usage: netns-hosts.sh run I CMD...}
+	num "$i"
 	shift 2
 	exec ip netns exec "$P-h$i" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$P-h$i" "$@"
 	;;
@@ -55,15 +89,20 @@ addr)
 	addr "${2:?usage: netns-hosts.sh addr I}"
 	;;
 dev)
-	echo "$P${2:?usage: netns-hosts.sh dev I}"
+	num "${2:?usage: netns-hosts.sh dev I}"
+	echo "$P$2"
 	;;
 down)
 	for ns in $(ip netns list | awk '{print $1}' | grep -E "^$P-(br|h[0-9]+)$" || true); do
 		ip netns del "$ns" || true
 	done
 	;;
+-h | --help | help)
+	usage
+	;;
 *)
-	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+	[ -n "${1:-}" ] && echo "netns-hosts: unknown command '$1'" >&2
+	usage >&2
 	exit 1
 	;;
 esac

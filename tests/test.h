@@ -99,6 +99,12 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
 	X(launcher_runs) \
+	X(docs_man_render) \
+	X(docs_install) \
+	X(docs_cli_manners) \
+	X(docs_json_stdout) \
+	X(docs_progress_report) \
+	X(docs_progress_sim) \
 	X(report_errors) \
 	X(report_fail_if) \
 	X(callsite_top_stall) \
