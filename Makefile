@@ -64,6 +64,8 @@ PROGS := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 # Test programs on the real CUDA runtime and NCCL (they run without a GPU too).
 GPU_TEST_SRC := $(if $(HAVE_CUDA),$(wildcard tests/gpu/*.c))
 PROGS += $(GPU_TEST_SRC:tests/gpu/%.c=$(B)/tests/gpu/%)
+# A stand-in libcupti fed by the emulation, to test the CUPTI back end without a GPU.
+PROGS += $(if $(EMU_LIB),$(if $(wildcard tests/cupti/fakecupti.c),$(B)/tests/cupti/libcupti.so))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%) \
 	$(if $(MPICC),$(if $(wildcard examples/mpi_allreduce.c),$(B)/examples/mpi_allreduce))
 BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%) $(if $(HAVE_CUDA),$(B)/bench/libfakecudart.so) \
@@ -138,6 +140,10 @@ $(B)/tests/gpu/%: tests/gpu/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< \
 		-L$(CUDA_LIBDIR) -lcudart -lnccl -Wl,-rpath,$(CUDA_LIBDIR)
+
+$(B)/tests/cupti/libcupti.so: tests/cupti/fakecupti.c kernels/ddlemu.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -lpthread -ldl
 
 $(B)/examples/mpi_allreduce: examples/mpi_allreduce.c
 	@mkdir -p $(@D)

@@ -101,6 +101,21 @@ int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, st
 	}
 	if (c->n)
 		qsort(c->v, c->n, sizeof *c->v, ddl_devcall_cmp);
+	/* CUPTI's records of the calls, which CUPTI's intervals name by correlation id */
+	size_t napi = 0;
+	for (size_t i = 0; i < t->nev; i++)
+		napi += ddl_event_class(t->ev[i].kind) == DDL_CLASS_API;
+	if (napi) {
+		c->api = malloc(napi * sizeof *c->api);
+		if (!c->api) {
+			ddl_devcalls_free(c);
+			return -1;
+		}
+		for (size_t i = 0; i < t->nev; i++)
+			if (ddl_event_class(t->ev[i].kind) == DDL_CLASS_API)
+				c->api[c->napi++] = (struct ddl_devcall){(uint32_t)t->ev[i].result, i, 0};
+		qsort(c->api, c->napi, sizeof *c->api, ddl_devcall_cmp);
+	}
 	/* kernel names as kernels.c demangled them, by this trace's name ids */
 	if (r->nkernels_by_name && t->nnames) {
 		c->names = calloc(t->nnames, sizeof *c->names);
@@ -121,6 +136,7 @@ int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, st
 void ddl_devcalls_free(struct ddl_devcalls *c)
 {
 	free(c->v);
+	free(c->api);
 	free(c->names);
 	memset(c, 0, sizeof *c);
 }
@@ -159,7 +175,14 @@ void ddl_device_info(const struct ddl_trace *t, size_t i, const struct ddl_devca
 	const struct ddl_event *e = &t->ev[i];
 	memset(d, 0, sizeof *d);
 	d->call = SIZE_MAX;
+	d->api = SIZE_MAX;
 	d->span = DDL_SPAN_UNKNOWN;
+	if ((e->flags & DDL_EVF_CUPTI) && c->napi) {
+		struct ddl_devcall k = {(uint32_t)e->result, 0, 0};
+		const struct ddl_devcall *x = bsearch(&k, c->api, c->napi, sizeof *c->api, ddl_devcall_cmp);
+		if (x)
+			d->api = x->ev;
+	}
 	/* CUPTI intervals carry their own args; event pairs point at the call */
 	d->args = e->flags & DDL_EVF_CUPTI ? ddl_event_args(t, i) : NULL;
 	if (e->flags & DDL_EVF_EVPAIR) {
@@ -589,10 +612,11 @@ static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t 
 		ddl_arg_str(w, "span", d.span == DDL_SPAN_INTRA ? "intra" : d.span == DDL_SPAN_INTER
 		                                                             ? "inter" : "unknown");
 	ddl_cw_close(w);
-	if (d.call == SIZE_MAX)
+	size_t from = d.call != SIZE_MAX ? d.call : d.api;
+	if (from == SIZE_MAX)
 		return;
-	/* "s" inside the launch, "f" bound to the enclosing device slice */
-	const struct ddl_event *h = &t->ev[d.call];
+	/* "s" inside the launch (or CUPTI's record of it), "f" bound to the enclosing device slice */
+	const struct ddl_event *h = &t->ev[from];
 	int64_t ha = ddl_trace_real_ns(t, h->start);
 	w->flow++;
 	ddl_cw_open(w, "s", "launch", "flow", ha + ddl_trace_dur_ns(t, h) / 2, ddl_tid(t, h->tid));
@@ -709,6 +733,8 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 			ddl_device_event(w, p, k, i, &dc, tk);
 			continue;
 		}
+		if (cls == DDL_CLASS_API)
+			continue; /* CUPTI's record of a call: the flows to its work start in it */
 		int64_t a = ddl_trace_real_ns(t, e->start);
 		ddl_cw_slice(w, ddl_event_name(e->kind), ddl_cat_of(cls), a, a + ddl_trace_dur_ns(t, e),
 		             ddl_tid(t, e->tid));

@@ -25,6 +25,13 @@ static const char *ddl_dump_gpu(const struct ddl_trace *t, size_t i, char *buf, 
 	if (ddl_event_class(e->kind) == DDL_CLASS_DEVICE)
 		DDL_ADD(",src=%s%s", e->flags & DDL_EVF_CUPTI ? "cupti" : "events",
 		        e->flags & DDL_EVF_RUN ? ",run" : "");
+	if (a && ddl_event_class(e->kind) == DDL_CLASS_API) {
+		/* CUPTI's record of a call: its name, callback id and domain, thread, result */
+		const char *name = ddl_trace_name(t, a->name);
+		DDL_ADD(",src=cupti,api=%s,cbid=%u,domain=%s,cupti_thread=%" PRIu64 ",returned=%d,corr=%u",
+		        name ? name : "?", a->aux, a->op == 1 ? "driver" : "runtime", a->bytes, a->peer, a->corr);
+		a = NULL;
+	}
 	if (a) {
 		if (a->bytes)
 			DDL_ADD(",%s=%" PRIu64, ddl_event_class(e->kind) == DDL_CLASS_LAUNCH ? "blocks" : "bytes",

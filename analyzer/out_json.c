@@ -88,6 +88,23 @@ static json_t *ddl_json_coll(const struct ddl_collsum *c)
 	return j;
 }
 
+/* gpu.correlation (correlate.c): null without CUPTI's call records. */
+static json_t *ddl_json_corr(const struct ddl_corrsum *c)
+{
+	if (!c->api)
+		return json_null();
+	json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "api_calls", (json_int_t)c->api,
+	                      "driver_calls", (json_int_t)c->api_driver, "failed_calls",
+	                      (json_int_t)c->api_failed, "device_intervals", (json_int_t)c->device, "joined",
+	                      (json_int_t)c->joined, "through_wrapped_calls", (json_int_t)c->wrapped,
+	                      "through_other_calls", (json_int_t)c->unwrapped);
+	json_object_set_new(j, "queue_wait_s",
+	                    c->nwaits ? json_pack("{s:f, s:f, s:f}", "p50", c->wait_p50_s, "p99", c->wait_p99_s,
+	                                          "max", c->wait_max_s)
+	                              : json_null());
+	return j;
+}
+
 static json_t *ddl_json_gpu(const struct ddl_gpusum *g)
 {
 	json_t *j = json_pack("{s:I, s:I, s:f, s:I, s:I, s:f, s:I}", "launches",
@@ -101,6 +118,7 @@ static json_t *ddl_json_gpu(const struct ddl_gpusum *g)
 	json_object_set_new(j, "device_intervals", json_integer((json_int_t)g->device_intervals));
 	json_object_set_new(j, "devices", json_integer(g->devices));
 	json_object_set_new(j, "timing", g->backend ? json_string(g->backend) : json_null());
+	json_object_set_new(j, "correlation", ddl_json_corr(&g->corr));
 	return j;
 }
 
@@ -294,9 +312,9 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 			if (n > per_host)
 				per_host = n;
 		}
-		json_object_set_new(job, "gpu", json_pack("{s:o, s:i, s:i}", "model", ddl_jstr(model),
+		json_object_set_new(job, "gpu", json_pack("{s:o, s:i, s:i, s:o}", "model", ddl_jstr(model),
 		                                          "count_per_host", per_host, "count",
-		                                          (int)r->nranks));
+		                                          (int)r->nranks, "correlation", ddl_json_corr(&r->corr)));
 	} else {
 		json_object_set_new(job, "gpu", json_null());
 	}

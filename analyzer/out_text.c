@@ -62,6 +62,18 @@ static void ddl_gpu_section(const struct ddl_report *r, FILE *f)
 		        ddl_human_bytes(p->coll.intra_bytes, b2, sizeof b2),
 		        ddl_human_bytes(p->coll.inter_bytes, b3, sizeof b3), p->coll.device_s);
 	}
+	const struct ddl_corrsum *c = &r->corr;
+	if (c->api) {
+		fprintf(f, "  CUPTI: %" PRIu64 " of %" PRIu64 " device intervals tied to the call that issued them "
+		           "(%" PRIu64 " through calls wrapped here, %" PRIu64 " through calls not seen: a static "
+		           "runtime or a library's own)\n",
+		        c->joined, c->device, c->wrapped, c->unwrapped);
+		if (c->nwaits)
+			fprintf(f, "  waiting on the device after the call returned: p50 %.3f ms, p99 %.3f ms, "
+			           "max %.3f ms%s\n",
+			        c->wait_p50_s * 1e3, c->wait_p99_s * 1e3, c->wait_max_s * 1e3,
+			        c->wait_p50_s < 20e-6 ? " (the device keeps up: the host is the bottleneck)" : "");
+	}
 }
 
 /* The job's kernels by device time (kernels.c), when some were timed. */
@@ -125,7 +137,9 @@ static void ddl_measured_line(const struct ddl_report *r, FILE *f)
 	if (pred > 0)
 		fprintf(f, "; error %+.1f%%\n", 100 * (pred / t - 1));
 	else
-		fprintf(f, "; not predicted (the model is one of bandwidth: use rate=)\n");
+		fprintf(f, "; not predicted (%s)\n", r->measured.bandwidth > 0
+		                                       ? "no bytes per iteration to predict from"
+		                                       : "delay= needs a baseline run: --baseline DIR");
 }
 
 /* --backtrace (callsites.c): the stacks whose calls cost the most stall. */

@@ -51,6 +51,20 @@ static inline void ddl_progress_update(struct ddl_progress *p, double done, doub
 	fflush(stderr);
 }
 
+/* A new phase, K of N: shown at once (a long phase must not show the last one's name). */
+static inline void ddl_progress_phase(struct ddl_progress *p, int k, int n, const char *name)
+{
+	if (!p->on)
+		return;
+	double now = ddl_progress_now();
+	if (now - p->start < 1.0)
+		return;
+	p->last = now;
+	p->shown = 1;
+	fprintf(stderr, "\r\033[K%s: %s (%d of %d) ", p->what, name, k, n);
+	fflush(stderr);
+}
+
 static inline void ddl_progress_done(struct ddl_progress *p)
 {
 	if (p->on && p->shown)

@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 	ddl_traceset_progress = &prog;
 	int loaded = ddl_traceset_load(&set, argv + optind, argc - optind, err, sizeof err);
 	ddl_traceset_progress = NULL;
-	ddl_progress_done(&prog);
+	ddl_progress_done(&prog); /* phases below show it again, on a long report */
 	if (loaded < 0) {
 		fprintf(stderr, "ddlprof-report: %s\n", err);
 		ddl_traceset_free(&set);
@@ -220,20 +220,32 @@ int main(int argc, char **argv)
 	rep.iteration_names = iter_names;
 	rep.data_names = data_names;
 	rep.warmup = warmup;
+	enum { NPH = 8 };
+	ddl_progress_phase(&prog, 1, NPH, "GPU calls and communicators");
 	ddl_report_gpu(&rep);
+	ddl_report_correlate(&rep); /* CUPTI: device work tied to its calls */
+	ddl_progress_phase(&prog, 2, NPH, "clock alignment");
 	ddl_report_align(&rep);
+	ddl_progress_phase(&prog, 3, NPH, "iterations");
 	ddl_report_iterations(&rep, iter_names, warmup);
+	ddl_progress_phase(&prog, 4, NPH, "stall breakdown");
 	ddl_report_breakdown(&rep);
+	ddl_progress_phase(&prog, 5, NPH, "stragglers");
 	ddl_report_stragglers(&rep);
+	ddl_progress_phase(&prog, 6, NPH, "perturbation");
 	if (ddl_report_measure(&rep, baseline, err, sizeof err) < 0) {
+		ddl_progress_done(&prog);
 		fprintf(stderr, "ddlprof-report: %s\n", err);
 		ddl_report_free(&rep);
 		ddl_traceset_free(&set);
 		return 1;
 	}
+	ddl_progress_phase(&prog, 7, NPH, "call sites");
 	ddl_report_callsites(&rep); /* --backtrace: the stacks that cost the most stall */
+	ddl_progress_phase(&prog, 8, NPH, "counters and kernels");
 	ddl_report_counters(&rep);  /* --papi: counters per thread and iteration */
 	ddl_report_kernels(&rep);   /* kernels by device time, their names demangled */
+	ddl_progress_done(&prog); /* before any output: stdout may be the same terminal */
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];

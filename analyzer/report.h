@@ -51,6 +51,21 @@ struct ddl_collsum {
 };
 
 /* CUDA work of one process. */
+/*
+ * CUPTI's correlation (correlate.c): its records of the calls that put work
+ * on the device, each device interval it timed tied to the call that issued
+ * it, and how long that work waited on the device after the call returned.
+ */
+struct ddl_corrsum {
+	uint64_t api, api_driver, api_failed; /* CUPTI runtime/driver records */
+	uint64_t device;                      /* CUPTI device intervals */
+	uint64_t joined;                      /* ... with their call's record */
+	uint64_t wrapped, unwrapped;          /* ... the call one of ours, or not */
+	double wait_p50_s, wait_p99_s, wait_max_s; /* device start - call end */
+	double *waits;                        /* the joined ones' waits (correlate.c) */
+	size_t nwaits, capwaits;
+};
+
 struct ddl_gpusum {
 	uint64_t launches, kernels_timed, memcpys, memcpy_bytes, memsets;
 	uint64_t syncs, device_intervals;
@@ -58,6 +73,7 @@ struct ddl_gpusum {
 	double launch_host_s, sync_host_s;
 	int devices;                    /* distinct devices used */
 	const char *backend;            /* "cupti", "events", "cupti+events" or NULL */
+	struct ddl_corrsum corr;        /* corr.api == 0: no CUPTI call records */
 };
 
 /* A communicator across the run: every member's records, merged. */
@@ -205,6 +221,7 @@ struct ddl_report {
 	 * estimated; the residual error, -1 when it could not be measured */
 	const char *clock_method;
 	double clock_residual_s;
+	struct ddl_corrsum corr;       /* every process's, together (correlate.c) */
 	struct {
 		char host[64];
 		double offset_s; /* as estimated */
@@ -270,6 +287,9 @@ void ddl_report_align(struct ddl_report *r);
 void ddl_report_stragglers(struct ddl_report *r);
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
+/* CUPTI's device intervals tied to their calls (correlate.c), after ddl_report_gpu. */
+void ddl_report_correlate(struct ddl_report *r);
+void ddl_report_correlate_free(struct ddl_report *r);
 /* The span of communicator ID in trace T: DDL_SPAN_*. */
 int ddl_comm_span(const struct ddl_report *r, const struct ddl_trace *t, uint32_t id);
 /* Short name of an NCCL collective kind ("allreduce"), or NULL. */
@@ -340,6 +360,8 @@ struct ddl_devcall {
 struct ddl_devcalls {
 	struct ddl_devcall *v;
 	size_t n;
+	struct ddl_devcall *api; /* CUPTI's call records, keyed by correlation id */
+	size_t napi;
 	const char **names; /* by name id: the demangled kernel name (the report's), or NULL */
 	size_t nnames;
 };
@@ -357,6 +379,7 @@ struct ddl_devinfo {
 	int span;                    /* collectives: DDL_SPAN_* */
 	const struct ddl_args *args; /* the issuing call's (or CUPTI's), or NULL */
 	size_t call;                 /* the issuing call's event index, or SIZE_MAX */
+	size_t api;                  /* CUPTI intervals: CUPTI's record of that call, or SIZE_MAX */
 	char buf[48];
 };
 void ddl_device_info(const struct ddl_trace *t, size_t i, const struct ddl_devcalls *c,

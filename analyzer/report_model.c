@@ -221,6 +221,7 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 
 void ddl_report_free(struct ddl_report *r)
 {
+	ddl_report_correlate_free(r);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].threads);
 		free(r->procs[i].tr);

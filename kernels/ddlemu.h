@@ -67,6 +67,37 @@ typedef void (*ddlemu_kernel_fn)(void **args);
 void ddlemu_kernel_time(uint64_t ns);
 
 /*
+ * Activity records: the emulation's side of what CUPTI gets from the CUDA
+ * driver, so that a CUPTI consumer can be tested without a GPU
+ * (tests/cupti/fakecupti.c). With a hook set, every kernel launch call
+ * gives an API record when it returns, and every kernel a device record
+ * when it ends on its stream; the two carry the same correlation id, as
+ * CUPTI's runtime or driver record and kernel record do. Times are
+ * CLOCK_MONOTONIC nanoseconds. The hook runs on the launching thread (API)
+ * or the stream's worker (kernel); NULL removes it.
+ */
+enum { DDLEMU_ACT_API = 1, DDLEMU_ACT_KERNEL = 2 };
+
+struct ddlemu_activity {
+	int kind;      /* DDLEMU_ACT_* */
+	uint32_t corr; /* from 1, one per launch call */
+	uint64_t start, end;
+	/* API records */
+	const char *api; /* "cudaLaunchKernel", "cuLaunchKernel", ... */
+	int driver;      /* a driver API call */
+	int result;      /* what the call returned */
+	uint32_t tid;    /* the calling thread (gettid) */
+	/* kernel records */
+	const char *name; /* the registered device name */
+	int dev;
+	uint32_t stream; /* the stream's number in the emulation, from 1 */
+	unsigned grid[3], block[3];
+};
+
+typedef void (*ddlemu_activity_fn)(const struct ddlemu_activity *a);
+void ddlemu_activity_hook(ddlemu_activity_fn fn);
+
+/*
  * The registration entry points of the CUDA runtime, with the prototypes of
  * crt/host_runtime.h (a C++ header, hence repeated here). libddlemu exports
  * them; on a GPU, libcudart does.

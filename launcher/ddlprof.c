@@ -7,8 +7,10 @@
  * and grouped by run id.
  *
  * Exit status when the command cannot be started: 125 for our own errors
- * (bad options, unusable directory), 126 command not executable, 127 not
- * found, as env(1) and timeout(1) do.
+ * (bad options, a directory that is a link, a file or another user's),
+ * 126 command not executable, 127 not found, as env(1) and timeout(1) do.
+ * A directory we cannot write into costs the profile, not the job: one
+ * line, and the command runs unprofiled.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -123,18 +125,22 @@ static void ddl_make_parents(const char *dir)
 	}
 }
 
-/* Creates DIR 0700, or checks an existing one is a real directory of ours. */
+/*
+ * Creates DIR 0700, or checks an existing one is a real directory of ours
+ * (one others may write into is ours to close: 0700, with a line saying
+ * so). Returns 0; 1 when the traces cannot be written there (no permission,
+ * a read-only or full file system), which costs the profile, not the job;
+ * -1 for what looks like a trap (a symbolic link, a file, another user's
+ * directory), refused. Says why in one line either way.
+ */
 static int ddl_prepare_dir(const char *dir)
 {
 	struct stat st;
 	ddl_make_parents(dir);
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		fprintf(stderr, "ddlprof: cannot create %s: %s\n", dir, strerror(errno));
-		return -1;
-	}
-	if (lstat(dir, &st) != 0) {
-		fprintf(stderr, "ddlprof: %s: %s\n", dir, strerror(errno));
-		return -1;
+	if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || lstat(dir, &st) != 0) {
+		fprintf(stderr, "ddlprof: cannot write traces to %s: %s; running without profiling\n",
+		        dir, strerror(errno));
+		return 1;
 	}
 	if (S_ISLNK(st.st_mode)) {
 		fprintf(stderr, "ddlprof: %s is a symbolic link; name the directory itself\n", dir);
@@ -149,9 +155,21 @@ static int ddl_prepare_dir(const char *dir)
 		        dir, (unsigned)st.st_uid);
 		return -1;
 	}
-	if (access(dir, W_OK | X_OK) != 0) {
-		fprintf(stderr, "ddlprof: cannot write into %s: %s\n", dir, strerror(errno));
-		return -1;
+	if (st.st_mode & 077) {
+		/* through a descriptor of the very directory checked: no link swapped in */
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat now;
+		if (fd >= 0 && fstat(fd, &now) == 0 && now.st_dev == st.st_dev &&
+		    now.st_ino == st.st_ino && fchmod(fd, 0700) == 0)
+			fprintf(stderr, "ddlprof: %s was open to other users (mode %03o); it is now 0700\n",
+			        dir, (unsigned)(st.st_mode & 0777));
+		if (fd >= 0)
+			close(fd);
+	}
+	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
+		fprintf(stderr, "ddlprof: cannot write traces to %s: %s; running without profiling\n",
+		        dir, strerror(errno));
+		return 1;
 	}
 	return 0;
 }
@@ -306,6 +324,16 @@ static int ddl_find_lib(char *out, size_t cap)
 	return 0;
 }
 
+/* Runs the command; returns, with a line saying why, only when it cannot:
+ * 127 not found, 126 found but not executable. */
+static int ddl_exec(char **cmd)
+{
+	execvp(cmd[0], cmd);
+	int err = errno;
+	fprintf(stderr, "ddlprof: %s: %s\n", cmd[0], strerror(err));
+	return err == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -404,8 +432,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof: cannot find libddlprof.so in ../lib beside this program\n");
 		return DDL_EXIT_OWN;
 	}
-	if (ddl_prepare_dir(dir) < 0)
+	int usable = ddl_prepare_dir(dir);
+	if (usable < 0)
 		return DDL_EXIT_OWN;
+	if (usable > 0) {
+		/* said once for the job; the command runs as if without ddlprof */
+		return ddl_exec(argv + optind);
+	}
 	if (!realpath(dir, absdir)) {
 		fprintf(stderr, "ddlprof: %s: %s\n", dir, strerror(errno));
 		return DDL_EXIT_OWN;
@@ -447,9 +480,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof: cannot set the environment: %s\n", strerror(errno));
 		return DDL_EXIT_OWN;
 	}
-	execvp(argv[optind], argv + optind);
-	int err = errno;
+	int rc = ddl_exec(argv + optind);
 	free(preload);
-	fprintf(stderr, "ddlprof: %s: %s\n", argv[optind], strerror(err));
-	return err == ENOENT ? 127 : 126;
+	return rc;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -105,19 +106,27 @@ static int ddl_parse_uint(const char *name, unsigned lo, unsigned hi, unsigned *
 	return 0;
 }
 
+/* 1 or 0 for the spellings of a boolean, -1 for anything else. */
+static int ddl_bool_of(const char *v)
+{
+	if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on") || !strcmp(v, "true"))
+		return 1;
+	if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off") || !strcmp(v, "false"))
+		return 0;
+	return -1;
+}
+
 static int ddl_parse_bool(const char *name, int *out)
 {
 	const char *v = ddl_env(name);
 	if (!v)
 		return 0;
-	if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on") || !strcmp(v, "true"))
-		*out = 1;
-	else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off") || !strcmp(v, "false"))
-		*out = 0;
-	else {
+	int b = ddl_bool_of(v);
+	if (b < 0) {
 		ddl_warn("%s='%.40s' is not 0 or 1; profiling is off", name, v);
 		return -EINVAL;
 	}
+	*out = b;
 	return 0;
 }
 
@@ -152,10 +161,18 @@ static int ddl_settings_load(struct ddl_settings *c)
 	if (v && v[0] == '/')
 		snprintf(c->dir, sizeof c->dir, "%s", v);
 	else {
-		char cwd[2048];
+		/* relative: the working directory in front must still leave room
+		 * for the file names, never cut the path */
+		char cwd[sizeof c->dir];
 		if (!getcwd(cwd, sizeof cwd))
 			snprintf(cwd, sizeof cwd, ".");
-		snprintf(c->dir, sizeof c->dir, "%s/%s", cwd, v ? v : "ddlprof-trace");
+		const char *rel = v ? v : "ddlprof-trace";
+		if (strlen(cwd) + 1 + strlen(rel) >= sizeof c->dir - 64) {
+			ddl_warn("DDLPROF_DIR '%.40s' in the working directory makes a path longer than %zu "
+			         "bytes; profiling is off", rel, sizeof c->dir - 64);
+			return -EINVAL;
+		}
+		snprintf(c->dir, sizeof c->dir, "%s/%s", cwd, rel);
 	}
 	unsigned ring = c->ring_events;
 	rc |= ddl_parse_uint("DDLPROF_FLUSH_MS", 1, 60000, &c->flush_ms);
@@ -181,15 +198,18 @@ static int ddl_settings_load(struct ddl_settings *c)
 	rc |= ddl_parse_bool("DDLPROF_QUIET", &c->quiet);
 	rc |= ddl_parse_uint("DDLPROF_KERNEL_SAMPLE", 0, 1u << 20, &c->kernel_sample);
 	if ((v = ddl_env("DDLPROF_CUPTI")) && strcmp(v, "auto")) {
-		int on = 0;
-		if (ddl_parse_bool("DDLPROF_CUPTI", &on) < 0) {
-			rc = -EINVAL; /* ddl_parse_bool said why */
-		} else {
-			c->cupti = on;
+		c->cupti = ddl_bool_of(v);
+		if (c->cupti < 0) {
+			ddl_warn("DDLPROF_CUPTI='%.40s' is not auto, on or off; profiling is off", v);
+			rc = -EINVAL;
 		}
 	}
 
-	if ((v = ddl_env("DDLPROF_TRACE"))) {
+	if ((v = ddl_env("DDLPROF_TRACE")) && strlen(v) >= 256) {
+		/* as the launcher's --trace: a list this long is no list of families */
+		ddl_warn("DDLPROF_TRACE is longer than 255 bytes; profiling is off");
+		rc = -EINVAL;
+	} else if (v) {
 		char list[256];
 		snprintf(list, sizeof list, "%s", v);
 		c->trace_socket = c->trace_cuda = c->trace_nccl = c->trace_nvtx = 0;
@@ -236,6 +256,75 @@ static int ddl_settings_load(struct ddl_settings *c)
 		}
 	}
 	return rc ? -EINVAL : 0;
+}
+
+/*
+ * The trace directory, checked when the process starts, so that a job whose
+ * directory cannot be used says so once instead of once in every process
+ * at its first write. A DDLPROF_DIR named explicitly (the launcher always
+ * names one) is created now, mode 0700; the default one waits for the first
+ * write, so that programs which record nothing leave no empty directory in
+ * every working directory. An existing directory must be a real directory
+ * of ours, as the launcher demands; one that others may write into is ours
+ * to close (0700), said in one line. Returns 0, or a negative errno with
+ * *why naming the problem where strerror would not.
+ */
+static int ddl_dir_prepare(const char *dir, int create, const char **why)
+{
+	struct stat st;
+	*why = NULL;
+	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) != 0)
+		return errno == ENOENT && !create ? 0 : -errno; /* the first write says */
+	if (S_ISLNK(st.st_mode)) {
+		*why = "it is a symbolic link";
+		return -ELOOP;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		*why = "it is not a directory";
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		*why = "it belongs to another user";
+		return -EPERM;
+	}
+	if (st.st_mode & 077) {
+		/* through a descriptor of the very directory checked: no link swapped in */
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat now;
+		if (fd >= 0 && fstat(fd, &now) == 0 && now.st_dev == st.st_dev &&
+		    now.st_ino == st.st_ino && fchmod(fd, 0700) == 0)
+			ddl_warn("%s was open to other users (mode %03o); it is now 0700", dir,
+			         (unsigned)(st.st_mode & 0777));
+		if (fd >= 0)
+			syscall(SYS_close, fd);
+	}
+	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * One line for the whole job when the directory cannot be used: the first
+ * process to find out says it and leaves DDLPROF_DIR_FAILED=DIR in its
+ * environment (set in the constructor, before the program runs), so the
+ * processes it starts, which find the same, stay quiet. Returns 0 or -1
+ * (profiling stays off).
+ */
+static int ddl_dir_check(const struct ddl_settings *c)
+{
+	const char *why;
+	int rc = ddl_dir_prepare(c->dir, ddl_env("DDLPROF_DIR") != NULL, &why);
+	if (rc == 0)
+		return 0;
+	const char *told = ddl_env("DDLPROF_DIR_FAILED");
+	if (!told || strcmp(told, c->dir)) {
+		ddl_warn("cannot write traces to %s: %s; profiling is off, the program continues", c->dir,
+		         why ? why : strerror(-rc));
+		setenv("DDLPROF_DIR_FAILED", c->dir, 1);
+	}
+	return -1;
 }
 
 static int32_t ddl_env_int(const char *a, const char *b, const char *c, const char *d)
@@ -369,7 +458,7 @@ void ddl_init(void)
 	else if (gethostname(ddl_g.host, sizeof ddl_g.host - 1) != 0)
 		snprintf(ddl_g.host, sizeof ddl_g.host, "unknown");
 	ddl_sanitize(ddl_g.host);
-	if (ddl_settings_load(&ddl_g.cfg) < 0) {
+	if (ddl_settings_load(&ddl_g.cfg) < 0 || ddl_dir_check(&ddl_g.cfg) < 0) {
 		ddl_g.initialised = 1;
 		return;
 	}

@@ -13,6 +13,14 @@
  * GPU timestamps are CUPTI's nanoseconds; paired readings of cuptiGetTimestamp
  * and our clock, taken at start and at every flush, map them onto the trace
  * clock. While CUPTI runs, launches are not also timed with event pairs.
+ *
+ * Correlation: CUPTI's runtime and driver records of the calls that put
+ * work on the device (launches, graph launches, copies, memsets; enabled
+ * one API at a time, so the program's many other CUDA calls cost nothing)
+ * become cuda_api events carrying the correlation id their kernel, memcpy
+ * or memset records carry too. The report joins them: each device interval
+ * to the host call that issued it (ours or one we never saw, such as a
+ * statically linked runtime's), and so how long work waited on the device.
  */
 #ifdef DDL_HAVE_CUDA
 #include <cupti.h>
@@ -33,6 +41,10 @@ static struct {
 	CUptiResult (*flush_all)(uint32_t);
 	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*timestamp)(uint64_t *);
+	/* optional: per-API records (CUDA 12.x and later) and API names */
+	CUptiResult (*enable_rt)(CUpti_CallbackId, uint8_t);
+	CUptiResult (*enable_drv)(CUpti_CallbackId, uint8_t);
+	CUptiResult (*cb_name)(CUpti_CallbackDomain, uint32_t, const char **);
 	double ticks_per_ns;
 	int64_t offset_ticks; /* trace ticks at CUPTI time 0, as fitted */
 	pthread_mutex_t lock;
@@ -64,6 +76,85 @@ static void CUPTIAPI ddl_cupti_buffer_requested(uint8_t **buf, size_t *size, siz
 	*size = *buf ? DDL_CUPTI_BUF : 0;
 	*max_records = 0;
 	errno = saved;
+}
+
+/*
+ * The calls whose records tie device work to the host: everything that
+ * launches a kernel or a graph, copies or sets memory.
+ */
+static const CUpti_CallbackId ddl_cupti_rt_apis[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+};
+static const CUpti_CallbackId ddl_cupti_drv_apis[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+/* Interned API names by domain and callback id, "cudaLaunchKernel_v7000" as "cudaLaunchKernel". */
+#define DDL_CUPTI_MAX_CBID 2048
+static _Atomic uint32_t ddl_cupti_names[2][DDL_CUPTI_MAX_CBID];
+
+static uint32_t ddl_cupti_api_name(int driver, uint32_t cbid)
+{
+	if (cbid >= DDL_CUPTI_MAX_CBID || !ddl_cp.cb_name)
+		return 0;
+	uint32_t id = atomic_load_explicit(&ddl_cupti_names[driver][cbid], memory_order_relaxed);
+	if (id)
+		return id;
+	const char *name = NULL;
+	if (ddl_cp.cb_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) !=
+	        CUPTI_SUCCESS || !name)
+		return 0;
+	char buf[256];
+	size_t n = strnlen(name, sizeof buf - 1);
+	memcpy(buf, name, n);
+	buf[n] = 0;
+	char *v = strrchr(buf, '_');
+	if (v && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2))
+		*v = 0;
+	id = ddl_name_intern(buf);
+	atomic_store_explicit(&ddl_cupti_names[driver][cbid], id, memory_order_relaxed);
+	return id;
+}
+
+/* A runtime or driver record: the call on the host, tied to its device work by correlationId. */
+static void ddl_cupti_api(const CUpti_ActivityAPI *r)
+{
+	int driver = r->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+	struct ddl_args a = ddl_args_make();
+	a.name = ddl_cupti_api_name(driver, r->cbid);
+	a.corr = r->correlationId;
+	a.bytes = r->threadId; /* CUPTI's thread id, as it gave it */
+	a.aux = r->cbid;
+	a.op = (uint8_t)(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API);
+	a.peer = (int32_t)r->returnValue;
+	int idx = ddl_thread_idx_of((pid_t)r->threadId);
+	struct ddl_thread *own = idx < 0 ? ddl_thread_internal_ring() : NULL;
+	if (idx < 0 && !own)
+		return;
+	ddl_device_put(DDL_EV_CUDA_API, DDL_EVF_CUPTI, ddl_cupti_ticks(r->start), ddl_cupti_ticks(r->end),
+	               (uint16_t)(idx < 0 ? own->idx : idx), -1, 0, r->correlationId, &a);
 }
 
 /* CUPTI stream ids are per context; ours have the top bit set to keep them apart. */
@@ -102,6 +193,10 @@ static void CUPTIAPI ddl_cupti_buffer_completed(CUcontext ctx, uint32_t stream, 
 			               DDL_CUPTI_STREAM(m->streamId), m->correlationId, &a);
 			break;
 		}
+		case CUPTI_ACTIVITY_KIND_RUNTIME:
+		case CUPTI_ACTIVITY_KIND_DRIVER:
+			ddl_cupti_api((const CUpti_ActivityAPI *)rec);
+			break;
 		case CUPTI_ACTIVITY_KIND_MEMSET: {
 			CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)rec;
 			a.bytes = m->bytes;
@@ -178,6 +273,9 @@ static int ddl_cupti_start_locked(void)
 	ddl_cp.flush_all = (__typeof__(ddl_cp.flush_all))dlsym(h, "cuptiActivityFlushAll");
 	ddl_cp.next_record = (__typeof__(ddl_cp.next_record))dlsym(h, "cuptiActivityGetNextRecord");
 	ddl_cp.timestamp = (__typeof__(ddl_cp.timestamp))dlsym(h, "cuptiGetTimestamp");
+	ddl_cp.enable_rt = (__typeof__(ddl_cp.enable_rt))dlsym(h, "cuptiActivityEnableRuntimeApi");
+	ddl_cp.enable_drv = (__typeof__(ddl_cp.enable_drv))dlsym(h, "cuptiActivityEnableDriverApi");
+	ddl_cp.cb_name = (__typeof__(ddl_cp.cb_name))dlsym(h, "cuptiGetCallbackName");
 	if (!ddl_cp.register_callbacks || !ddl_cp.enable || !ddl_cp.flush_all || !ddl_cp.next_record ||
 	    !ddl_cp.timestamp)
 		goto fail;
@@ -190,6 +288,13 @@ static int ddl_cupti_start_locked(void)
 		goto fail;
 	ddl_cp.enable(CUPTI_ACTIVITY_KIND_MEMCPY);
 	ddl_cp.enable(CUPTI_ACTIVITY_KIND_MEMSET);
+	/* one API at a time: the whole RUNTIME kind would record every cudaGetDevice */
+	if (ddl_cp.enable_rt && ddl_cp.enable_drv) {
+		for (size_t i = 0; i < sizeof ddl_cupti_rt_apis / sizeof ddl_cupti_rt_apis[0]; i++)
+			ddl_cp.enable_rt(ddl_cupti_rt_apis[i], 1);
+		for (size_t i = 0; i < sizeof ddl_cupti_drv_apis / sizeof ddl_cupti_drv_apis[0]; i++)
+			ddl_cp.enable_drv(ddl_cupti_drv_apis[i], 1);
+	}
 	ddl_cupti_on = 1;
 	ddl_g.cfg.kernel_sample = 0; /* CUPTI sees every kernel */
 	ddl_seg_on = 0;

@@ -199,6 +199,7 @@ struct ddl_thread *ddl_thread_slow(void) DDL_HIDDEN;
 int ddl_ring_room(struct ddl_thread *t, uint64_t h) DDL_HIDDEN;
 void ddl_thread_mark_internal(void) DDL_HIDDEN;
 struct ddl_thread *ddl_thread_internal_ring(void) DDL_HIDDEN;
+int ddl_thread_idx_of(pid_t tid) DDL_HIDDEN;
 void ddl_threads_after_fork_child(void) DDL_HIDDEN;
 /* Writer side: iterate registered rings; caller holds no lock. */
 struct ddl_thread *ddl_threads_first(void) DDL_HIDDEN;

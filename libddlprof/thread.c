@@ -204,6 +204,19 @@ void ddl_threads_after_fork_child(void)
 		ddl_self_state = DDL_TS_NEW;
 }
 
+/*
+ * The trace's thread index of the live thread with OS id TID, or -1. Rings
+ * are recycled, never unmapped, so the walk is safe from any thread; a ring
+ * changing hands meanwhile gives -1 or its new owner.
+ */
+int ddl_thread_idx_of(pid_t tid)
+{
+	for (struct ddl_thread *t = atomic_load(&ddl_reg_head); t; t = t->next)
+		if (atomic_load(&t->dead) == DDL_RING_LIVE && t->tid == tid)
+			return t->idx;
+	return -1;
+}
+
 /* Writer side: after a ring is drained, an ended thread's ring becomes free. */
 void ddl_threads_reap(void)
 {

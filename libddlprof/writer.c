@@ -123,6 +123,8 @@ static struct {
 	uint32_t sig_reason;
 	int32_t sig_value;
 	_Atomic int wake;       /* futex word */
+	_Atomic int64_t sig_flushed_ns; /* CLOCK_MONOTONIC of the last flush before a handler */
+	_Atomic int *told;      /* shared with forked children: a failure was reported */
 	struct ddl_event stage[DDL_STAGE_EVENTS];
 	/* the codec, found at run time: set once, before the writer starts */
 	uint16_t codec;         /* DDL_CHUNKF_LZ4, DDL_CHUNKF_ZSTD, or 0: raw */
@@ -339,8 +341,12 @@ static int ddl_file_create(void)
 		ddl_w.ino = st.st_ino;
 	}
 	syscall(SYS_close, fd);
-	if (rc < 0)
+	if (rc < 0) {
+		/* no header, no trace: a file we made and cannot start (a full
+		 * disk) would only be an empty file for the reader to refuse */
+		unlink(ddl_w.path);
 		return rc;
+	}
 	ddl_w.created = 1;
 	ddl_str.done = 0;
 	return 0;
@@ -468,7 +474,12 @@ static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t v
 		else
 			snprintf(why, sizeof why, "cannot create a trace file in %s", ddl_g.cfg.dir);
 		ddl_spin_unlock(&ddl_w.lock);
-		ddl_disable(why, -rc);
+		/* A full disk or a lost directory fails every process of a job:
+		 * one line for a process and the children it forks. */
+		if (ddl_w.told && atomic_exchange(ddl_w.told, 1))
+			atomic_store(&ddl_g.enabled, 0);
+		else
+			ddl_disable(why, -rc);
 		return rc;
 	}
 	ddl_spin_unlock(&ddl_w.lock);
@@ -528,18 +539,44 @@ static void ddl_writer_private_fds(void)
 	syscall(SYS_close, d);
 }
 
+static int64_t ddl_mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/*
+ * The next periodic flush: on a fixed grid from the writer's start, so the
+ * time a flush takes, and how late the thread was woken, do not push every
+ * later flush back (a relative sleep made each period DDLPROF_FLUSH_MS plus
+ * both). A writer behind by a whole period starts the grid again from now.
+ */
+static int64_t ddl_next_deadline(int64_t deadline, int64_t period, int64_t now)
+{
+	deadline += period;
+	return deadline > now ? deadline : now + period;
+}
+
 static void *ddl_writer_main(void *arg)
 {
 	(void)arg;
 	ddl_thread_mark_internal();
 	ddl_writer_private_fds();
-	unsigned ms = ddl_g.cfg.flush_ms;
-	struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	int64_t period = (int64_t)ddl_g.cfg.flush_ms * 1000000;
+	int64_t deadline = ddl_mono_ns() + period;
 	int ok = 1;
 	while (!atomic_load(&ddl_w.stop)) {
-		if (!atomic_exchange(&ddl_w.wake, 0))
-			syscall(SYS_futex, &ddl_w.wake, FUTEX_WAIT_PRIVATE, 0, &period, NULL, 0);
+		if (!atomic_exchange(&ddl_w.wake, 0)) {
+			struct timespec at = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
+			/* an absolute CLOCK_MONOTONIC time; woken early by ddl_writer_wake */
+			syscall(SYS_futex, &ddl_w.wake, FUTEX_WAIT_BITSET_PRIVATE, 0, &at, NULL,
+			        FUTEX_BITSET_MATCH_ANY);
+		}
 		atomic_store(&ddl_w.wake, 0);
+		int64_t now = ddl_mono_ns();
+		if (now >= deadline)
+			deadline = ddl_next_deadline(deadline, period, now);
 		if (atomic_exchange(&ddl_w.sig_req, 0)) {
 			/* a fatal signal on a program thread: write everything, uncompressed */
 			uint32_t r = ddl_w.sig_reason;
@@ -574,6 +611,11 @@ int ddl_writer_start(void)
 		return 0;
 	ddl_w.owner = getpid();
 	ddl_codec_open();
+	if (!ddl_w.told) { /* kept across fork: shared with every child */
+		void *p = mmap(NULL, sizeof *ddl_w.told, PROT_READ | PROT_WRITE,
+		               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		ddl_w.told = p == MAP_FAILED ? NULL : p;
+	}
 	atomic_store(&ddl_w.stop, 0);
 	atomic_store(&ddl_w.stopping, 0);
 	atomic_store(&ddl_w.alive, 1);
@@ -636,12 +678,17 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 }
 
 /*
- * From a fatal-signal handler (async-signal-safe: atomics and futex only).
- * With end_reason set the process is about to die: the writer writes what
- * is buffered and an end chunk, and we wait up to a second for it. With 0 a
- * handler of the program's runs next and may go on: the writer is only
- * woken. Without a live writer, we write from here if the file lock is free
- * within about 50 ms.
+ * From a fatal-signal handler (async-signal-safe: atomics, clock_gettime
+ * and futex only). With end_reason set the process is about to die: the
+ * writer writes what is buffered and an end chunk. With 0 a handler of the
+ * program's runs next, which may end the process by any means (even a raw
+ * exit_group) or carry on: the writer writes what is buffered, no end
+ * chunk. Either way we wait up to a second for it. A program that takes
+ * such signals all the time (a runtime catching its own faults) pays for
+ * one such flush per flush period at most: within a period of the last
+ * one the writer is only woken, and what the handler's end would lose is
+ * what SIGKILL would. Without a live writer, we write from here if the
+ * file lock is free within about 50 ms.
  */
 void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 {
@@ -650,7 +697,8 @@ void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 	if (ddl_w.running && pthread_equal(pthread_self(), ddl_w.thread))
 		return;
 	if (ddl_w.running && atomic_load(&ddl_w.alive)) {
-		if (!end_reason) {
+		int64_t last = atomic_load(&ddl_w.sig_flushed_ns);
+		if (!end_reason && last && ddl_mono_ns() - last < (int64_t)ddl_g.cfg.flush_ms * 1000000) {
 			ddl_writer_wake();
 			return;
 		}
@@ -662,6 +710,7 @@ void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 		struct timespec step = {0, 100000000};
 		for (int i = 0; i < 10 && !atomic_load(&ddl_w.sig_done); i++)
 			syscall(SYS_futex, &ddl_w.sig_done, FUTEX_WAIT_PRIVATE, 0, &step, NULL, 0);
+		atomic_store(&ddl_w.sig_flushed_ns, ddl_mono_ns());
 		return;
 	}
 	if (!ddl_spin_try(&ddl_w.lock, 600))

@@ -144,7 +144,7 @@ EOF2
 		echo "  without $a  with $b  events only $c"
 	done
 	mv "$W/torch1" "$W/torch"
-	$B/bin/ddlprof-report "$W/torch" | sed -n "/GPU work/,/Network activity/p"
+	$B/bin/ddlprof-report "$W/torch" | sed -n "/GPU work/,/Network activity/p"  # incl. CUPTI correlation
 	srcs "$W/torch"
 	echo "launches named (of all):"
 	$B/bin/ddlprof-report --dump "$W/torch" | grep ' cudaLaunchKernel ' | grep -vc 'name=kernel@'
@@ -162,7 +162,7 @@ fi
 
 if [ -x $B/tests/ddltest ]; then
 	say "the GPU and NVTX tests (NVTX with a CUDA build of PyTorch where there is one)"
-	T="gpu_ nvtx_ emu_launch kernels_"
+	T="gpu_ nvtx_ emu_launch emu_cupti kernels_"
 	[ "$Q" = 1 ] && T="gpu_real emu_launch"
 	DDLT_PYTHON=$PY timeout 300 $B/tests/ddltest $T 2>&1 | grep -v "^    [a-z-]*: rank\|waits\|makes the others" | tail -40
 fi

@@ -38,8 +38,10 @@ static int ddl_load(const char *dir, struct ddl_traceset *s)
 	return ddl_traceset_load(s, p, 1, err, sizeof err);
 }
 
-/* Starts killme under ddlprof into TDIR; returns its pid once it is sending, or -1. */
-static pid_t ddl_start_killme(const char *tdir)
+/* Starts killme under ddlprof into TDIR, with --flush-ms FLUSH unless NULL
+ * and the extra environment ENV (may be NULL); returns its pid once it is
+ * sending, or -1. */
+static pid_t ddl_start_killme(const char *tdir, const char *flush, char *const env[])
 {
 	int po[2];
 	if (pipe(po) != 0)
@@ -48,8 +50,14 @@ static pid_t ddl_start_killme(const char *tdir)
 	if (pid == 0) {
 		dup2(po[1], 1);
 		close(po[0]);
-		execl(tbuild("bin/ddlprof"), "ddlprof", "-q", "-o", tdir, "--",
-		      tbuild("tests/progs/killme"), (char *)NULL);
+		for (int i = 0; env && env[i]; i++)
+			putenv(env[i]);
+		if (flush)
+			execl(tbuild("bin/ddlprof"), "ddlprof", "-q", "--flush-ms", flush, "-o", tdir, "--",
+			      tbuild("tests/progs/killme"), (char *)NULL);
+		else
+			execl(tbuild("bin/ddlprof"), "ddlprof", "-q", "-o", tdir, "--",
+			      tbuild("tests/progs/killme"), (char *)NULL);
 		_exit(127);
 	}
 	close(po[1]);
@@ -68,7 +76,7 @@ int test_e2e_sigkill_truncated(void)
 {
 	char *dir = tmpdir(), tdir[PATH_MAX];
 	snprintf(tdir, sizeof tdir, "%s/t", dir);
-	pid_t pid = ddl_start_killme(tdir);
+	pid_t pid = ddl_start_killme(tdir, NULL, NULL);
 	CHECK(pid > 0, "killme did not start");
 	usleep(350000); /* several flush periods */
 	kill(pid, SIGKILL);
@@ -89,22 +97,54 @@ int test_e2e_sigkill_truncated(void)
 	return DDL_PASS;
 }
 
-/*
- * SIGKILL at random moments, many times: every trace reads, says it is
- * truncated, has no damaged chunk, and lost at most about one flush period
- * (100 ms, with slack for a loaded machine) of the program's last events.
- */
-int test_e2e_sigkill_random(void)
+static int64_t ddl_mono_ns(void)
 {
-	char *dir = tmpdir();
-	srand((unsigned)getpid());
-	for (int i = 0; i < 15; i++) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/*
+ * Sleeps about US microseconds in steps of 1 ms and returns the most any
+ * step overslept, in ns: how late this machine, as loaded as it is now,
+ * wakes a sleeping thread, which is what the profiled program's writer
+ * thread meets too.
+ */
+static int64_t ddl_sleep_probe(long us)
+{
+	int64_t end = ddl_mono_ns() + (int64_t)us * 1000, worst = 0;
+	for (int64_t now = ddl_mono_ns(); now < end; now = ddl_mono_ns()) {
+		int64_t step = end - now < 1000000 ? end - now : 1000000;
+		struct timespec ts = {0, (long)step};
+		nanosleep(&ts, NULL);
+		int64_t late = ddl_mono_ns() - now - step;
+		if (late > worst)
+			worst = late;
+	}
+	return worst;
+}
+
+/*
+ * RUNS kills of killme at random moments with --flush-ms FLUSH_MS (and ENV):
+ * every trace reads, says it is truncated, has no damaged chunk, and lost
+ * no more than one flush period of the program's last events, plus how late
+ * this machine woke a sleeping thread during that run, plus 10 ms for the
+ * flush itself (draining the buffers, compressing, writing: 1 to 3 ms
+ * measured here on an idle machine) and for reading the clock. *WORST gets
+ * the largest loss seen, in ms.
+ */
+static int ddl_sigkill_runs(const char *dir, int flush_ms, char *const env[], int runs, double *worst)
+{
+	char flush[16];
+	snprintf(flush, sizeof flush, "%d", flush_ms);
+	*worst = 0;
+	for (int i = 0; i < runs; i++) {
 		char t[PATH_MAX];
-		snprintf(t, sizeof t, "%s/k%d", dir, i);
-		pid_t pid = ddl_start_killme(t);
+		snprintf(t, sizeof t, "%s/k%d-%d", dir, flush_ms, i);
+		pid_t pid = ddl_start_killme(t, flush, env);
 		CHECK(pid > 0, "killme did not start");
-		/* past the first flush period, then anywhere in the next 300 ms */
-		usleep((useconds_t)(150000 + rand() % 300000));
+		/* past the first flush period, then anywhere in the next three */
+		int64_t late = ddl_sleep_probe(flush_ms * 1500L + rand() % (flush_ms * 3000L));
 		struct timespec killed;
 		clock_gettime(CLOCK_REALTIME, &killed);
 		kill(pid, SIGKILL);
@@ -118,50 +158,136 @@ int test_e2e_sigkill_random(void)
 		for (size_t k = 0; k < tr->nev; k++)
 			if (tr->ev[k].start > last)
 				last = tr->ev[k].start;
-		int64_t lost_ms = ((int64_t)killed.tv_sec * 1000000000 + killed.tv_nsec -
-		                   ddl_trace_real_ns(tr, last)) / 1000000;
-		CHECK(lost_ms < 300, "run %d: the last %lld ms before the kill are missing", i,
-		      (long long)lost_ms);
+		double lost_ms = (double)((int64_t)killed.tv_sec * 1000000000 + killed.tv_nsec -
+		                          ddl_trace_real_ns(tr, last)) / 1e6;
+		double allowed_ms = flush_ms + (double)late / 1e6 + 10;
+		CHECK(lost_ms <= allowed_ms, "flush period %d ms, run %d: the last %.1f ms before the kill "
+		      "are missing; allowed %.1f (this machine woke a sleeper %.1f ms late)", flush_ms, i,
+		      lost_ms, allowed_ms, (double)late / 1e6);
+		if (lost_ms > *worst)
+			*worst = lost_ms;
 		ddl_traceset_free(&s);
 	}
+	return DDL_PASS;
+}
+
+/*
+ * SIGKILL at random moments, many times, at the default flush period and at
+ * 50 ms; with buffers too large to pass half full within the run, so that
+ * only the period brings events to the file.
+ */
+int test_e2e_sigkill_random(void)
+{
+	char *dir = tmpdir();
+	srand((unsigned)getpid());
+	double w100, w50;
+	char *big[] = {"DDLPROF_BUFFER_EVENTS=4194304", NULL};
+	if (ddl_sigkill_runs(dir, 100, NULL, 12, &w100) != DDL_PASS ||
+	    ddl_sigkill_runs(dir, 50, big, 12, &w50) != DDL_PASS)
+		return DDL_FAIL;
+	fprintf(stderr, "    most lost: %.1f ms at the 100 ms period, %.1f ms at 50 ms\n", w100, w50);
 	trm(dir);
+	return DDL_PASS;
+}
+
+/* The socket bytes in the one trace of TDIR, or -1 without exactly one trace;
+ * *end and *truncated from that trace. */
+static int64_t ddl_trace_sent(const char *tdir, struct ddl_end *end, int *truncated)
+{
+	struct ddl_traceset s;
+	if (ddl_load(tdir, &s) != 0 || s.n != 1)
+		return -1;
+	int64_t bytes = 0;
+	for (size_t k = 0; k < s.t[0].nev; k++)
+		if (ddl_event_class(s.t[0].ev[k].kind) == DDL_CLASS_TX && s.t[0].ev[k].result > 0)
+			bytes += s.t[0].ev[k].result;
+	*end = s.t[0].end;
+	*truncated = s.t[0].truncated;
+	ddl_traceset_free(&s);
+	return bytes;
+}
+
+/* Runs tests/progs/PROG HOW with and without ddlprof into TDIR; both runs
+ * must give the same stdout, and status. */
+static int ddl_run_fault(const char *prog, const char *how, const char *tdir,
+                         struct ddl_run_result *a, struct ddl_run_result *b)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "tests/progs/%s", prog);
+	snprintf(path, sizeof path, "%s", tbuild(path)); /* tbuild's buffers rotate */
+	char *plain[] = {path, (char *)how, NULL};
+	char *prof[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", (char *)tdir, "--", path, (char *)how,
+	                NULL};
+	CHECK(trun(plain, NULL, 30, a) == 0 && trun(prof, NULL, 30, b) == 0, "%s %s runs", prog, how);
+	CHECK(a->status == b->status, "%s %s: status %#x under ddlprof, %#x without", prog, how,
+	      b->status, a->status);
+	CHECK(a->nout == b->nout && !memcmp(a->out, b->out, a->nout),
+	      "%s %s: stdout differs:\n--- without\n%s--- with\n%s", prog, how, a->out, b->out);
+	CHECK(b->nerr == 0, "%s %s: ddlprof printed: %s", prog, how, b->err);
 	return DDL_PASS;
 }
 
 /* Default-action deaths flush and end the trace; the status is unchanged. */
 int test_e2e_fatal_signal_flush(void)
 {
-	static const char *how[] = {"segv", "abort", "term"};
-	static const int sig[] = {SIGSEGV, SIGABRT, SIGTERM};
-	for (int i = 0; i < 3; i++) {
+	static const struct {
+		const char *prog, *how;
+		int sig;
+	} c[] = {{"crash", "segv", SIGSEGV}, {"crash", "abort", SIGABRT}, {"crash", "term", SIGTERM},
+	         {"fault", "bus", SIGBUS}};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		char *dir = tmpdir(), tdir[PATH_MAX];
 		snprintf(tdir, sizeof tdir, "%s/t", dir);
-		char *plain[] = {(char *)tbuild("tests/progs/crash"), (char *)how[i], NULL};
-		char *prof[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--",
-		                (char *)tbuild("tests/progs/crash"), (char *)how[i], NULL};
 		struct ddl_run_result a, b;
-		CHECK(trun(plain, NULL, 30, &a) == 0 && trun(prof, NULL, 30, &b) == 0, "crash runs");
-		CHECK(WIFSIGNALED(a.status) && WTERMSIG(a.status) == sig[i], "%s: plain status %#x",
-		      how[i], a.status);
-		CHECK(WIFSIGNALED(b.status) && WTERMSIG(b.status) == sig[i],
-		      "%s: status %#x under ddlprof, %#x without", how[i], b.status, a.status);
-		CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "%s: stdout differs", how[i]);
-		struct ddl_traceset s;
-		CHECK(ddl_load(tdir, &s) == 0 && s.n == 1, "%s: expected one trace, got %zu", how[i], s.n);
-		CHECK(!s.t[0].truncated && s.t[0].end.reason == DDL_END_SIGNAL &&
-		      s.t[0].end.value == sig[i], "%s: end record reason %u value %d truncated %d", how[i],
-		      s.t[0].end.reason, s.t[0].end.value, s.t[0].truncated);
-		int64_t bytes = 0;
-		for (size_t k = 0; k < s.t[0].nev; k++)
-			if (ddl_event_class(s.t[0].ev[k].kind) == DDL_CLASS_TX && s.t[0].ev[k].result > 0)
-				bytes += s.t[0].ev[k].result;
-		CHECK(bytes == 5000, "%s: %lld bytes sent in the trace", how[i], (long long)bytes);
-		ddl_traceset_free(&s);
+		if (ddl_run_fault(c[i].prog, c[i].how, tdir, &a, &b) != DDL_PASS)
+			return DDL_FAIL;
+		CHECK(WIFSIGNALED(a.status) && WTERMSIG(a.status) == c[i].sig, "%s: plain status %#x",
+		      c[i].how, a.status);
+		struct ddl_end end;
+		int truncated;
+		int64_t bytes = ddl_trace_sent(tdir, &end, &truncated);
+		CHECK(bytes == 5000, "%s: %lld bytes sent in the trace", c[i].how, (long long)bytes);
+		CHECK(!truncated && end.reason == DDL_END_SIGNAL && end.value == c[i].sig,
+		      "%s: end record reason %u value %d truncated %d", c[i].how, end.reason, end.value,
+		      truncated);
 		trun_free(&a);
 		trun_free(&b);
 		trm(dir);
 		free(dir);
 	}
+	return DDL_PASS;
+}
+
+/*
+ * The program's own handler for a fatal signal: the library writes what is
+ * buffered first, then the handler runs (it prints, then leaves by a raw
+ * exit_group that no wrapper sees) and its status is the process's. The
+ * trace has no end record (nothing ended it) but holds the bytes moved
+ * before the fault.
+ */
+int test_e2e_fatal_signal_handler(void)
+{
+	static const char *how[] = {"segv-handler", "bus-handler"};
+	static const char *says[] = {"fault: caught SIGSEGV\n", "fault: caught SIGBUS\n"};
+	for (int rep = 0; rep < 3; rep++)
+		for (int i = 0; i < 2; i++) {
+			char *dir = tmpdir(), tdir[PATH_MAX];
+			snprintf(tdir, sizeof tdir, "%s/t", dir);
+			struct ddl_run_result a, b;
+			if (ddl_run_fault("fault", how[i], tdir, &a, &b) != DDL_PASS)
+				return DDL_FAIL;
+			CHECK(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 42 && strstr(b.out, says[i]),
+			      "%s: status %#x, stdout %s", how[i], b.status, b.out);
+			struct ddl_end end;
+			int truncated;
+			int64_t bytes = ddl_trace_sent(tdir, &end, &truncated);
+			CHECK(bytes == 5000, "%s, run %d: %lld bytes sent in the trace; the handler ran before "
+			      "the flush", how[i], rep, (long long)bytes);
+			trun_free(&a);
+			trun_free(&b);
+			trm(dir);
+			free(dir);
+		}
 	return DDL_PASS;
 }
 
@@ -186,63 +312,220 @@ static int ddl_count_lines(const char *s, const char *needle)
 	return n;
 }
 
+/* B ran as A did (status, stdout) and said exactly one line on stderr,
+ * containing SAYS, where A said nothing. */
+static int ddl_same_one_line(const char *what, const struct ddl_run_result *a,
+                             const struct ddl_run_result *b, const char *says)
+{
+	CHECK(a->status == b->status && a->nout == b->nout && !memcmp(a->out, b->out, a->nout),
+	      "%s: status %#x (plain %#x) or stdout changed:\n%s", what, b->status, a->status, b->out);
+	CHECK(a->nerr == 0 && ddl_count_lines(b->err, "\n") == 1 && strstr(b->err, says),
+	      "%s: expected one line saying '%s', got: %s", what, says, b->err);
+	return DDL_PASS;
+}
+
+/* Trace files in DIR: how many, and how many of them are empty. */
+static int ddl_count_traces(const char *dir, int *empty)
+{
+	char cmd[PATH_MAX + 128];
+	int n = 0;
+	*empty = 0;
+	snprintf(cmd, sizeof cmd, "find %s -name '*.ddlt' -printf '%%s\\n' 2>/dev/null", dir);
+	FILE *f = popen(cmd, "r");
+	long size;
+	while (f && fscanf(f, "%ld", &size) == 1) {
+		n++;
+		*empty += size == 0;
+	}
+	if (f)
+		pclose(f);
+	return n;
+}
+
+/*
+ * A full file system (a 64 KiB tmpfs): with room for a file's header but
+ * not for its events, and with no room at all (the trace directory made
+ * beforehand, so only the header write fails). The program runs on
+ * unchanged, one line is said for the job (tcp_mix forks: the child stays
+ * quiet), and no empty trace file is left behind.
+ */
 int test_e2e_disk_full(void)
 {
 	if (geteuid() != 0)
 		return DDL_SKIP;
-	char *dir = tmpdir();
-	if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
-		fprintf(stderr, "    cannot mount a tmpfs: skipped\n");
+	for (int full = 0; full < 2; full++) {
+		char *dir = tmpdir();
+		if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
+			fprintf(stderr, "    cannot mount a tmpfs: skipped\n");
+			trm(dir);
+			return DDL_SKIP;
+		}
+		char fill[PATH_MAX], sub[PATH_MAX];
+		snprintf(sub, sizeof sub, "%s/t", dir);
+		mkdir(sub, 0700);
+		snprintf(fill, sizeof fill, "%s/filler", dir);
+		int fd = open(fill, O_CREAT | O_WRONLY, 0600);
+		static char zero[1024];
+		while (write(fd, zero, sizeof zero) > 0)
+			;
+		if (!full) { /* leave about 4 KiB: a header, not the events */
+			CHECK(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0, "truncate");
+			for (int i = 0; i < 60; i++)
+				if (write(fd, zero, sizeof zero) != sizeof zero)
+					break;
+		}
+		close(fd);
+		struct ddl_run_result a, b;
+		int rc = ddl_run_into(sub, &a, &b), empty;
+		int files = ddl_count_traces(sub, &empty);
+		umount(dir);
 		trm(dir);
-		return DDL_SKIP;
+		free(dir);
+		CHECK(rc == 0, "tcp_mix did not finish");
+		if (ddl_same_one_line(full ? "full disk" : "disk full after the header", &a, &b,
+		                      "profiling is off") != DDL_PASS)
+			return DDL_FAIL;
+		CHECK(strstr(b.err, "No space left"), "the line does not say why: %s", b.err);
+		CHECK(empty == 0 && (!full || files == 0), "%s: %d trace files left, %d of them empty",
+		      full ? "full disk" : "disk full after the header", files, empty);
+		trun_free(&a);
+		trun_free(&b);
 	}
-	/* leave room for a header and a little more, not for the events */
-	char fill[PATH_MAX];
-	snprintf(fill, sizeof fill, "%s/filler", dir);
-	int fd = open(fill, O_CREAT | O_WRONLY, 0600);
-	static char zero[1024];
-	while (write(fd, zero, sizeof zero) == sizeof zero)
-		;
-	close(fd);
-	truncate(fill, 0);
-	fd = open(fill, O_WRONLY);
-	for (int i = 0; i < 60; i++)
-		if (write(fd, zero, sizeof zero) != sizeof zero)
-			break;
-	close(fd);
-	struct ddl_run_result a, b;
-	char sub[PATH_MAX];
-	snprintf(sub, sizeof sub, "%s/t", dir);
-	int rc = ddl_run_into(sub, &a, &b);
-	umount(dir);
-	trm(dir);
-	CHECK(rc == 0, "tcp_mix did not finish");
-	CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
-	      "output or status changed on a full disk");
-	CHECK(ddl_count_lines(b.err, "ddlprof[") >= 1 && ddl_count_lines(b.err, "profiling is off") >= 1,
-	      "no warning on a full disk: %s", b.err);
-	CHECK(!strstr(a.err, "ddlprof"), "warning without the library?");
 	return DDL_PASS;
 }
 
+/* Whether tests can run commands as user 65534 here: root, setpriv, and a
+ * build tree that user can reach (not under a 0700 home). */
+static int ddl_run_nobody(char *const cmd[], char *const env[], struct ddl_run_result *r);
+
+static int ddl_nobody_usable(void)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+		return 0;
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof cmd, "test -x %s", tbuild("bin/ddlprof"));
+	char *probe[] = {"/bin/sh", "-c", cmd, NULL};
+	struct ddl_run_result r;
+	int ok = ddl_run_nobody(probe, NULL, &r) == 0 && r.status == 0;
+	trun_free(&r);
+	return ok;
+}
+
+/* Runs CMD as trun does, as user and group 65534 with no other groups.
+ * ENV reaches setpriv too: put LD_PRELOAD in CMD, through env(1). */
+static int ddl_run_nobody(char *const cmd[], char *const env[], struct ddl_run_result *r)
+{
+	char *argv[32] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+	int n = 4;
+	for (int i = 0; cmd[i] && n < 31; i++)
+		argv[n++] = cmd[i];
+	argv[n] = NULL;
+	return trun(argv, env, 60, r);
+}
+
+/*
+ * Trace directories that cannot be written. As an ordinary user: under a
+ * directory of root's, and a directory of the user's own without write
+ * permission; through the launcher (which runs the command unprofiled) and
+ * through the environment (the library stays off), with a program that
+ * forks (tcp_mix) and one that forks and execs itself (forkexec). As root,
+ * whom permissions do not stop: a directory under /proc. Every time the
+ * output and status are those of a plain run and one line, for the whole
+ * job, says why nothing is profiled.
+ */
 int test_e2e_unwritable_dir(void)
 {
-	struct ddl_run_result a, b;
-	CHECK(ddl_run_into("/proc/ddlprof-cannot-be-here", &a, &b) == 0, "tcp_mix did not finish");
-	CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
-	      "output or status changed with an unwritable directory");
-	/* one line per process that tried to write (parent and child) */
-	int lines = ddl_count_lines(b.err, "ddlprof[");
-	CHECK(lines >= 1 && lines <= 2, "expected one warning per process, got %d: %s", lines, b.err);
-	CHECK(strstr(b.err, "profiling is off"), "warning does not say profiling is off: %s", b.err);
+	static const char *progs[] = {"tcp_mix", "forkexec"};
+	char *dir = tmpdir(), under_root[PATH_MAX], own[PATH_MAX], lib[PATH_MAX + 16];
+	chmod(dir, 0755);
+	snprintf(under_root, sizeof under_root, "%s/t", dir);
+	snprintf(own, sizeof own, "%s/own", dir);
+	mkdir(own, 0500);
+	int nobody = ddl_nobody_usable() && chown(own, 65534, 65534) == 0;
+	snprintf(lib, sizeof lib, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
+	for (int p = 0; p < 2; p++) {
+		char path[PATH_MAX], what[PATH_MAX + 64], rel[64];
+		snprintf(rel, sizeof rel, "tests/progs/%s", progs[p]);
+		snprintf(path, sizeof path, "%s", tbuild(rel));
+		struct ddl_run_result a, b;
+		char *plain[] = {path, NULL};
+		for (int d = 0; nobody && d < 2; d++) {
+			const char *tdir = d ? own : under_root;
+			char envdir[PATH_MAX + 16];
+			snprintf(envdir, sizeof envdir, "DDLPROF_DIR=%s", tdir);
+			char *launch[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", (char *)tdir, "--", path, NULL};
+			char *env[] = {"/usr/bin/env", lib, envdir, path, NULL};
+			CHECK(ddl_run_nobody(plain, NULL, &a) == 0, "%s as an ordinary user", progs[p]);
+			for (int via = 0; via < 2; via++) {
+				snprintf(what, sizeof what, "%s as an ordinary user, %s, %s", progs[p],
+				         via ? "LD_PRELOAD" : "launcher", tdir);
+				CHECK(ddl_run_nobody(via ? env : launch, NULL, &b) == 0, "%s did not finish", what);
+				if (ddl_same_one_line(what, &a, &b, "cannot write traces to") != DDL_PASS)
+					return DDL_FAIL;
+				trun_free(&b);
+			}
+			trun_free(&a);
+		}
+		if (geteuid() == 0) {
+			char *env[] = {lib, "DDLPROF_DIR=/proc/ddlprof-cannot-be-here", NULL};
+			snprintf(what, sizeof what, "%s as root, LD_PRELOAD, /proc", progs[p]);
+			CHECK(trun(plain, NULL, 60, &a) == 0 && trun(plain, env, 60, &b) == 0, "%s", what);
+			if (ddl_same_one_line(what, &a, &b, "profiling is off") != DDL_PASS)
+				return DDL_FAIL;
+			trun_free(&a);
+			trun_free(&b);
+		}
+	}
+	if (!nobody)
+		fprintf(stderr, "    no ordinary user to run as here: only the root cases ran\n");
+	trm(dir);
+	free(dir);
 	return DDL_PASS;
 }
 
+/*
+ * An existing trace directory of ours that others may write into is closed
+ * (0700) by the library, with one line, and the run is profiled as usual;
+ * the launcher does the same (launcher_dir_safety).
+ */
+int test_e2e_dir_mode_fixed(void)
+{
+	char *dir = tmpdir(), t[PATH_MAX];
+	snprintf(t, sizeof t, "%s/t", dir);
+	mkdir(t, 0700);
+	chmod(t, 0777);
+	struct ddl_run_result a, b;
+	CHECK(ddl_run_into(t, &a, &b) == 0, "tcp_mix did not finish");
+	if (ddl_same_one_line("directory mode 0777", &a, &b, "it is now 0700") != DDL_PASS)
+		return DDL_FAIL;
+	struct stat st;
+	CHECK(stat(t, &st) == 0 && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
+	int empty;
+	CHECK(ddl_count_traces(t, &empty) == 2 && !empty, "tcp_mix not profiled");
+	trun_free(&a);
+	trun_free(&b);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Malformed and out-of-range settings, each alone: the program runs as
+ * without the library, nothing is traced, and exactly one line names the
+ * variable. Upper bounds, overflow, over-long paths and lists (a 255-byte
+ * prefix of the long DDLPROF_TRACE is a valid list: cutting it would
+ * accept it), and every enumerated setting.
+ */
 int test_e2e_bad_settings(void)
 {
-	static const char *bad[] = {"DDLPROF_FLUSH_MS=abc", "DDLPROF_FLUSH_MS=0",
-	                            "DDLPROF_BUFFER_EVENTS=-5", "DDLPROF_TRACE=sockets",
-	                            "DDLPROF_COMPRESS=maybe", "DDLPROF_CLOCK=sundial"};
+	static const char *bad[] = {
+		"DDLPROF_FLUSH_MS=abc", "DDLPROF_FLUSH_MS=0", "DDLPROF_FLUSH_MS=60001",
+		"DDLPROF_BUFFER_EVENTS=-5", "DDLPROF_BUFFER_EVENTS=16777217",
+		"DDLPROF_BUFFER_EVENTS=99999999999999999999", "DDLPROF_TRACE=sockets",
+		"DDLPROF_COMPRESS=maybe", "DDLPROF_CLOCK=sundial", "DDLPROF_BACKTRACE=33",
+		"DDLPROF_BACKTRACE=2x", "DDLPROF_KERNEL_SAMPLE=-1", "DDLPROF_KERNEL_SAMPLE=1048577",
+		"DDLPROF_CUPTI=maybe", "DDLPROF_PERTURB_NET=delay=0", "DDLPROF_PERTURB_NET=rate=10parsec",
+		"long DDLPROF_TRACE", "absolute DDLPROF_DIR", "relative DDLPROF_DIR"};
 	char *dir = tmpdir();
 	char lib[PATH_MAX + 16], d[PATH_MAX + 16];
 	snprintf(lib, sizeof lib, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
@@ -250,16 +533,28 @@ int test_e2e_bad_settings(void)
 	char *argv[] = {(char *)tbuild("tests/progs/socketpair"), NULL};
 	struct ddl_run_result a;
 	CHECK(trun(argv, NULL, 30, &a) == 0, "socketpair");
+	static char trace[300] = "DDLPROF_TRACE=", adir[5100] = "DDLPROF_DIR=/", rdir[4100] = "DDLPROF_DIR=";
+	for (int i = 0; i < 36; i++) /* 36 * 7 + 3: "all" ends at byte 255 of the value */
+		strcat(trace, "socket,");
+	strcat(trace, "all,bogus");
+	memset(adir + 13, 'a', 5000);
+	memset(rdir + 12, 'r', 4030); /* with any working directory, over 4031 bytes */
+	for (size_t k = 12 + 99; k < 12 + 4030; k += 100)
+		rdir[k] = '/';
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		char *env[] = {lib, d, (char *)bad[i], NULL};
+		const char *set = !strcmp(bad[i], "long DDLPROF_TRACE")     ? trace
+		                  : !strcmp(bad[i], "absolute DDLPROF_DIR") ? adir
+		                  : !strcmp(bad[i], "relative DDLPROF_DIR") ? rdir
+		                                                            : bad[i];
+		char *env[] = {lib, d, (char *)set, NULL};
 		struct ddl_run_result b;
 		CHECK(trun(argv, env, 30, &b) == 0, "socketpair under %s", bad[i]);
-		CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
-		      "%s changed the program's output", bad[i]);
 		char name[64];
-		snprintf(name, sizeof name, "%.*s", (int)(strchr(bad[i], '=') - bad[i]), bad[i]);
-		CHECK(strstr(b.err, name) && strstr(b.err, "profiling is off"),
-		      "%s: no message naming the setting: %s", bad[i], b.err);
+		snprintf(name, sizeof name, "%.*s", (int)(strchr(set, '=') - set), set);
+		if (ddl_same_one_line(bad[i], &a, &b, name) != DDL_PASS)
+			return DDL_FAIL;
+		CHECK(strstr(b.err, "profiling is off"), "%s: the line does not say profiling is off: %s",
+		      bad[i], b.err);
 		CHECK(access(d + strlen("DDLPROF_DIR="), F_OK) != 0, "%s: traced anyway", bad[i]);
 		trun_free(&b);
 	}
@@ -311,6 +606,11 @@ int test_e2e_spawn_family(void) { return tprog_exact("storm", (char *[]){"spawns
 int test_e2e_fork_storm(void) { return tprog_exact("storm", (char *[]){"forks", "150", NULL}, 0); }
 int test_e2e_thread_storm(void) { return tprog_exact("storm", (char *[]){"threads", "3000", NULL}, 0); }
 int test_e2e_signal_storm(void) { return tprog_exact("storm", (char *[]){"signals", NULL}, 0); }
+/* A timer, with and without SA_RESTART, interrupting every kind of blocking
+ * call the library times (connect, accept, poll, select, epoll_wait,
+ * sendmsg, recvmsg, recvmmsg, condition waits): the program checks each
+ * result itself and must print and count exactly as without the library. */
+int test_e2e_signal_storm_calls(void) { return tprog_exact("storm", (char *[]){"calls", NULL}, 0); }
 int test_e2e_descriptor_exhaustion(void)
 {
 	return tprog_exact("storm", (char *[]){"fdlimit", NULL}, 0);
@@ -505,8 +805,9 @@ int test_e2e_settings_select(void)
 		CHECK(trun(argv, env, 30, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
 		      "%s: run", c[i].setting);
 		CHECK(r.nerr == 0, "%s: stderr %s", c[i].setting, r.err);
-		CHECK((access(t, F_OK) == 0) == c[i].traced, "%s: traced %d, expected %d", c[i].setting,
-		      access(t, F_OK) == 0, c[i].traced);
+		int empty, traced = ddl_count_traces(t, &empty) > 0; /* the directory is made at start */
+		CHECK(traced == c[i].traced, "%s: traced %d, expected %d", c[i].setting, traced,
+		      c[i].traced);
 		trun_free(&r);
 		trm(t);
 	}
@@ -731,7 +1032,7 @@ int test_e2e_marker_iterations(void)
  * ranks compute 30 ms and all-reduce each step; the report must find about
  * as many steps as ran and their mean within 15% of what the job measured.
  */
-int test_e2e_socket_iterations(void)
+static int ddl_e2e_socket_iterations_once(void)
 {
 	char *dir = tmpdir(), t[PATH_MAX];
 	snprintf(t, sizeof t, "%s/t", dir);
@@ -778,6 +1079,18 @@ int test_e2e_socket_iterations(void)
 	json_decref(rep);
 	trm(dir);
 	return DDL_PASS;
+}
+
+/* Measured once more on a miss: on a loaded machine the rhythm of one rank's
+ * traffic can blur below the detection threshold. */
+int test_e2e_socket_iterations(void)
+{
+	int rc = ddl_e2e_socket_iterations_once();
+	if (rc == DDL_FAIL) {
+		fprintf(stderr, "    again\n");
+		rc = ddl_e2e_socket_iterations_once();
+	}
+	return rc;
 }
 
 /*
@@ -844,8 +1157,11 @@ int test_e2e_perturb_net(void)
  */
 int test_e2e_setuid_program(void)
 {
-	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+	if (!ddl_nobody_usable()) {
+		fprintf(stderr, "    needs root, setpriv and a build tree an ordinary user can reach: "
+		        "skipped\n");
 		return DDL_SKIP;
+	}
 	char *dir = tmpdir(), prog[PATH_MAX], out[PATH_MAX], cmd[4 * PATH_MAX];
 	chmod(dir, 0755);
 	snprintf(prog, sizeof prog, "%s/exitcode-suid", dir);
@@ -854,30 +1170,12 @@ int test_e2e_setuid_program(void)
 	CHECK(chown(out, 65534, 65534) == 0, "chown");
 	snprintf(cmd, sizeof cmd, "cp %s %s && chmod 4755 %s", tbuild("tests/progs/exitcode"), prog, prog);
 	CHECK(system(cmd) == 0, "copy the program");
-	/* the build tree must be reachable by that user (not under a 0700 home) */
-	snprintf(cmd, sizeof cmd, "test -x %s", tbuild("bin/ddlprof"));
-	char *probe[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh",
-	                 "-c", cmd, NULL};
-	struct ddl_run_result pr;
-	if (trun(probe, NULL, 30, &pr) != 0 || pr.status != 0) {
-		fprintf(stderr, "    the build tree is not reachable by an ordinary user: skipped\n");
-		trun_free(&pr);
-		trm(dir);
-		return DDL_SKIP;
-	}
-	trun_free(&pr);
-	char *plain[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", prog, NULL};
-	char *prof[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-	                (char *)tbuild("bin/ddlprof"), "-q", "-o", out, "--", prog, NULL};
+	char *plain[] = {prog, NULL};
+	char *prof[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", out, "--", prog, NULL};
 	struct ddl_run_result a, b;
-	CHECK(trun(plain, NULL, 30, &a) == 0 && trun(prof, NULL, 30, &b) == 0, "runs");
-	if (WIFEXITED(b.status) && WEXITSTATUS(b.status) == 125) {
-		fprintf(stderr, "    the launcher cannot run as an ordinary user here (%s): skipped\n", b.err);
-		trm(dir);
-		return DDL_SKIP;
-	}
+	CHECK(ddl_run_nobody(plain, NULL, &a) == 0 && ddl_run_nobody(prof, NULL, &b) == 0, "runs");
 	CHECK(a.status == b.status && WIFEXITED(a.status) && WEXITSTATUS(a.status) == 7,
-	      "status %#x without, %#x with ddlprof", a.status, b.status);
+	      "status %#x without, %#x with ddlprof: %s", a.status, b.status, b.err);
 	CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "stdout differs");
 	trun_free(&a);
 	trun_free(&b);

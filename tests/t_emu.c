@@ -511,3 +511,80 @@ int test_emu_nccl_peer_death(void)
 	emu_free_outs(outs, 2);
 	return DDL_PASS;
 }
+
+/*
+ * The CUPTI back end's correlation, without a GPU: a stand-in libcupti fed
+ * by the emulation (tests/cupti/fakecupti.c) gives kernel records and the
+ * runtime and driver records of the calls that launched them. The report
+ * must tie every kernel to its call (24 through the wrapped calls, 2
+ * through the emulation's own entry point, past the wrappers), count the
+ * failed launch's call, and see the queue: 20 kernels of 2 ms launched at
+ * once, the last starting about 38 ms after its call returned.
+ */
+int test_emu_cupti_correlation(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	char libdir[PATH_MAX], ldpath[PATH_MAX * 2 + 32];
+	if (!realpath(tbuild("tests/cupti"), libdir) || access(tbuild("tests/cupti/libcupti.so"), R_OK) != 0) {
+		fprintf(stderr, "    no %s: skipped\n", tbuild("tests/cupti/libcupti.so"));
+		return DDL_SKIP;
+	}
+	const char *old = getenv("LD_LIBRARY_PATH");
+	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s%s%s", libdir, old ? ":" : "", old ? old : "");
+	char *env[] = {ldpath, "DDLPROF_CUPTI=1", NULL};
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *plain_argv[] = {(char *)bin, "cupti", NULL};
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)bin, "cupti", NULL};
+	struct ddl_run_result plain, r;
+	CHECK(trun(plain_argv, env, 60, &plain) == 0 && WIFEXITED(plain.status) && WEXITSTATUS(plain.status) == 0,
+	      "emu_check cupti: %s", plain.err);
+	CHECK(trun(argv, env, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "emu_check cupti under ddlprof: %s", r.err);
+	CHECK(!strcmp(plain.out, r.out), "output differs:\n%s---\n%s", plain.out, r.out);
+	CHECK(!strstr(r.err, "CUPTI could not"), "CUPTI did not start: %s", r.err);
+	trun_free(&plain);
+	trun_free(&r);
+	int st;
+	json_t *rep = treport(tdir, &st);
+	CHECK(rep, "no report");
+	json_t *c = json_object_get(json_object_get(json_object_get(rep, "job"), "gpu"), "correlation");
+	CHECK(json_is_object(c), "no job.gpu.correlation");
+#define CI(k) json_integer_value(json_object_get(c, k))
+	CHECK(CI("api_calls") == 27 && CI("driver_calls") == 4 && CI("failed_calls") == 1,
+	      "calls: %lld (want 27), driver %lld (want 4), failed %lld (want 1)", (long long)CI("api_calls"),
+	      (long long)CI("driver_calls"), (long long)CI("failed_calls"));
+	CHECK(CI("device_intervals") == 26 && CI("joined") == 26, "kernels %lld, joined %lld (want 26, 26)",
+	      (long long)CI("device_intervals"), (long long)CI("joined"));
+	CHECK(CI("through_wrapped_calls") == 24 && CI("through_other_calls") == 2,
+	      "through wrapped calls %lld (want 24), others %lld (want 2)", (long long)CI("through_wrapped_calls"),
+	      (long long)CI("through_other_calls"));
+#undef CI
+	json_t *w = json_object_get(c, "queue_wait_s");
+	double p50 = json_real_value(json_object_get(w, "p50")), mx = json_real_value(json_object_get(w, "max"));
+	/* 20 x 2 ms queued: waits 0, 2, ..., 38 ms; the 6 lone ones wait ~0 */
+	CHECK(mx >= 0.030 && mx <= 0.5, "longest wait %.4f s, want about 0.038", mx);
+	CHECK(p50 >= 0.004 && p50 < mx, "median wait %.4f s, want several ms", p50);
+	json_t *k = json_object_get(json_object_get(rep, "job"), "kernels");
+	CHECK(json_array_size(k) >= 2, "kernels by device time: %zu", json_array_size(k));
+	json_decref(rep);
+	/* the Chrome trace draws a flow from each call to its kernel */
+	char cmd[PATH_MAX * 2];
+	snprintf(cmd, sizeof cmd, "%s --chrome %s", tbuild("bin/ddlprof-report"), tdir);
+	FILE *p = popen(cmd, "r");
+	CHECK(p, "cannot run %s", cmd);
+	char line[8192];
+	int flows = 0, ends = 0;
+	while (fgets(line, sizeof line, p)) {
+		flows += strstr(line, "\"ph\":\"s\"") != NULL;
+		ends += strstr(line, "\"ph\":\"f\"") != NULL;
+	}
+	pclose(p);
+	CHECK(flows == 26 && ends == 26, "%d flow starts and %d ends in the Chrome trace, want 26", flows, ends);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}

@@ -85,6 +85,25 @@ int test_launcher_dir_safety(void)
 		      strstr(r.err, "another user"), "other user: %d %s", ddl_status(&r), r.err);
 		trun_free(&r);
 	}
+	/* a directory of ours open to others is closed, and used */
+	char open_dir[PATH_MAX];
+	snprintf(open_dir, sizeof open_dir, "%s/open", dir);
+	mkdir(open_dir, 0700);
+	chmod(open_dir, 0770);
+	char *a6[] = {(char *)L, "-q", "-o", open_dir, (char *)tbuild("tests/progs/exitcode"), NULL};
+	CHECK(trun(a6, NULL, 20, &r) == 0 && ddl_status(&r) == 7 && strstr(r.err, "now 0700"),
+	      "mode 0770: %d %s", ddl_status(&r), r.err);
+	CHECK(stat(open_dir, &st) == 0 && (st.st_mode & 0777) == 0700, "mode %o after the run",
+	      st.st_mode & 0777);
+	trun_free(&r);
+	/* one that cannot be made (even by root) costs the profile, not the run:
+	 * one line, even with -q, and the command's own status */
+	char *a7[] = {(char *)L, "-q", "-o", "/proc/ddlprof-cannot-be-here/t",
+	              (char *)tbuild("tests/progs/exitcode"), NULL};
+	CHECK(trun(a7, NULL, 20, &r) == 0 && ddl_status(&r) == 7 &&
+	      strstr(r.err, "running without profiling") && strchr(r.err, '\n') == r.err + r.nerr - 1,
+	      "unwritable: %d %s", ddl_status(&r), r.err);
+	trun_free(&r);
 	/* existing traces are never overwritten: a second run adds files */
 	char *a5[] = {(char *)L, "-q", "-o", p, "--run-id", "one", (char *)tbuild("tests/progs/exitcode"), NULL};
 	CHECK(trun(a5, NULL, 20, &r) == 0 && ddl_status(&r) == 7, "exitcode: %d", ddl_status(&r));

@@ -48,6 +48,9 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_descriptor_exhaustion) \
 	X(e2e_file_size_limit) \
 	X(e2e_setuid_program) \
+	X(e2e_fatal_signal_handler) \
+	X(e2e_dir_mode_fixed) \
+	X(e2e_signal_storm_calls) \
 	X(e2e_rank_env) \
 	X(e2e_two_hosts) \
 	X(e2e_marker_iterations) \
@@ -60,6 +63,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(emu_memcpy_timing) \
 	X(emu_error_codes) \
 	X(emu_launch_records) \
+	X(emu_cupti_correlation) \
 	X(emu_nccl_two_hosts) \
 	X(emu_nccl_one_host) \
 	X(emu_nccl_one_process) \

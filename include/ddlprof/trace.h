@@ -115,6 +115,9 @@ enum ddl_class {
 	DDL_CLASS_ARGS,     /* not an event: a record that goes with the event before it
 	                     * (args, stack) or a reading (counters); tools that do not
 	                     * know a record of this class skip it */
+	DDL_CLASS_API,      /* a CUDA API call as the device back end saw it (CUPTI's
+	                     * runtime and driver records): ties host calls, ours
+	                     * or not, to device intervals; not a call of ours */
 };
 
 #define DDL_EVENT_KINDS(X) \
@@ -197,7 +200,8 @@ enum ddl_class {
 	X(RANGE_START, "range_start", DDL_CLASS_MARK) \
 	X(RANGE_END, "range_end", DDL_CLASS_MARK) \
 	X(STACK, "stack", DDL_CLASS_ARGS) \
-	X(COUNTER, "counter", DDL_CLASS_ARGS)
+	X(COUNTER, "counter", DDL_CLASS_ARGS) \
+	X(CUDA_API, "cuda_api", DDL_CLASS_API)
 
 /* Kinds 0xf0 to 0xff are never written to a file: the library keeps them for its own use. */
 enum ddl_event_kind {

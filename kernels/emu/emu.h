@@ -38,6 +38,9 @@ extern struct emu_cfg emu_cfg;
 
 void emu_init(void);
 uint64_t emu_now(void);
+struct emu_op;
+/* The activity hook's kernel record for op, run on stream number sid of dev from start to end. */
+void emu_act_kernel(const struct emu_op *op, int dev, uint32_t sid, uint64_t start, uint64_t end);
 void emu_sleep_until(uint64_t t);
 /* Nanoseconds that bytes take at bps bits per second (0 when bps is 0). */
 uint64_t emu_wire_ns(size_t bytes, double bps);
@@ -106,7 +109,13 @@ struct emu_op {
 	uint64_t seq;
 	uint64_t enq_ns; /* when it was enqueued: the earliest the device can start it */
 	union {
-		struct { ddlemu_kernel_fn fn; void **args; } kern;
+		struct {
+			ddlemu_kernel_fn fn;
+			void **args;
+			uint32_t corr;    /* activity records: 0 when no hook was set */
+			const char *name; /* the same */
+			unsigned grid[3], block[3];
+		} kern;
 		struct { void *dst; const void *src; size_t n; uint64_t ns; } copy;
 		struct { void *dst; int val; size_t n; uint64_t ns; } set;
 		struct { struct emu_event *ev; uint64_t gen; } ev;
@@ -154,8 +163,9 @@ void emu_event_unref(struct emu_event *ev);
 
 /* ---- kernels (launch.c) ---- */
 
+/* CORR: the launch call's activity correlation id, 0 without a hook. */
 cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **args, void **extra,
-                       size_t shmem, cudaStream_t stream);
+                       size_t shmem, cudaStream_t stream, uint32_t corr);
 
 /* ---- NCCL (nccl.c, net.c, coll.c, reduce.c) ---- */
 

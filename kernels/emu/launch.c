@@ -11,8 +11,11 @@
  * cuLaunchKernelEx (a CUfunction is a registered host function) all end in
  * emu_launch.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cuda.h>
 
@@ -194,8 +197,59 @@ static int emu_copy_args(struct emu_op *op, const struct ddlemu_kernel *k, void 
 	return 0;
 }
 
+/* ---- activity records (kernels/ddlemu.h) ---- */
+
+static _Atomic(ddlemu_activity_fn) emu_act_hook;
+static atomic_uint emu_act_corr;
+
+void ddlemu_activity_hook(ddlemu_activity_fn fn)
+{
+	atomic_store(&emu_act_hook, fn);
+}
+
+/* One launch call, as the hook will hear of it. */
+struct emu_act_call {
+	ddlemu_activity_fn fn;
+	uint64_t t0;
+	uint32_t corr;
+};
+
+static uint32_t emu_act_begin(struct emu_act_call *c)
+{
+	c->fn = atomic_load_explicit(&emu_act_hook, memory_order_acquire);
+	if (!c->fn)
+		return 0;
+	c->t0 = emu_now();
+	c->corr = atomic_fetch_add(&emu_act_corr, 1) + 1;
+	if (!c->corr) /* 0 means "no record": skip it when the counter wraps */
+		c->corr = atomic_fetch_add(&emu_act_corr, 1) + 1;
+	return c->corr;
+}
+
+static void emu_act_end(const struct emu_act_call *c, const char *api, int driver, int result)
+{
+	if (!c->fn)
+		return;
+	struct ddlemu_activity a = {.kind = DDLEMU_ACT_API, .corr = c->corr, .start = c->t0, .end = emu_now(),
+	                            .api = api, .driver = driver, .result = result,
+	                            .tid = (uint32_t)syscall(SYS_gettid)};
+	c->fn(&a);
+}
+
+void emu_act_kernel(const struct emu_op *op, int dev, uint32_t sid, uint64_t start, uint64_t end)
+{
+	ddlemu_activity_fn fn = atomic_load_explicit(&emu_act_hook, memory_order_acquire);
+	if (!fn || op->kind != EMU_OP_KERNEL || !op->u.kern.corr)
+		return;
+	struct ddlemu_activity a = {.kind = DDLEMU_ACT_KERNEL, .corr = op->u.kern.corr, .start = start,
+	                            .end = end, .name = op->u.kern.name, .dev = dev, .stream = sid};
+	memcpy(a.grid, op->u.kern.grid, sizeof a.grid);
+	memcpy(a.block, op->u.kern.block, sizeof a.block);
+	fn(&a);
+}
+
 cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **args, void **extra, size_t shmem,
-                       cudaStream_t stream)
+                       cudaStream_t stream, uint32_t corr)
 {
 	struct emu_stream *s;
 	const struct ddlemu_kernel *k = func ? emu_func_find(func) : NULL;
@@ -221,6 +275,12 @@ cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **args, voi
 	}
 	/* the registered host function is the kernel's code (kernels/ddlemu.h) */
 	memcpy(&op->u.kern.fn, &func, sizeof op->u.kern.fn);
+	if (corr) {
+		op->u.kern.corr = corr;
+		op->u.kern.name = k->name;
+		op->u.kern.grid[0] = grid.x, op->u.kern.grid[1] = grid.y, op->u.kern.grid[2] = grid.z;
+		op->u.kern.block[0] = block.x, op->u.kern.block[1] = block.y, op->u.kern.block[2] = block.z;
+	}
 	emu_stream_push(s, op);
 	return cudaSuccess;
 }
@@ -228,22 +288,32 @@ cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **args, voi
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                              cudaStream_t stream)
 {
-	return emu_err(emu_launch(func, gridDim, blockDim, args, NULL, sharedMem, stream));
+	struct emu_act_call c;
+	cudaError_t e = emu_err(emu_launch(func, gridDim, blockDim, args, NULL, sharedMem, stream, emu_act_begin(&c)));
+	emu_act_end(&c, "cudaLaunchKernel", 0, e);
+	return e;
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                         size_t sharedMem, cudaStream_t stream)
 {
-	return emu_err(emu_launch(func, gridDim, blockDim, args, NULL, sharedMem, stream));
+	struct emu_act_call c;
+	cudaError_t e = emu_err(emu_launch(func, gridDim, blockDim, args, NULL, sharedMem, stream, emu_act_begin(&c)));
+	emu_act_end(&c, "cudaLaunchCooperativeKernel", 0, e);
+	return e;
 }
 
 /* Launch attributes (clusters, priorities, programmatic serialisation) are accepted and ignored. */
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
-	if (!config || (config->numAttrs && !config->attrs))
-		return emu_err(cudaErrorInvalidValue);
-	return emu_err(emu_launch(func, config->gridDim, config->blockDim, args, NULL,
-	                          config->dynamicSmemBytes, config->stream));
+	struct emu_act_call c;
+	uint32_t corr = emu_act_begin(&c);
+	cudaError_t e = !config || (config->numAttrs && !config->attrs)
+	                    ? emu_err(cudaErrorInvalidValue)
+	                    : emu_err(emu_launch(func, config->gridDim, config->blockDim, args, NULL,
+	                                         config->dynamicSmemBytes, config->stream, corr));
+	emu_act_end(&c, "cudaLaunchKernelExC", 0, e);
+	return e;
 }
 
 /* ---- the driver API entry points ---- */
@@ -290,20 +360,30 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
 	dim3 g = {gridDimX, gridDimY, gridDimZ}, b = {blockDimX, blockDimY, blockDimZ};
-	if (kernelParams && extra)
-		return CUDA_ERROR_INVALID_VALUE;
-	return emu_cu_result(emu_launch((const void *)f, g, b, kernelParams, extra, sharedMemBytes,
-	                                (cudaStream_t)hStream));
+	struct emu_act_call c;
+	uint32_t corr = emu_act_begin(&c);
+	CUresult r = kernelParams && extra ? CUDA_ERROR_INVALID_VALUE
+	                                   : emu_cu_result(emu_launch((const void *)f, g, b, kernelParams, extra,
+	                                                              sharedMemBytes, (cudaStream_t)hStream, corr));
+	emu_act_end(&c, "cuLaunchKernel", 1, (int)r);
+	return r;
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	if (!config || (config->numAttrs && !config->attrs) || (kernelParams && extra))
-		return CUDA_ERROR_INVALID_VALUE;
-	dim3 g = {config->gridDimX, config->gridDimY, config->gridDimZ};
-	dim3 b = {config->blockDimX, config->blockDimY, config->blockDimZ};
-	return emu_cu_result(emu_launch((const void *)f, g, b, kernelParams, extra, config->sharedMemBytes,
-	                                (cudaStream_t)config->hStream));
+	struct emu_act_call c;
+	uint32_t corr = emu_act_begin(&c);
+	CUresult r;
+	if (!config || (config->numAttrs && !config->attrs) || (kernelParams && extra)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		dim3 g = {config->gridDimX, config->gridDimY, config->gridDimZ};
+		dim3 b = {config->blockDimX, config->blockDimY, config->blockDimZ};
+		r = emu_cu_result(emu_launch((const void *)f, g, b, kernelParams, extra, config->sharedMemBytes,
+		                             (cudaStream_t)config->hStream, corr));
+	}
+	emu_act_end(&c, "cuLaunchKernelEx", 1, (int)r);
+	return r;
 }
 
 /*

@@ -47,6 +47,7 @@ struct emu_stream {
 	int dying;
 	atomic_int refs;
 	struct emu_stream *dnext; /* the device's list, under emu_dev_mu */
+	uint32_t num;             /* from 1, in creation order (activity records) */
 };
 
 static pthread_mutex_t emu_dev_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -181,8 +182,11 @@ static void *emu_worker(void *arg)
 		if (!s->head)
 			s->tail = NULL;
 		pthread_mutex_unlock(&s->mu);
-		uint64_t end = emu_op_run(op, op->enq_ns > s->dev_t ? op->enq_ns : s->dev_t);
+		uint64_t start = op->enq_ns > s->dev_t ? op->enq_ns : s->dev_t;
+		uint64_t end = emu_op_run(op, start);
 		s->dev_t = end;
+		if (op->kind == EMU_OP_KERNEL)
+			emu_act_kernel(op, s->dev, s->num, start, end);
 		pthread_mutex_lock(&s->mu);
 		s->done = op->seq;
 		s->done_at = end;
@@ -204,10 +208,12 @@ static void *emu_worker(void *arg)
 /* A new stream with a running worker; NULL without memory or threads. Caller holds emu_dev_mu. */
 static struct emu_stream *emu_stream_new_locked(int dev, unsigned flags, int prio, int legacy)
 {
+	static uint32_t nums; /* under emu_dev_mu */
 	struct emu_stream *s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	s->dev = dev;
+	s->num = ++nums;
 	s->flags = flags;
 	s->prio = prio;
 	s->legacy = legacy;

@@ -8,6 +8,7 @@
  *   memcpy                  copy timing against DDLEMU_*_GBPS, data, memset, pointers
  *   errors                  error codes of the runtime and of NCCL (one-rank communicator)
  *   launches                launches of every shape a profiler records (see mode_launches)
+ *   cupti                   queued, driver, failing and unwrapped launches (see mode_cupti)
  *   nccl RANK N DIR COLOR   one rank of a multi-process job (unique id through DIR/id)
  *   initall                 ncclCommInitAll and grouped initialisation in one process
  *   peerdeath RANK DIR      two ranks; rank 1 dies, rank 0 must see an error, not hang
@@ -19,6 +20,7 @@
 #define _GNU_SOURCE
 #endif
 #include <cuda.h>
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <nccl.h>
@@ -1052,6 +1054,47 @@ static void mode_launches(void)
 	CK(cudaStreamDestroy(s));
 }
 
+/*
+ * For the CUPTI back end's correlation (tests/cupti): 20 kernels of 2 ms
+ * queued at once on one stream (the last waits about 38 ms to start), 4
+ * driver launches each run alone, one launch that fails, and 2 launches
+ * through the emulation's own entry point, past any wrapper (as a
+ * statically linked runtime's would be).
+ */
+static void mode_cupti(void)
+{
+	CK(cudaSetDevice(1));
+	cudaStream_t s;
+	CK(cudaStreamCreate(&s));
+	float *buf;
+	CK(cudaMalloc((void **)&buf, ddk_scratch_floats() * sizeof *buf));
+	for (int i = 0; i < 20; i++)
+		CK(ddk_compute(s, 2 * MS, buf));
+	CK(cudaStreamSynchronize(s));
+	t_register();
+	int iv = 1;
+	double dv = 0.5;
+	void *args[] = {&iv, &dv};
+	CUfunction f = (CUfunction)t_args_fn();
+	for (int i = 0; i < 4; i++) {
+		EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, (CUstream)s, args, NULL) == CUDA_SUCCESS, "cuLaunchKernel");
+		CK(cudaStreamSynchronize(s));
+	}
+	static int not_a_kernel;
+	cudaError_t bad = cudaLaunchKernel(&not_a_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, NULL, 0, s);
+	cudaGetLastError();
+	void *emu = dlopen("libddlemu.so", RTLD_LAZY | RTLD_NOLOAD);
+	__typeof__(cudaLaunchKernel) *direct = emu ? (__typeof__(cudaLaunchKernel) *)dlsym(emu, "cudaLaunchKernel") : NULL;
+	EXPECT(direct != NULL, "the emulation's own cudaLaunchKernel: %s", dlerror());
+	for (int i = 0; i < 2; i++)
+		CK(direct(t_args_fn(), (dim3){1, 1, 1}, (dim3){32, 1, 1}, args, 0, s));
+	CK(cudaStreamSynchronize(s));
+	EXPECT(seen_calls == 6, "%d of 6 test kernels ran", seen_calls);
+	printf("launches 20 4 2\nfailed %d\n", (int)bad);
+	CK(cudaFree(buf));
+	CK(cudaStreamDestroy(s));
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1070,10 +1113,12 @@ int main(int argc, char **argv)
 		mode_initall();
 	else if (!strcmp(mode, "launches"))
 		mode_launches();
+	else if (!strcmp(mode, "cupti"))
+		mode_cupti();
 	else if (!strcmp(mode, "peerdeath") && argc == 4)
 		mode_peerdeath(atoi(argv[2]), argv[3]);
 	else
-		fail("usage: emu_check kernel|streams|memcpy|errors|initall|launches|nccl RANK N DIR COLOR|peerdeath RANK DIR");
+		fail("usage: emu_check kernel|streams|memcpy|errors|initall|launches|cupti|nccl RANK N DIR COLOR|peerdeath RANK DIR");
 	printf("ok\n");
 	return 0;
 }

@@ -8,16 +8,27 @@
  *   storm signals     a 200 us interval timer interrupting socket calls
  *                     (handler without SA_RESTART), 20000 exchanges
  *   storm fdlimit     RLIMIT_NOFILE 64: open until EMFILE, then socket I/O
+ *   storm calls       a 100 us interval timer, first without SA_RESTART,
+ *                     then with it, interrupting every blocking call a
+ *                     wrapper times: connect, accept, poll, select,
+ *                     epoll_wait, sendmsg, recvmsg, recvmmsg,
+ *                     pthread_cond_wait and pthread_cond_timedwait (see
+ *                     calls() below); every result is checked
  */
 #define _GNU_SOURCE
 #define PROG "storm"
 #include "progs.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
 
 extern char **environ;
 
@@ -222,6 +233,450 @@ static int fdlimit(void)
 	return 0;
 }
 
+/* ---- storm calls ---- */
+
+/*
+ * The main thread makes every blocking call; SIGALRM, every 100 us, can
+ * only reach it (the helper threads block it), and each call blocks until
+ * a helper acts after a pause of a few hundred microseconds, so most calls
+ * meet the signal. Each call is retried as a careful program does: EINTR
+ * (always, for poll, select and epoll_wait, which are never restarted),
+ * partial transfers, an interrupted connect that may have gone on. The
+ * counts of socket bytes are kept by every thread (DDLT_EXPECT).
+ */
+static _Atomic unsigned long long c_sent, c_recv;
+static int c_restart;
+
+#define C_ROUNDS 100
+#define C_STREAM (256 * 1024)
+#define C_DGRAMS 300
+
+static void pause_us(long us)
+{
+	struct timespec ts = {0, us * 1000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* A helper thread, started with SIGALRM blocked: the timer's signals all
+ * go to the main thread, which makes the calls under test. */
+static void c_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t alrm, old;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alrm, &old);
+	int e = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		errno = e;
+		die("pthread_create");
+	}
+}
+
+/* One byte over a socket, counted; retried on EINTR. */
+static void put_byte(int fd, unsigned char b)
+{
+	ssize_t r;
+	while ((r = send(fd, &b, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (r != 1)
+		die("send byte");
+	c_sent++;
+}
+
+static unsigned char get_byte(int fd)
+{
+	unsigned char b;
+	ssize_t r;
+	while ((r = recv(fd, &b, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (r != 1)
+		die("recv byte");
+	c_recv++;
+	return b;
+}
+
+/* A failed blocking call must say EINTR, nothing else. */
+static void only_eintr(const char *call)
+{
+	if (errno != EINTR)
+		die(call);
+}
+
+static int c_unix_listener(struct sockaddr_un *a)
+{
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "storm-%d-%d", (int)getpid(), c_restart);
+	if (l < 0 || bind(l, (struct sockaddr *)a, sizeof *a) < 0 || listen(l, 0) < 0)
+		die("unix listener");
+	return l;
+}
+
+/* connect: an AF_UNIX listener with no backlog makes a connect block until
+ * the helper has accepted the one before. */
+static void *c_acceptor(void *arg)
+{
+	int l = *(int *)arg;
+	for (int i = 0; i < C_ROUNDS; i++) {
+		pause_us(300);
+		int c = accept(l, NULL, NULL);
+		if (c < 0)
+			die("helper accept");
+		if (get_byte(c) != (unsigned char)i)
+			fail("connect: wrong byte");
+		close(c);
+	}
+	return NULL;
+}
+
+static void c_connect(void)
+{
+	struct sockaddr_un a;
+	int l = c_unix_listener(&a);
+	pthread_t t;
+	c_spawn(&t, c_acceptor, &l);
+	for (int i = 0; i < C_ROUNDS; i++) {
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (s < 0)
+			die("socket");
+		/* interrupted, an AF_UNIX connect has not happened: try again */
+		while (connect(s, (struct sockaddr *)&a, sizeof a) != 0)
+			only_eintr("connect");
+		put_byte(s, (unsigned char)i);
+		close(s);
+	}
+	pthread_join(t, NULL);
+	close(l);
+}
+
+/* accept: the helper connects over TCP after a pause. */
+static void *c_connector(void *arg)
+{
+	struct sockaddr_in *a = arg;
+	for (int i = 0; i < C_ROUNDS; i++) {
+		pause_us(300);
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0 || connect(s, (struct sockaddr *)a, sizeof *a) != 0)
+			die("helper connect");
+		put_byte(s, (unsigned char)(i * 7));
+		close(s);
+	}
+	return NULL;
+}
+
+static void c_accept(void)
+{
+	struct sockaddr_in a;
+	int l = loopback_socket(SOCK_STREAM, 16, &a);
+	pthread_t t;
+	c_spawn(&t, c_connector, &a);
+	for (int i = 0; i < C_ROUNDS; i++) {
+		int c;
+		while ((c = accept(l, NULL, NULL)) < 0)
+			only_eintr("accept");
+		if (get_byte(c) != (unsigned char)(i * 7))
+			fail("accept: wrong byte");
+		close(c);
+	}
+	pthread_join(t, NULL);
+	close(l);
+}
+
+/* poll, select, epoll_wait in turn: the helper sends one byte after a
+ * pause, then waits for the main thread's answer. */
+static void *c_pinger(void *arg)
+{
+	int fd = *(int *)arg;
+	for (int i = 0; i < 3 * C_ROUNDS; i++) {
+		pause_us(300);
+		put_byte(fd, (unsigned char)i);
+		if (get_byte(fd) != (unsigned char)~i)
+			fail("wait: wrong answer");
+	}
+	return NULL;
+}
+
+static void c_waits(void)
+{
+	int sv[2];
+	stream_pair(sv, 0);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 77};
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) != 0)
+		die("epoll");
+	pthread_t t;
+	c_spawn(&t, c_pinger, &sv[1]);
+	for (int i = 0; i < 3 * C_ROUNDS; i++) {
+		int r;
+		if (i % 3 == 0) {
+			struct pollfd p = {sv[0], POLLIN, 0};
+			while ((r = poll(&p, 1, 10000)) < 0)
+				only_eintr("poll");
+			if (r != 1 || !(p.revents & POLLIN))
+				fail("poll: not readable");
+		} else if (i % 3 == 1) {
+			fd_set rd;
+			do { /* the set is undefined after an error: build it again */
+				FD_ZERO(&rd);
+				FD_SET(sv[0], &rd);
+				struct timeval tv = {10, 0};
+				r = select(sv[0] + 1, &rd, NULL, NULL, &tv);
+			} while (r < 0 && errno == EINTR);
+			if (r != 1 || !FD_ISSET(sv[0], &rd))
+				die("select");
+		} else {
+			struct epoll_event got;
+			while ((r = epoll_wait(ep, &got, 1, 10000)) < 0)
+				only_eintr("epoll_wait");
+			if (r != 1 || got.data.u32 != 77 || !(got.events & EPOLLIN))
+				fail("epoll_wait: wrong event");
+		}
+		if (get_byte(sv[0]) != (unsigned char)i)
+			fail("wait: wrong byte");
+		put_byte(sv[0], (unsigned char)~i);
+	}
+	pthread_join(t, NULL);
+	close(ep);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* sendmsg and recvmsg: C_STREAM bytes each way through small socket
+ * buffers, two iovecs a call, byte k of the stream being k % 251; the
+ * helper moves its side in 4 KiB steps with pauses. */
+static unsigned char c_out[C_STREAM], c_in[C_STREAM];
+
+static void *c_streamer(void *arg)
+{
+	int fd = *(int *)arg;
+	static unsigned char got[4096];
+	for (size_t off = 0; off < C_STREAM;) { /* what sendmsg sends */
+		ssize_t r = recv(fd, got, sizeof got, 0);
+		if (r <= 0)
+			die("helper recv");
+		c_recv += (unsigned long long)r;
+		for (ssize_t k = 0; k < r; k++)
+			if (got[k] != (off + (size_t)k) % 251)
+				fail("sendmsg: stream damaged");
+		off += (size_t)r;
+		if (off % 16384 < (size_t)r)
+			pause_us(200);
+	}
+	for (size_t off = 0; off < C_STREAM; off += 4096) { /* what recvmsg takes */
+		ssize_t r = send(fd, c_out + off, 4096, 0);
+		if (r != 4096)
+			die("helper send");
+		c_sent += (unsigned long long)r;
+		if (off % 16384 == 0)
+			pause_us(200);
+	}
+	return NULL;
+}
+
+/* Moves the iovecs *v (n of them) past k bytes. */
+static void c_advance(struct iovec **v, int *n, size_t k)
+{
+	while (*n > 0 && k >= (*v)->iov_len) {
+		k -= (*v)->iov_len;
+		(*v)++;
+		(*n)--;
+	}
+	if (*n > 0) {
+		(*v)->iov_base = (char *)(*v)->iov_base + k;
+		(*v)->iov_len -= k;
+	}
+}
+
+/* All of the two iovecs V with sendmsg, or with recvmsg when RECEIVING:
+ * interrupted part way, a call moves some and the next the rest. */
+static void c_msgs(int fd, struct iovec *v, int receiving)
+{
+	int n = 2;
+	while (n > 0) {
+		struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)n};
+		ssize_t r = receiving ? recvmsg(fd, &m, 0) : sendmsg(fd, &m, 0);
+		if (r < 0) {
+			only_eintr(receiving ? "recvmsg" : "sendmsg");
+			continue;
+		}
+		if (r == 0 && receiving)
+			fail("recvmsg: EOF");
+		if (receiving)
+			c_recv += (unsigned long long)r;
+		else
+			c_sent += (unsigned long long)r;
+		c_advance(&v, &n, (size_t)r);
+	}
+}
+
+static void c_stream(void)
+{
+	int sv[2], small = 4096;
+	stream_pair(sv, 0);
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+	for (size_t k = 0; k < C_STREAM; k++)
+		c_out[k] = (unsigned char)(k % 251);
+	pthread_t t;
+	c_spawn(&t, c_streamer, &sv[1]);
+	struct iovec out[2] = {{c_out, C_STREAM / 3}, {c_out + C_STREAM / 3, C_STREAM - C_STREAM / 3}};
+	struct iovec in[2] = {{c_in, 1000}, {c_in + 1000, C_STREAM - 1000}};
+	c_msgs(sv[0], out, 0);
+	c_msgs(sv[0], in, 1);
+	if (memcmp(c_in, c_out, C_STREAM))
+		fail("recvmsg: stream damaged");
+	pthread_join(t, NULL);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* recvmmsg: C_DGRAMS datagrams, datagram i of i % 97 + 1 bytes of i & 255,
+ * sent in bursts of five with pauses; read 8 at a time, MSG_WAITFORONE. */
+static void *c_dgram_sender(void *arg)
+{
+	int fd = *(int *)arg;
+	unsigned char b[128];
+	for (int i = 0; i < C_DGRAMS; i++) {
+		size_t len = (size_t)(i % 97 + 1);
+		memset(b, i & 255, len);
+		ssize_t r = send(fd, b, len, 0);
+		if (r != (ssize_t)len)
+			die("helper send datagram");
+		c_sent += len;
+		if (i % 5 == 4)
+			pause_us(300);
+	}
+	return NULL;
+}
+
+static void c_dgrams(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		die("socketpair");
+	pthread_t t;
+	c_spawn(&t, c_dgram_sender, &sv[1]);
+	static unsigned char b[8][128];
+	for (int i = 0; i < C_DGRAMS;) {
+		struct mmsghdr mv[8];
+		struct iovec iov[8];
+		memset(mv, 0, sizeof mv);
+		for (int k = 0; k < 8; k++) {
+			iov[k] = (struct iovec){b[k], sizeof b[k]};
+			mv[k].msg_hdr.msg_iov = &iov[k];
+			mv[k].msg_hdr.msg_iovlen = 1;
+		}
+		int r = recvmmsg(sv[0], mv, 8, MSG_WAITFORONE, NULL);
+		if (r < 0) {
+			only_eintr("recvmmsg");
+			continue;
+		}
+		for (int k = 0; k < r; k++, i++) {
+			size_t len = (size_t)(i % 97 + 1);
+			if (mv[k].msg_len != len)
+				fail("recvmmsg: wrong length");
+			check_bytes(b[k], len, (unsigned char)(i & 255));
+			c_recv += mv[k].msg_len;
+		}
+	}
+	pthread_join(t, NULL);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* pthread_cond_wait and pthread_cond_timedwait: never EINTR, never
+ * early; a helper raises a counter after a pause, waiting for each round
+ * to be taken first. Then timed waits nobody signals must time out. */
+static pthread_mutex_t c_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c_raised = PTHREAD_COND_INITIALIZER, c_taken = PTHREAD_COND_INITIALIZER;
+static int c_value, c_took;
+
+static void *c_raiser(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 2 * C_ROUNDS; i++) {
+		pause_us(200);
+		pthread_mutex_lock(&c_mu);
+		while (c_took < i)
+			pthread_cond_wait(&c_taken, &c_mu);
+		c_value = i + 1;
+		pthread_cond_signal(&c_raised);
+		pthread_mutex_unlock(&c_mu);
+	}
+	return NULL;
+}
+
+static struct timespec c_in_us(long us)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += us * 1000;
+	t.tv_sec += t.tv_nsec / 1000000000;
+	t.tv_nsec %= 1000000000;
+	return t;
+}
+
+static void c_conds(void)
+{
+	c_value = c_took = 0;
+	pthread_t t;
+	c_spawn(&t, c_raiser, NULL);
+	pthread_mutex_lock(&c_mu);
+	for (int i = 0; i < 2 * C_ROUNDS; i++) {
+		while (c_value < i + 1) {
+			struct timespec until = c_in_us(10000000);
+			int r = i % 2 ? pthread_cond_wait(&c_raised, &c_mu)
+						  : pthread_cond_timedwait(&c_raised, &c_mu, &until);
+			if (r != 0) /* EINTR is not allowed; a 10 s timeout is a hang */
+				fail(r == EINTR ? "cond wait: EINTR" : "cond wait failed");
+		}
+		c_took = i + 1;
+		pthread_cond_signal(&c_taken);
+	}
+	for (int i = 0; i < 20; i++) {
+		struct timespec until = c_in_us(500), now;
+		int r;
+		do /* a wake-up with nothing to see (spurious) waits on */
+			r = pthread_cond_timedwait(&c_raised, &c_mu, &until);
+		while (r == 0);
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (r != ETIMEDOUT || now.tv_sec < until.tv_sec ||
+			(now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec))
+			fail("cond timedwait: not a timeout");
+	}
+	pthread_mutex_unlock(&c_mu);
+	pthread_join(t, NULL);
+}
+
+static int calls(void)
+{
+	for (c_restart = 0; c_restart < 2; c_restart++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_tick;
+		sa.sa_flags = c_restart ? SA_RESTART : 0;
+		sigaction(SIGALRM, &sa, NULL);
+		ticks = 0;
+		struct itimerval it = {{0, 100}, {0, 100}};
+		setitimer(ITIMER_REAL, &it, NULL);
+		void (*step[])(void) = {c_connect, c_accept, c_waits, c_stream, c_dgrams, c_conds};
+		for (size_t k = 0; k < sizeof step / sizeof step[0]; k++)
+			step[k]();
+		struct itimerval off = {{0, 0}, {0, 0}};
+		setitimer(ITIMER_REAL, &off, NULL);
+		printf("calls, SA_RESTART %s: %d connect, %d accept, %d poll/select/epoll_wait, "
+			   "%d bytes by sendmsg and by recvmsg, %d datagrams by recvmmsg, %d condition "
+			   "waits and 20 timeouts: all results right; %s\n",
+			   c_restart ? "on" : "off", C_ROUNDS, C_ROUNDS, 3 * C_ROUNDS, C_STREAM, C_DGRAMS,
+			   2 * C_ROUNDS, ticks > 0 ? "interrupted" : "never interrupted");
+	}
+	write_expect(c_sent, c_recv);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	memset(buf, 's', sizeof buf);
@@ -237,6 +692,8 @@ int main(int argc, char **argv)
 		return signals();
 	if (!strcmp(m, "fdlimit"))
 		return fdlimit();
-	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit\n");
+	if (!strcmp(m, "calls"))
+		return calls();
+	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit | calls\n");
 	return 2;
 }

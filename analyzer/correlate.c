@@ -1,0 +1,194 @@
+/*
+ * CUPTI's correlation: the runtime and driver records of the calls that put
+ * work on the device (cuda_api events, libddlprof/cupti.c) carry the
+ * correlation id that CUPTI also gives the kernels, copies and memsets
+ * those calls issued. Here each device interval CUPTI timed is tied to its
+ * call: how long the work waited on the device after the call returned
+ * (a deep queue: the host is ahead of the GPU; none: the GPU waits on the
+ * host), and whether the call was one of ours (a wrapped launch, copy or
+ * memset whose interval holds the call's) or one we never saw (a statically
+ * linked runtime, or a library launching through its own copy).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+/* Clocks of CUPTI and of the trace are fitted to each other: allow this much either way. */
+#define DDL_CORR_SLACK_NS 2000
+
+struct ddl_api {
+	uint32_t corr;
+	int64_t start, end;
+	uint32_t os_tid; /* CUPTI's thread id */
+	int wrapped;
+};
+
+struct ddl_host {
+	int64_t start, end;
+	uint32_t os_tid;
+};
+
+static int ddl_cmp_api(const void *a, const void *b)
+{
+	const struct ddl_api *x = a, *y = b;
+	return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static int ddl_cmp_host(const void *a, const void *b)
+{
+	const struct ddl_host *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int ddl_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint32_t ddl_os_tid(const struct ddl_trace *t, unsigned idx)
+{
+	return idx < t->nthreads ? t->threads[idx].tid : 0;
+}
+
+/* Whether a call of ours holds API record A: on its thread when CUPTI's thread ids are the OS's. */
+static int ddl_api_wrapped(const struct ddl_host *h, size_t nh, const struct ddl_api *a, int tids_known)
+{
+	/* the last call that started by the API record's start (plus slack) */
+	size_t lo = 0, hi = nh;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (h[mid].start <= a->start + DDL_CORR_SLACK_NS)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* launches and copies are short and do not nest: a few back is enough */
+	for (size_t k = lo, n = 0; k-- > 0 && n < 64; n++) {
+		if (h[k].end + DDL_CORR_SLACK_NS < a->end)
+			continue;
+		if (!tids_known || h[k].os_tid == a->os_tid)
+			return 1;
+	}
+	return 0;
+}
+
+static int ddl_push_wait(struct ddl_corrsum *c, double w)
+{
+	if (c->nwaits == c->capwaits) {
+		size_t cap = c->capwaits ? 2 * c->capwaits : 64;
+		double *p = realloc(c->waits, cap * sizeof *p);
+		if (!p)
+			return -1;
+		c->waits = p;
+		c->capwaits = cap;
+	}
+	c->waits[c->nwaits++] = w;
+	return 0;
+}
+
+static void ddl_trace_correlate(const struct ddl_trace *t, struct ddl_corrsum *c)
+{
+	size_t napi = 0, nhost = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		int cls = ddl_event_class(t->ev[i].kind);
+		napi += cls == DDL_CLASS_API;
+		nhost += cls == DDL_CLASS_LAUNCH || cls == DDL_CLASS_COPY;
+	}
+	if (!napi)
+		return;
+	struct ddl_api *api = malloc(napi * sizeof *api);
+	struct ddl_host *host = malloc((nhost ? nhost : 1) * sizeof *host);
+	if (!api || !host) {
+		free(api);
+		free(host);
+		return;
+	}
+	size_t na = 0, nh = 0;
+	int tids_known = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ddl_event *e = &t->ev[i];
+		int cls = ddl_event_class(e->kind);
+		int64_t s = ddl_trace_mono_ns(t, e->start);
+		if (cls == DDL_CLASS_LAUNCH || cls == DDL_CLASS_COPY) {
+			host[nh++] = (struct ddl_host){s, s + ddl_trace_dur_ns(t, e), ddl_os_tid(t, e->tid)};
+		} else if (cls == DDL_CLASS_API) {
+			const struct ddl_args *a = ddl_event_args(t, i);
+			struct ddl_api *x = &api[na++];
+			*x = (struct ddl_api){(uint32_t)e->result, s, s + ddl_trace_dur_ns(t, e),
+			                      a ? (uint32_t)a->bytes : 0, 0};
+			c->api++;
+			if (a && a->op == 1 /* CUPTI_CB_DOMAIN_DRIVER_API */)
+				c->api_driver++;
+			if (a && a->peer != 0)
+				c->api_failed++;
+			/* CUPTI's thread ids are the OS's when they name threads of this trace */
+			tids_known |= x->os_tid && x->os_tid == ddl_os_tid(t, e->tid);
+		}
+	}
+	qsort(api, na, sizeof *api, ddl_cmp_api);
+	qsort(host, nh, sizeof *host, ddl_cmp_host);
+	for (size_t k = 0; k < na; k++)
+		api[k].wrapped = ddl_api_wrapped(host, nh, &api[k], tids_known);
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ddl_event *e = &t->ev[i];
+		if (ddl_event_class(e->kind) != DDL_CLASS_DEVICE || !(e->flags & DDL_EVF_CUPTI))
+			continue;
+		c->device++;
+		struct ddl_api key = {.corr = (uint32_t)e->result};
+		const struct ddl_api *a = bsearch(&key, api, na, sizeof *api, ddl_cmp_api);
+		if (!a)
+			continue;
+		c->joined++;
+		if (a->wrapped)
+			c->wrapped++;
+		else
+			c->unwrapped++;
+		double w = (double)(ddl_trace_mono_ns(t, e->start) - a->end) / 1e9;
+		ddl_push_wait(c, w > 0 ? w : 0);
+	}
+	free(api);
+	free(host);
+}
+
+static void ddl_corr_stats(struct ddl_corrsum *c)
+{
+	if (!c->nwaits)
+		return;
+	qsort(c->waits, c->nwaits, sizeof *c->waits, ddl_cmp_double);
+	c->wait_p50_s = c->waits[(c->nwaits - 1) / 2];
+	c->wait_p99_s = c->waits[(size_t)((double)(c->nwaits - 1) * 0.99)];
+	c->wait_max_s = c->waits[c->nwaits - 1];
+}
+
+void ddl_report_correlate(struct ddl_report *r)
+{
+	struct ddl_corrsum *job = &r->corr;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_corrsum *c = &r->procs[i].gpu.corr;
+		for (size_t k = 0; k < r->procs[i].ntr; k++)
+			ddl_trace_correlate(r->procs[i].tr[k], c);
+		job->api += c->api;
+		job->api_driver += c->api_driver;
+		job->api_failed += c->api_failed;
+		job->device += c->device;
+		job->joined += c->joined;
+		job->wrapped += c->wrapped;
+		job->unwrapped += c->unwrapped;
+		for (size_t k = 0; k < c->nwaits; k++)
+			ddl_push_wait(job, c->waits[k]);
+		ddl_corr_stats(c);
+	}
+	ddl_corr_stats(job);
+}
+
+void ddl_report_correlate_free(struct ddl_report *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		free(r->procs[i].gpu.corr.waits);
+		r->procs[i].gpu.corr.waits = NULL;
+	}
+	free(r->corr.waits);
+	r->corr.waits = NULL;
+}
