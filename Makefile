@@ -192,55 +192,98 @@ check: deps
 	@echo "== the library's hot path under ThreadSanitizer"
 	@$(MAKE) --no-print-directory tsan
 
-# libFuzzer (clang) on the trace reader, the instance catalog and the job-trace
-# loaders, FUZZ_SECONDS each, from the seeds.
-fuzz: deps $(B)/fuzz/fuzz_trace $(if $(REC_SRC),$(B)/fuzz/fuzz_catalog) \
-	$(if $(SIM_SRC),$(B)/fuzz/fuzz_jobs)
-	@mkdir -p $(B)/fuzz/corpus $(B)/fuzz/crashes $(B)/fuzz/catalog_corpus $(B)/fuzz/jobs_corpus
-	$(B)/fuzz/fuzz_trace -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-		-artifact_prefix=$(B)/fuzz/crashes/ $(B)/fuzz/corpus tests/fuzz/seeds
-	$(if $(REC_SRC),$(B)/fuzz/fuzz_catalog -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-		-rss_limit_mb=2048 -artifact_prefix=$(B)/fuzz/crashes/ $(B)/fuzz/catalog_corpus \
+# libFuzzer (clang) on the trace reader, the report pipeline, the instance
+# catalog, the job-trace loaders, ddlprof-sim's profile loader and
+# --slurm's --wait-history, FUZZ_SECONDS each, from the seeds in
+# tests/fuzz (tests/t_fuzzseeds.c reads every seed in the ordinary build).
+FUZZ_CC := clang $(CPPFLAGS) $(filter-out -Wno-format-truncation,$(WARN)) -g -O1 \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	-artifact_prefix=$(B)/fuzz/crashes/
+# FUZZ_REPORT=0 leaves out the report pipeline (fuzz_report), the slowest
+# target to build and run (about 100 execs/s).
+FUZZ_REPORT ?= 1
+FUZZ_TARGETS := $(B)/fuzz/fuzz_trace $(if $(filter 1,$(FUZZ_REPORT)),$(B)/fuzz/fuzz_report) \
+	$(if $(REC_SRC),$(B)/fuzz/fuzz_catalog $(B)/fuzz/fuzz_slurm) \
+	$(if $(SIM_SRC),$(B)/fuzz/fuzz_jobs $(B)/fuzz/fuzz_profile)
+fuzz: deps $(FUZZ_TARGETS)
+	@mkdir -p $(B)/fuzz/crashes $(foreach t,$(FUZZ_TARGETS),$(t)_corpus)
+	$(B)/fuzz/fuzz_trace $(FUZZ_RUN) $(B)/fuzz/fuzz_trace_corpus tests/fuzz/seeds
+	$(if $(filter 1,$(FUZZ_REPORT)),$(B)/fuzz/fuzz_report $(FUZZ_RUN) \
+		$(B)/fuzz/fuzz_report_corpus tests/fuzz/report_seeds tests/fuzz/seeds)
+	$(if $(REC_SRC),$(B)/fuzz/fuzz_catalog $(FUZZ_RUN) $(B)/fuzz/fuzz_catalog_corpus \
 		tests/fuzz/catalog_seeds)
-	$(if $(SIM_SRC),$(B)/fuzz/fuzz_jobs -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-		-rss_limit_mb=2048 -dict=tests/fuzz/jobs.dict -artifact_prefix=$(B)/fuzz/crashes/ \
-		$(B)/fuzz/jobs_corpus tests/fuzz/jobs_seeds)
+	$(if $(REC_SRC),$(B)/fuzz/fuzz_slurm $(FUZZ_RUN) -dict=tests/fuzz/report.dict \
+		$(B)/fuzz/fuzz_slurm_corpus \
+		tests/fuzz/slurm_seeds)
+	$(if $(SIM_SRC),$(B)/fuzz/fuzz_jobs $(FUZZ_RUN) -dict=tests/fuzz/jobs.dict \
+		$(B)/fuzz/fuzz_jobs_corpus tests/fuzz/jobs_seeds)
+	$(if $(SIM_SRC),$(B)/fuzz/fuzz_profile $(FUZZ_RUN) -dict=tests/fuzz/report.dict \
+		$(B)/fuzz/fuzz_profile_corpus \
+		tests/fuzz/profile_seeds)
 
 $(B)/fuzz/fuzz_catalog: tests/fuzz/fuzz_catalog.c $(filter-out recommender/recommend.c recommender/search.c recommender/output.c,$(REC_SRC)) $(wildcard recommender/*.h)
 	@mkdir -p $(@D)
-	clang $(CPPFLAGS) -Irecommender -std=c11 -Wall -Wextra -Werror -g -O1 \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-o $@ tests/fuzz/fuzz_catalog.c recommender/catalog.c recommender/profile.c \
-		recommender/model.c $(JANSSON_LIBS) -lm
+	$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_catalog.c recommender/catalog.c \
+		recommender/profile.c recommender/model.c $(JANSSON_LIBS) -lm
+
+$(B)/fuzz/fuzz_slurm: tests/fuzz/fuzz_slurm.c recommender/slurm.c $(wildcard recommender/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_slurm.c recommender/slurm.c $(JANSSON_LIBS) -lm
 
 # ddlprof-sim's job-trace loaders; the first input byte picks the format.
 $(B)/fuzz/fuzz_jobs: tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c scheduler/*.h) scheduler/models.c analyzer/progress.h
 	@mkdir -p $(@D)
-	clang $(CPPFLAGS) -Ischeduler -Ianalyzer -std=c11 -Wall -Wextra -Werror -g -O1 \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-o $@ tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c) scheduler/models.c \
-		$(JANSSON_LIBS) -lm
+	$(FUZZ_CC) -Ischeduler -Ianalyzer -o $@ tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c) \
+		scheduler/models.c $(JANSSON_LIBS) -lm
 
-$(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
+$(B)/fuzz/fuzz_profile: tests/fuzz/fuzz_profile.c scheduler/load_profile.c $(wildcard scheduler/*.h) analyzer/progress.h
 	@mkdir -p $(@D)
-	clang $(CPPFLAGS) -Ianalyzer -std=c11 -Wall -Wextra -Werror -g -O1 \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS) $(LZ4_LIBS)
+	$(FUZZ_CC) -Ischeduler -Ianalyzer -o $@ tests/fuzz/fuzz_profile.c scheduler/load_profile.c $(JANSSON_LIBS) -lm
+
+$(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c tests/fuzz/trace_mutator.h $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -Ianalyzer -o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS) $(LZ4_LIBS)
+
+# What analyzer/report.c's main() calls, on one or two fuzzed traces.
+$(B)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c tests/fuzz/trace_mutator.h $(filter-out analyzer/report.c,$(wildcard analyzer/*.c)) $(wildcard analyzer/*.h include/ddlprof/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -Ianalyzer -o $@ tests/fuzz/fuzz_report.c $(filter-out analyzer/report.c,$(wildcard analyzer/*.c)) \
+		$(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 # ThreadSanitizer over the preload library's hot path (tests/tsan/hot.c says
 # how): the library's sources compiled into the test program with gcc, whose
 # shared libtsan then sits behind the wrappers; a preloaded TSan library
-# cannot start before the runtime. A build folder of its own.
+# cannot start before the runtime. A build folder of its own. Where the CUDA
+# headers are, the GPU path too (tests/tsan/gpu_hot.c): the library with its
+# CUDA and NCCL wrappers, compiled the same way into a program linked against
+# the emulation (libddlemu), itself built with TSan.
 TSAN_B ?= build-tsan
 TSAN_CC ?= gcc
-tsan: deps $(TSAN_B)/tests/tsan/hot
-	DDLPROF_DISABLE=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 $(TSAN_OPTIONS)" \
-		$(TSAN_B)/tests/tsan/hot
+TSAN_CFLAGS := $(CPPFLAGS) -Ianalyzer $(WARN) -O1 -g -fsanitize=thread
+TSAN_RUN := DDLPROF_DISABLE=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 $(TSAN_OPTIONS)"
+TSAN_DEPS := tests/tsan/harness.c tests/tsan/harness.h $(LIB_SRC) $(READ_SRC) \
+	$(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
+TSAN_GPU := $(if $(EMU_SRC),$(TSAN_B)/tests/tsan/gpu_hot)
+tsan: deps $(TSAN_B)/tests/tsan/hot $(TSAN_GPU)
+	$(TSAN_RUN) $(TSAN_B)/tests/tsan/hot
+	$(if $(TSAN_GPU),$(TSAN_RUN) $(TSAN_GPU))
 
-$(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(LIB_SRC) $(READ_SRC) $(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
+$(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(TSAN_DEPS)
 	@mkdir -p $(@D)
-	$(TSAN_CC) $(CPPFLAGS) -Ianalyzer $(WARN) -O1 -g -fsanitize=thread -ftls-model=initial-exec \
-		-pthread -o $@ tests/tsan/hot.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
+	$(TSAN_CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -pthread -o $@ tests/tsan/hot.c \
+		tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
+
+$(TSAN_B)/lib/libddlemu.so: $(EMU_SRC) $(wildcard kernels/*.h kernels/emu/*.h)
+	@mkdir -p $(@D)
+	$(TSAN_CC) $(TSAN_CFLAGS) $(CUDA_CPPFLAGS) -Ikernels -fPIC -shared -Wl,-soname,libddlemu.so \
+		-o $@ $(EMU_SRC) -lpthread -lm
+
+$(TSAN_B)/tests/tsan/gpu_hot: tests/tsan/gpu_hot.c $(TSAN_DEPS) $(TSAN_B)/lib/libddlemu.so
+	@mkdir -p $(@D)
+	$(TSAN_CC) $(TSAN_CFLAGS) $(CUDA_CPPFLAGS) -Ikernels -ftls-model=initial-exec -pthread -o $@ \
+		tests/tsan/gpu_hot.c tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -L$(TSAN_B)/lib -lddlemu \
+		-Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(ZSTD_LIBS) $(LZ4_LIBS) -lm
 
 .PHONY: tsan
 

@@ -184,12 +184,13 @@ void ddl_report_align(struct ddl_report *r)
 						mine = v[k].end_ns;
 						have_mine = 1;
 					} else if (known[v[k].host] && !have_theirs) {
-						theirs = v[k].end_ns + off[v[k].host];
+						/* clamped: hostile ends and offsets add up past int64 */
+						theirs = ddl_ns_clamp((double)v[k].end_ns + (double)off[v[k].host]);
 						have_theirs = 1;
 					}
 				}
 				if (have_mine && have_theirs)
-					d[nd++] = theirs - mine;
+					d[nd++] = ddl_ns_clamp((double)theirs - (double)mine);
 				a = b;
 			}
 			if (nd >= 3) {
@@ -218,8 +219,9 @@ void ddl_report_align(struct ddl_report *r)
 			b++;
 		for (size_t k = a + 1; k < b; k++)
 			if (v[k].host != v[a].host) {
-				int64_t x = (v[k].end_ns + off[v[k].host]) - (v[a].end_ns + off[v[a].host]);
-				d[nd++] = x < 0 ? -x : x;
+				double x = ((double)v[k].end_ns + (double)off[v[k].host]) -
+				           ((double)v[a].end_ns + (double)off[v[a].host]);
+				d[nd++] = ddl_ns_clamp(x < 0 ? -x : x);
 			}
 		a = b;
 	}
@@ -253,8 +255,8 @@ void ddl_report_align(struct ddl_report *r)
 			continue;
 		for (size_t k = 0; k < p->ntr; k++)
 			p->tr[k]->align_ns = off[h];
-		p->start_real_ns += off[h];
-		p->end_real_ns += off[h];
+		p->start_real_ns = ddl_ns_clamp((double)p->start_real_ns + (double)off[h]);
+		p->end_real_ns = ddl_ns_clamp((double)p->end_real_ns + (double)off[h]);
 	}
 	r->start_real_ns = INT64_MAX;
 	r->end_real_ns = INT64_MIN;

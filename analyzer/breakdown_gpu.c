@@ -321,12 +321,12 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 		size_t n = 0;
 		for (int k = 0; k < DDL_NP; k++)
 			ddl_iv_points(&set[k], a, b, &pts, &n, &cap);
-		if (n == cap) {
-			int64_t *q = realloc(pts, (cap + 2) * sizeof *q);
+		if (cap - n < 2) { /* room for the iteration's two ends */
+			int64_t *q = realloc(pts, (n + 2) * sizeof *q);
 			if (!q)
 				break;
 			pts = q;
-			cap += 2;
+			cap = n + 2;
 		}
 		pts[n++] = a;
 		pts[n++] = b;

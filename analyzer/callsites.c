@@ -291,10 +291,12 @@ struct ddl_stallmap {
 	struct ddl_wins nested;  /* its calls made inside another of its recorded calls */
 };
 
-/* A call of the host, as opposed to markers, device intervals and records. */
+/* A call of the host, as opposed to markers, device intervals, records and
+ * CUPTI's records of calls (which the wrapped call, when there is one, holds). */
 static int ddl_host_call(int cls)
 {
-	return cls && cls != DDL_CLASS_MARK && cls != DDL_CLASS_DEVICE && cls != DDL_CLASS_ARGS;
+	return cls && cls != DDL_CLASS_MARK && cls != DDL_CLASS_DEVICE && cls != DDL_CLASS_ARGS &&
+	       cls != DDL_CLASS_API;
 }
 
 /*

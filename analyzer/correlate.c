@@ -20,13 +20,7 @@
 struct ddl_api {
 	uint32_t corr;
 	int64_t start, end;
-	uint32_t os_tid; /* CUPTI's thread id */
 	int wrapped;
-};
-
-struct ddl_host {
-	int64_t start, end;
-	uint32_t os_tid;
 };
 
 static int ddl_cmp_api(const void *a, const void *b)
@@ -37,7 +31,7 @@ static int ddl_cmp_api(const void *a, const void *b)
 
 static int ddl_cmp_host(const void *a, const void *b)
 {
-	const struct ddl_host *x = a, *y = b;
+	const struct ddl_hostcall *x = a, *y = b;
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
@@ -52,26 +46,61 @@ static uint32_t ddl_os_tid(const struct ddl_trace *t, unsigned idx)
 	return idx < t->nthreads ? t->threads[idx].tid : 0;
 }
 
-/* Whether a call of ours holds API record A: on its thread when CUPTI's thread ids are the OS's. */
-static int ddl_api_wrapped(const struct ddl_host *h, size_t nh, const struct ddl_api *a, int tids_known)
+int ddl_hostcalls_build(const struct ddl_trace *t, struct ddl_hostcalls *h)
 {
+	memset(h, 0, sizeof *h);
+	size_t n = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		int cls = ddl_event_class(t->ev[i].kind);
+		n += cls == DDL_CLASS_LAUNCH || cls == DDL_CLASS_COPY;
+	}
+	if (n && !(h->v = malloc(n * sizeof *h->v)))
+		return -1;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ddl_event *e = &t->ev[i];
+		int cls = ddl_event_class(e->kind);
+		if (cls == DDL_CLASS_LAUNCH || cls == DDL_CLASS_COPY) {
+			int64_t s = ddl_trace_mono_ns(t, e->start);
+			h->v[h->n++] = (struct ddl_hostcall){s, s + ddl_trace_dur_ns(t, e), ddl_os_tid(t, e->tid), i};
+		} else if (cls == DDL_CLASS_API) {
+			/* CUPTI's thread ids are the OS's when they name threads of this trace */
+			const struct ddl_args *a = ddl_event_args(t, i);
+			h->tids_known |= a && a->bytes && (uint32_t)a->bytes == ddl_os_tid(t, e->tid);
+		}
+	}
+	qsort(h->v, h->n, sizeof *h->v, ddl_cmp_host);
+	return 0;
+}
+
+void ddl_hostcalls_free(struct ddl_hostcalls *h)
+{
+	free(h->v);
+	memset(h, 0, sizeof *h);
+}
+
+size_t ddl_hostcalls_find(const struct ddl_hostcalls *h, const struct ddl_trace *t, size_t api)
+{
+	const struct ddl_event *e = &t->ev[api];
+	const struct ddl_args *a = ddl_event_args(t, api);
+	int64_t start = ddl_trace_mono_ns(t, e->start), end = start + ddl_trace_dur_ns(t, e);
+	uint32_t tid = a ? (uint32_t)a->bytes : 0;
 	/* the last call that started by the API record's start (plus slack) */
-	size_t lo = 0, hi = nh;
+	size_t lo = 0, hi = h->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (h[mid].start <= a->start + DDL_CORR_SLACK_NS)
+		if (h->v[mid].start <= start + DDL_CORR_SLACK_NS)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	/* launches and copies are short and do not nest: a few back is enough */
 	for (size_t k = lo, n = 0; k-- > 0 && n < 64; n++) {
-		if (h[k].end + DDL_CORR_SLACK_NS < a->end)
+		if (h->v[k].end + DDL_CORR_SLACK_NS < end)
 			continue;
-		if (!tids_known || h[k].os_tid == a->os_tid)
-			return 1;
+		if (!h->tids_known || h->v[k].os_tid == tid)
+			return h->v[k].ev;
 	}
-	return 0;
+	return SIZE_MAX;
 }
 
 static int ddl_push_wait(struct ddl_corrsum *c, double w)
@@ -90,47 +119,33 @@ static int ddl_push_wait(struct ddl_corrsum *c, double w)
 
 static void ddl_trace_correlate(const struct ddl_trace *t, struct ddl_corrsum *c)
 {
-	size_t napi = 0, nhost = 0;
-	for (size_t i = 0; i < t->nev; i++) {
-		int cls = ddl_event_class(t->ev[i].kind);
-		napi += cls == DDL_CLASS_API;
-		nhost += cls == DDL_CLASS_LAUNCH || cls == DDL_CLASS_COPY;
-	}
+	size_t napi = 0;
+	for (size_t i = 0; i < t->nev; i++)
+		napi += ddl_event_class(t->ev[i].kind) == DDL_CLASS_API;
 	if (!napi)
 		return;
 	struct ddl_api *api = malloc(napi * sizeof *api);
-	struct ddl_host *host = malloc((nhost ? nhost : 1) * sizeof *host);
-	if (!api || !host) {
+	struct ddl_hostcalls host;
+	if (!api || ddl_hostcalls_build(t, &host) < 0) {
 		free(api);
-		free(host);
 		return;
 	}
-	size_t na = 0, nh = 0;
-	int tids_known = 0;
+	size_t na = 0;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ddl_event *e = &t->ev[i];
-		int cls = ddl_event_class(e->kind);
+		if (ddl_event_class(e->kind) != DDL_CLASS_API)
+			continue;
+		const struct ddl_args *a = ddl_event_args(t, i);
 		int64_t s = ddl_trace_mono_ns(t, e->start);
-		if (cls == DDL_CLASS_LAUNCH || cls == DDL_CLASS_COPY) {
-			host[nh++] = (struct ddl_host){s, s + ddl_trace_dur_ns(t, e), ddl_os_tid(t, e->tid)};
-		} else if (cls == DDL_CLASS_API) {
-			const struct ddl_args *a = ddl_event_args(t, i);
-			struct ddl_api *x = &api[na++];
-			*x = (struct ddl_api){(uint32_t)e->result, s, s + ddl_trace_dur_ns(t, e),
-			                      a ? (uint32_t)a->bytes : 0, 0};
-			c->api++;
-			if (a && a->op == 1 /* CUPTI_CB_DOMAIN_DRIVER_API */)
-				c->api_driver++;
-			if (a && a->peer != 0)
-				c->api_failed++;
-			/* CUPTI's thread ids are the OS's when they name threads of this trace */
-			tids_known |= x->os_tid && x->os_tid == ddl_os_tid(t, e->tid);
-		}
+		api[na++] = (struct ddl_api){(uint32_t)e->result, s, s + ddl_trace_dur_ns(t, e),
+		                             ddl_hostcalls_find(&host, t, i) != SIZE_MAX};
+		c->api++;
+		if (a && a->op == 1 /* CUPTI_CB_DOMAIN_DRIVER_API */)
+			c->api_driver++;
+		if (a && a->peer != 0)
+			c->api_failed++;
 	}
 	qsort(api, na, sizeof *api, ddl_cmp_api);
-	qsort(host, nh, sizeof *host, ddl_cmp_host);
-	for (size_t k = 0; k < na; k++)
-		api[k].wrapped = ddl_api_wrapped(host, nh, &api[k], tids_known);
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ddl_event *e = &t->ev[i];
 		if (ddl_event_class(e->kind) != DDL_CLASS_DEVICE || !(e->flags & DDL_EVF_CUPTI))
@@ -149,7 +164,7 @@ static void ddl_trace_correlate(const struct ddl_trace *t, struct ddl_corrsum *c
 		ddl_push_wait(c, w > 0 ? w : 0);
 	}
 	free(api);
-	free(host);
+	ddl_hostcalls_free(&host);
 }
 
 static void ddl_corr_stats(struct ddl_corrsum *c)

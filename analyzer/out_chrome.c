@@ -115,6 +115,10 @@ int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, st
 			if (ddl_event_class(t->ev[i].kind) == DDL_CLASS_API)
 				c->api[c->napi++] = (struct ddl_devcall){(uint32_t)t->ev[i].result, i, 0};
 		qsort(c->api, c->napi, sizeof *c->api, ddl_devcall_cmp);
+		if (ddl_hostcalls_build(t, &c->host) < 0) {
+			ddl_devcalls_free(c);
+			return -1;
+		}
 	}
 	/* kernel names as kernels.c demangled them, by this trace's name ids */
 	if (r->nkernels_by_name && t->nnames) {
@@ -137,6 +141,7 @@ void ddl_devcalls_free(struct ddl_devcalls *c)
 {
 	free(c->v);
 	free(c->api);
+	ddl_hostcalls_free(&c->host);
 	free(c->names);
 	memset(c, 0, sizeof *c);
 }
@@ -612,10 +617,16 @@ static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t 
 		ddl_arg_str(w, "span", d.span == DDL_SPAN_INTRA ? "intra" : d.span == DDL_SPAN_INTER
 		                                                             ? "inter" : "unknown");
 	ddl_cw_close(w);
-	size_t from = d.call != SIZE_MAX ? d.call : d.api;
+	/* from the call: the wrapped one that holds CUPTI's record of it, or the
+	 * record itself (drawn as a slice of its own, ddl_image_events) */
+	size_t from = d.call;
+	if (from == SIZE_MAX && d.api != SIZE_MAX) {
+		size_t h = ddl_hostcalls_find(&dc->host, t, d.api);
+		from = h != SIZE_MAX ? h : d.api;
+	}
 	if (from == SIZE_MAX)
 		return;
-	/* "s" inside the launch (or CUPTI's record of it), "f" bound to the enclosing device slice */
+	/* "s" inside the launch, "f" bound to the enclosing device slice */
 	const struct ddl_event *h = &t->ev[from];
 	int64_t ha = ddl_trace_real_ns(t, h->start);
 	w->flow++;
@@ -733,8 +744,21 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 			ddl_device_event(w, p, k, i, &dc, tk);
 			continue;
 		}
-		if (cls == DDL_CLASS_API)
-			continue; /* CUPTI's record of a call: the flows to its work start in it */
+		if (cls == DDL_CLASS_API) {
+			/* CUPTI's record of a call: drawn only for calls the wrappers did
+			 * not see (the wrapped call's own slice holds the others) */
+			if (ddl_hostcalls_find(&dc.host, t, i) == SIZE_MAX) {
+				const struct ddl_args *a = ddl_event_args(t, i);
+				const char *api = a ? ddl_trace_name(t, a->name) : NULL;
+				int64_t a0 = ddl_trace_real_ns(t, e->start);
+				ddl_cw_slice(w, api ? api : "cuda_api", "cuda", a0, a0 + ddl_trace_dur_ns(t, e),
+				             ddl_tid(t, e->tid));
+				ddl_arg_str(w, "seen_by", "cupti");
+				ddl_arg_int(w, "cupti_corr", (long long)e->result);
+				ddl_cw_close(w);
+			}
+			continue;
+		}
 		int64_t a = ddl_trace_real_ns(t, e->start);
 		ddl_cw_slice(w, ddl_event_name(e->kind), ddl_cat_of(cls), a, a + ddl_trace_dur_ns(t, e),
 		             ddl_tid(t, e->tid));

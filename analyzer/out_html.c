@@ -590,7 +590,7 @@ static void ddl_mk_trace(const struct ddl_trace *t, struct ddl_mkname *v, size_t
 		} else if (o->depth > 0 && --o->depth < DDL_MK_DEPTH) {
 			struct ddl_mkname *m = ddl_mk_get(v, n, o->name[o->depth]);
 			m->ranges++;
-			m->total_ns += at - o->at[o->depth];
+			m->total_ns = ddl_ns_sat_add(m->total_ns, at - o->at[o->depth]);
 		}
 	}
 }

@@ -287,6 +287,26 @@ void ddl_report_align(struct ddl_report *r);
 void ddl_report_stragglers(struct ddl_report *r);
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
+/*
+ * The calls of a trace that CUPTI's call records can fall in (launches,
+ * copies, memsets), sorted by start (correlate.c): ddl_hostcalls_find gives
+ * the event index of the one holding call record API (an event of class
+ * DDL_CLASS_API), on its thread where CUPTI's thread ids name the trace's
+ * threads, or SIZE_MAX: a call the wrappers did not see.
+ */
+struct ddl_hostcall {
+	int64_t start, end;
+	uint32_t os_tid;
+	size_t ev;
+};
+struct ddl_hostcalls {
+	struct ddl_hostcall *v;
+	size_t n;
+	int tids_known;
+};
+int ddl_hostcalls_build(const struct ddl_trace *t, struct ddl_hostcalls *h);
+size_t ddl_hostcalls_find(const struct ddl_hostcalls *h, const struct ddl_trace *t, size_t api);
+void ddl_hostcalls_free(struct ddl_hostcalls *h);
 /* CUPTI's device intervals tied to their calls (correlate.c), after ddl_report_gpu. */
 void ddl_report_correlate(struct ddl_report *r);
 void ddl_report_correlate_free(struct ddl_report *r);
@@ -362,6 +382,7 @@ struct ddl_devcalls {
 	size_t n;
 	struct ddl_devcall *api; /* CUPTI's call records, keyed by correlation id */
 	size_t napi;
+	struct ddl_hostcalls host; /* the wrapped calls those records fall in */
 	const char **names; /* by name id: the demangled kernel name (the report's), or NULL */
 	size_t nnames;
 };

@@ -77,9 +77,9 @@ static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const s
 	}
 	if (cls == DDL_CLASS_WAIT) {
 		if (e->flags & DDL_EVF_SOCKWAIT)
-			n->blocked_ns += d;
+			n->blocked_ns = ddl_ns_sat_add(n->blocked_ns, d);
 	} else {
-		n->in_calls_ns += d;
+		n->in_calls_ns = ddl_ns_sat_add(n->in_calls_ns, d);
 	}
 }
 

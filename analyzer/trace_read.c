@@ -5,7 +5,11 @@
  * byte offset and skipped; after a damaged chunk header the reader scans
  * forward for the next valid one. A file that ends inside a chunk, or
  * without an end chunk, is marked truncated and everything before is kept.
- * Nothing in the file can make the reader read out of bounds.
+ * Nothing in the file can make the reader read out of bounds, nor hand
+ * out times that overflow where the report subtracts them: a header or a
+ * clock sample reading before 1970 or after 2116 is refused, events far
+ * outside the clock samples are damage, and conversions are clamped
+ * (trace_read.h).
  * Compressed chunks (zstd or LZ4) are decoded into one buffer kept for the
  * whole file, with the decoders' bounds-checked calls: a payload that does
  * not decode to exactly raw_size bytes is damage, like a bad checksum.
@@ -130,7 +134,9 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 		const char *text = (const char *)p + i;
 		i += r.len;
 		if (r.kind == DDL_STR_PEER) {
-			if (r.id > (1u << 24))
+			/* the library interns at most 8192 peers: a larger id is
+			 * damage, and would cost a 24-byte entry per id below it */
+			if (r.id > (1u << 20))
 				continue;
 			if (r.id >= t->npeers) {
 				size_t nn = (size_t)r.id + 1;
@@ -253,6 +259,102 @@ static int ddl_chunk_header_ok(const unsigned char *p, struct ddl_chunk *c)
 	       c->hcrc == ddl_crc32c(c, offsetof(struct ddl_chunk, hcrc));
 }
 
+/*
+ * The writer takes a clock sample at the start and before every batch of
+ * events, which all began before it: an event far before the start or
+ * after the last sample, or a sample far before the one before it or off
+ * the header's tick rate, is damage or a forgery that passed the
+ * checksums, and would stretch the run to years. Its chunk is skipped, as
+ * one that fails its checksum. (A later sample may be hours after the
+ * last: a stopped process.) DDL_WINDOW_S of slack, for device clocks
+ * converted to ours over a long run, on the header's nominal tick rate
+ * (the fastest clock when it names none).
+ */
+#define DDL_WINDOW_S 600
+
+static uint64_t ddl_window_hz(const struct ddl_trace *t)
+{
+	uint64_t hz = t->hdr.clock_source == DDL_CLOCK_MONOTONIC ? 1000000000u : t->hdr.tick_hz;
+	return hz < 1000 || hz > 1000000000000ull ? 0 : hz;
+}
+
+/* Ticks of the last sample read so far (the header's, before any). */
+static uint64_t ddl_window_last(const struct ddl_trace *t)
+{
+	uint64_t last = t->hdr.start_ticks;
+	if (t->nclk && t->clk[t->nclk - 1].ticks > last)
+		last = t->clk[t->nclk - 1].ticks;
+	return last;
+}
+
+/* NS is a clock reading a real clock can give (trace_read.h): no
+ * monotonic clock is negative or has run for 146 years, no real-time
+ * clock reads before 1970 or after 2116 */
+static int ddl_ns_sane(int64_t ns)
+{
+	return ns >= 0 && ns <= DDL_NS_MAX;
+}
+
+/* The sample S may follow those read so far; else a problem at OFF. */
+static int ddl_window_sample(struct ddl_trace *t, const struct ddl_clock_sample *s, size_t off)
+{
+	if (!ddl_ns_sane(s->mono_ns) || !ddl_ns_sane(s->real_ns)) {
+		ddl_problem(t, off, "clock sample at tick %llu reads %s %lld ns, not a time a clock "
+		            "gives (damaged or forged times; chunk skipped)",
+		            (unsigned long long)s->ticks,
+		            ddl_ns_sane(s->mono_ns) ? "realtime" : "monotonic",
+		            (long long)(ddl_ns_sane(s->mono_ns) ? s->real_ns : s->mono_ns));
+		return -1;
+	}
+	uint64_t hz = ddl_window_hz(t), slack = DDL_WINDOW_S * (hz ? hz : 1000000000000ull);
+	uint64_t last = ddl_window_last(t);
+	int ok = s->ticks >= (last > slack ? last - slack : 0);
+	if (ok && hz) {
+		/* against the start sample at the nominal rate, within 2% */
+		double want = ((double)s->ticks - (double)t->hdr.start_ticks) * 1e9 / (double)hz;
+		double got = (double)s->mono_ns - (double)t->hdr.start_mono_ns;
+		double tol = 0.02 * (want < 0 ? -want : want) + DDL_WINDOW_S * 1e9;
+		ok = got >= want - tol && got <= want + tol;
+	}
+	if (!ok)
+		ddl_problem(t, off, "clock sample at tick %llu is more than %d s off the samples before "
+		            "it (damaged or forged times; chunk skipped)",
+		            (unsigned long long)s->ticks, DDL_WINDOW_S);
+	return ok ? 0 : -1;
+}
+
+/* The N events at EV lie within the samples read so far; else a problem at OFF. */
+static int ddl_window_events(struct ddl_trace *t, const struct ddl_event *ev, size_t n, size_t off)
+{
+	uint64_t hz = ddl_window_hz(t), slack = DDL_WINDOW_S * (hz ? hz : 1000000000000ull);
+	uint64_t lo = t->hdr.start_ticks, hi = ddl_window_last(t);
+	lo = lo > slack ? lo - slack : 0;
+	hi = hi < UINT64_MAX - slack ? hi + slack : UINT64_MAX;
+	/* the streaming reader's hot loop: one pass without branches, and a
+	 * second to name the event only when some is out (records without a
+	 * start time, args and stacks, do not count) */
+	uint64_t span = hi - lo, out = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = ev[i].kind;
+		out |= (uint64_t)((k - 1u < DDL_EV_COUNT - 1u) & (k != DDL_EV_ARGS) & (k != DDL_EV_STACK)) &
+		       (uint64_t)(ev[i].start - lo > span);
+	}
+	if (!out)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = ev[i].kind;
+		if (k == DDL_EV_ARGS || k == DDL_EV_STACK || k >= DDL_EV_COUNT)
+			continue; /* no start time in these records */
+		if (ev[i].start < lo || ev[i].start > hi) {
+			ddl_problem(t, off, "event %zu (%s) at tick %llu is more than %d s outside the "
+			            "file's clock samples (damaged or forged times; chunk skipped)",
+			            i, ddl_event_name(k), (unsigned long long)ev[i].start, DDL_WINDOW_S);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Handles one checked chunk payload. */
 static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
                            const unsigned char *p, size_t n, size_t off)
@@ -265,21 +367,44 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 			return;
 		}
 		if (t->on_events) {
-			/* streaming: the caller sees the chunk's events where they lie */
+			/* streaming: the caller sees the chunk's events where they
+			 * lie, or a copy where that is not 8-byte aligned (a raw
+			 * chunk after a strings or compressed chunk of odd length) */
+			void *copy = NULL;
+			if (n && (uintptr_t)p % _Alignof(struct ddl_event)) {
+				if (!(copy = malloc(n))) {
+					ddl_problem(t, off, "out of memory");
+					return;
+				}
+				p = memcpy(copy, p, n);
+			}
+			if (ddl_window_events(t, (const struct ddl_event *)p, n / sizeof(struct ddl_event),
+			                      off) < 0) {
+				t->corrupt = 1;
+				free(copy);
+				return;
+			}
 			t->nstreamed += n / sizeof(struct ddl_event);
 			if (t->on_events(t->on_events_ctx, t, (const struct ddl_event *)p,
 			                 n / sizeof(struct ddl_event)) != 0)
 				t->stream_stopped = 1;
+			free(copy);
 			t->ended = 0;
 			t->exec_end = 0;
 			break;
 		}
-		if (ddl_grow((void **)&t->ev, &t->cap_ev, t->nev + n / sizeof(struct ddl_event),
-		             sizeof(struct ddl_event)) < 0) {
+		if (n && ddl_grow((void **)&t->ev, &t->cap_ev, t->nev + n / sizeof(struct ddl_event),
+		                  sizeof(struct ddl_event)) < 0) {
 			ddl_problem(t, off, "out of memory");
 			return;
 		}
-		memcpy(t->ev + t->nev, p, n);
+		if (n) { /* an empty chunk first: t->ev is still NULL */
+			memcpy(t->ev + t->nev, p, n);
+			if (ddl_window_events(t, t->ev + t->nev, n / sizeof(struct ddl_event), off) < 0) {
+				t->corrupt = 1;
+				return;
+			}
+		}
 		t->nev += n / sizeof(struct ddl_event);
 		t->ended = 0; /* events after an exec chunk: that exec failed */
 		t->exec_end = 0;
@@ -293,10 +418,19 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 			t->corrupt = 1;
 			return;
 		}
+		if (!n)
+			break; /* t->clk may still be NULL */
 		if (ddl_grow((void **)&t->clk, &t->cap_clk, t->nclk + n / sizeof(struct ddl_clock_sample),
 		             sizeof(struct ddl_clock_sample)) < 0)
 			return;
-		memcpy(t->clk + t->nclk, p, n);
+		for (size_t k = 0; k < n / sizeof(struct ddl_clock_sample); k++) {
+			/* each checked against the chunks before */
+			memcpy(&t->clk[t->nclk + k], p + k * sizeof *t->clk, sizeof *t->clk);
+			if (ddl_window_sample(t, &t->clk[t->nclk + k], off) < 0) {
+				t->corrupt = 1;
+				return; /* none of the chunk's samples kept */
+			}
+		}
 		t->nclk += n / sizeof(struct ddl_clock_sample);
 		break;
 	case DDL_CHUNK_END:
@@ -347,19 +481,26 @@ static void ddl_clock_fit(struct ddl_trace *t)
 		t->ns_per_tick = 1.0;
 }
 
-/* base + d, saturating: timestamps from a damaged or hostile file must not
- * overflow (the report subtracts them; 2^62 ns is 146 years). */
+int64_t ddl_ns_clamp(double ns)
+{
+	if (ns != ns)
+		return 0;
+	if (ns <= (double)DDL_NS_MIN)
+		return DDL_NS_MIN;
+	if (ns >= (double)DDL_NS_MAX)
+		return DDL_NS_MAX;
+	return (int64_t)ns;
+}
+
+/* base + d, clamped (trace_read.h): timestamps from a damaged or hostile
+ * file must not overflow where the report subtracts them. Exact in
+ * integers where BASE (a checked header or sample time) and D allow. */
 static int64_t ddl_ns_add(int64_t base, double d)
 {
-	const double lim = 4.6e18;
-	double v = (double)base + d;
-	if (!(v > -lim))
-		return (int64_t)-lim;
-	if (v > lim)
-		return (int64_t)lim;
-	if (!(d > -lim && d < lim))
-		return (int64_t)v;
-	return base + (int64_t)d;
+	if (!(d > -4e18 && d < 4e18))
+		return ddl_ns_clamp((double)base + d);
+	int64_t v = base + (int64_t)d;
+	return v < DDL_NS_MIN ? DDL_NS_MIN : v > DDL_NS_MAX ? DDL_NS_MAX : v;
 }
 
 int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks)
@@ -378,7 +519,9 @@ int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)
 	double d = (double)e->dur;
 	if (e->flags & DDL_EVF_LONG)
 		d *= (double)(1u << DDL_DUR_LONG_SHIFT);
-	return ddl_ns_add(0, d * t->ns_per_tick);
+	d *= t->ns_per_tick;
+	/* at most 2^61 ns (73 years): a start plus a duration cannot overflow */
+	return d < (double)DDL_DUR_MAX ? (int64_t)d : DDL_DUR_MAX;
 }
 
 const struct ddl_args *ddl_event_args(const struct ddl_trace *t, size_t i)
@@ -465,6 +608,17 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 		                "up to %u: upgrade ddlprof",
 		                h.version, h.min_reader, DDL_FORMAT_VERSION);
 	memcpy(&t->hdr, m, sizeof t->hdr);
+	/* every time in the file is read relative to these (trace_read.h) */
+	if (!ddl_ns_sane(t->hdr.start_mono_ns))
+		return ddl_fail(err, errlen, path,
+		                "header start_mono_ns %lld is not a CLOCK_MONOTONIC reading (below 0 or "
+		                "above 2^62 ns; damaged or forged header)",
+		                (long long)t->hdr.start_mono_ns);
+	if (!ddl_ns_sane(t->hdr.start_real_ns))
+		return ddl_fail(err, errlen, path,
+		                "header start_real_ns %lld is not a time between 1970 and 2116 (damaged "
+		                "or forged header)",
+		                (long long)t->hdr.start_real_ns);
 	t->hdr.header_size = h.header_size;
 	t->hdr.host[DDL_HOST_MAX - 1] = 0;
 	t->hdr.run_id[DDL_RUNID_MAX - 1] = 0;

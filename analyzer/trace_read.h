@@ -114,11 +114,36 @@ int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_t
                     size_t errlen);
 void ddl_trace_free(struct ddl_trace *t);
 
-/* Ticks to nanoseconds on the process's CLOCK_MONOTONIC and CLOCK_REALTIME. */
+/*
+ * Bounds on what the reader hands out, whatever the file says: the header's
+ * and every clock sample's times lie in [0, DDL_NS_MAX] (1970 to 2116;
+ * others are refused), converted times in [DDL_NS_MIN, DDL_NS_MAX] and
+ * durations in [0, DDL_DUR_MAX]. So a time minus a time plus a duration
+ * fits in int64_t; sums over many events do not, and saturate
+ * (ddl_ns_sat_add) or are taken in double.
+ */
+#define DDL_NS_MIN (-(INT64_C(1) << 60))
+#define DDL_NS_MAX (INT64_C(1) << 62)
+#define DDL_DUR_MAX (INT64_C(1) << 61)
+
+/* Ticks to nanoseconds on the process's CLOCK_MONOTONIC and CLOCK_REALTIME,
+ * in [DDL_NS_MIN, DDL_NS_MAX]. */
 int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks);
 int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks);
-/* An event's duration in nanoseconds. */
+/* An event's duration in nanoseconds, in [0, DDL_DUR_MAX]. */
 int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e);
+/* NS (a time or a difference of times, in double) brought into
+ * [DDL_NS_MIN, DDL_NS_MAX]; NaN gives 0. */
+int64_t ddl_ns_clamp(double ns);
+
+/* A + B, saturating at the ends of int64_t (sums of durations). */
+static inline int64_t ddl_ns_sat_add(int64_t a, int64_t b)
+{
+	int64_t s;
+	if (__builtin_add_overflow(a, b, &s))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return s;
+}
 /* The value of a meta key, or NULL. */
 const char *ddl_trace_meta(const struct ddl_trace *t, const char *key);
 

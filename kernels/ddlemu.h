@@ -87,6 +87,7 @@ struct ddlemu_activity {
 	int driver;      /* a driver API call */
 	int result;      /* what the call returned */
 	uint32_t tid;    /* the calling thread (gettid) */
+	uint32_t self;   /* ... and its pthread_self(), cut to 32 bits */
 	/* kernel records */
 	const char *name; /* the registered device name */
 	int dev;

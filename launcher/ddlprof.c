@@ -127,11 +127,12 @@ static void ddl_make_parents(const char *dir)
 
 /*
  * Creates DIR 0700, or checks an existing one is a real directory of ours
- * (one others may write into is ours to close: 0700, with a line saying
- * so). Returns 0; 1 when the traces cannot be written there (no permission,
- * a read-only or full file system), which costs the profile, not the job;
- * -1 for what looks like a trap (a symbolic link, a file, another user's
- * directory), refused. Says why in one line either way.
+ * that only we can write into (or a sticky one); an existing directory is
+ * never changed. Returns 0; 1 when the traces cannot be written there (no
+ * permission, a read-only or full file system), which costs the profile,
+ * not the job; -1 for what looks like a trap (a symbolic link, a file,
+ * another user's directory, one others may write into), refused. Says why
+ * in one line either way.
  */
 static int ddl_prepare_dir(const char *dir)
 {
@@ -155,16 +156,12 @@ static int ddl_prepare_dir(const char *dir)
 		        dir, (unsigned)st.st_uid);
 		return -1;
 	}
-	if (st.st_mode & 077) {
-		/* through a descriptor of the very directory checked: no link swapped in */
-		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		struct stat now;
-		if (fd >= 0 && fstat(fd, &now) == 0 && now.st_dev == st.st_dev &&
-		    now.st_ino == st.st_ino && fchmod(fd, 0700) == 0)
-			fprintf(stderr, "ddlprof: %s was open to other users (mode %03o); it is now 0700\n",
-			        dir, (unsigned)(st.st_mode & 0777));
-		if (fd >= 0)
-			close(fd);
+	/* An existing directory is never changed: one others may write into
+	 * (and that is not sticky) lets them replace or remove the traces. */
+	if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+		fprintf(stderr, "ddlprof: others can write into %s (mode %04o); refusing to write traces "
+		        "there: use a directory only you can write\n", dir, (unsigned)(st.st_mode & 07777));
+		return -1;
 	}
 	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
 		fprintf(stderr, "ddlprof: cannot write traces to %s: %s; running without profiling\n",

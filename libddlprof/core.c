@@ -289,16 +289,11 @@ static int ddl_dir_prepare(const char *dir, int create, const char **why)
 		*why = "it belongs to another user";
 		return -EPERM;
 	}
-	if (st.st_mode & 077) {
-		/* through a descriptor of the very directory checked: no link swapped in */
-		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		struct stat now;
-		if (fd >= 0 && fstat(fd, &now) == 0 && now.st_dev == st.st_dev &&
-		    now.st_ino == st.st_ino && fchmod(fd, 0700) == 0)
-			ddl_warn("%s was open to other users (mode %03o); it is now 0700", dir,
-			         (unsigned)(st.st_mode & 0777));
-		if (fd >= 0)
-			syscall(SYS_close, fd);
+	/* An existing directory is never changed: one others may write into
+	 * (and that is not sticky) lets them replace or remove the traces. */
+	if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+		*why = "others can write into it (use a directory only you can write)";
+		return -EPERM;
 	}
 	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
 		return -errno;
@@ -432,7 +427,9 @@ static void ddl_atfork_child(void)
 
 __attribute__((constructor(101))) static void ddl_constructor(void)
 {
+	int saved = errno; /* the program starts with the errno it would have had */
 	ddl_init();
+	errno = saved;
 }
 
 void ddl_init(void)

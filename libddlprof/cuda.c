@@ -51,8 +51,9 @@ static inline void ddl_call_end(struct ddl_call *c, unsigned kind, unsigned dev_
 		errno = saved;
 	}
 	ddl_ring_put_args(t, kind, 0, t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
-	if (ddl_unlikely(!ddl_gpu_started))
-		ddl_gpu_first(); /* after the real call: the runtime is initialised by now */
+	/* after the real call: the runtime is initialised by now */
+	if (ddl_unlikely(!atomic_load_explicit(&ddl_gpu_started, memory_order_relaxed)))
+		ddl_gpu_first();
 }
 
 static inline int ddl_sample_launch(void)
@@ -190,7 +191,7 @@ static inline __attribute__((always_inline)) cudaError_t ddl_launch(ddl_launch_f
 		}
 		t->busy = 0;
 	}
-	if (ddl_unlikely(!ddl_gpu_started))
+	if (ddl_unlikely(!atomic_load_explicit(&ddl_gpu_started, memory_order_relaxed)))
 		ddl_gpu_first();
 	return r;
 }

@@ -276,6 +276,12 @@ static int ddl_cupti_start_locked(void)
 	ddl_cp.enable_rt = (__typeof__(ddl_cp.enable_rt))dlsym(h, "cuptiActivityEnableRuntimeApi");
 	ddl_cp.enable_drv = (__typeof__(ddl_cp.enable_drv))dlsym(h, "cuptiActivityEnableDriverApi");
 	ddl_cp.cb_name = (__typeof__(ddl_cp.cb_name))dlsym(h, "cuptiGetCallbackName");
+	/* CUPTI's thread ids are pthread_self() cut to 32 bits unless asked for the
+	 * system's (gettid), which the trace's thread table holds */
+	CUptiResult (*tid_type)(CUpti_ActivityThreadIdType) =
+	    (__typeof__(tid_type))dlsym(h, "cuptiSetThreadIdType");
+	if (tid_type)
+		tid_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
 	if (!ddl_cp.register_callbacks || !ddl_cp.enable || !ddl_cp.flush_all || !ddl_cp.next_record ||
 	    !ddl_cp.timestamp)
 		goto fail;

@@ -23,7 +23,7 @@
 
 struct ddl_cuda_own ddl_cu;
 __thread struct ddl_gpu_tls ddl_gtls __attribute__((tls_model("initial-exec")));
-int ddl_gpu_started;
+_Atomic int ddl_gpu_started;
 
 static pthread_mutex_t ddl_gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -72,6 +72,26 @@ void *ddl_gpu_next(const char *name)
 	return q.found;
 }
 
+/*
+ * DDL_NEXT's slow path: finds NAME and stores it in SLOT, unless a thread
+ * got there first; returns what the slot holds (NULL when not found). The
+ * store is made under a lock, not by compare-and-swap: ThreadSanitizer
+ * counts a failed swap as a write, racing with the plain reads of the slot
+ * that wrappers make after DDL_NEXT.
+ */
+static pthread_mutex_t ddl_next_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *ddl_gpu_next_slot(void **slot, const char *name)
+{
+	void *f = ddl_gpu_next(name); /* not under our lock: dlsym takes the loader's */
+	pthread_mutex_lock(&ddl_next_lock);
+	void *cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (!cur && f)
+		__atomic_store_n(slot, cur = f, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ddl_next_lock);
+	return cur;
+}
+
 int ddl_cuda_own_resolve(void)
 {
 	static const struct {
@@ -87,19 +107,38 @@ int ddl_cuda_own_resolve(void)
 	static _Atomic int done;
 	if (atomic_load_explicit(&done, memory_order_acquire))
 		return 0;
+	/* Threads may get here together: the slots are read and filled under
+	 * ddl_next_lock, the lookups made outside it (dlsym takes the loader's
+	 * lock); ddl_cu is read without a lock only once done. */
+	enum { n = sizeof names / sizeof names[0] };
+	void *f[n];
+	pthread_mutex_lock(&ddl_next_lock);
+	for (size_t i = 0; i < n; i++)
+		f[i] = *(void **)((char *)&ddl_cu + names[i].off);
+	pthread_mutex_unlock(&ddl_next_lock);
+	for (size_t i = 0; i < n; i++)
+		if (!f[i])
+			f[i] = ddl_gpu_next(names[i].name);
 	int missing = 0;
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+	pthread_mutex_lock(&ddl_next_lock);
+	if (atomic_load_explicit(&done, memory_order_relaxed)) {
+		/* completed meanwhile: the slots are no longer ours to write */
+		pthread_mutex_unlock(&ddl_next_lock);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
 		void **slot = (void **)((char *)&ddl_cu + names[i].off);
 		int optional = names[i].off == offsetof(struct ddl_cuda_own, cudaStreamIsCapturing) ||
 		               names[i].off == offsetof(struct ddl_cuda_own, cudaThreadExchangeStreamCaptureMode) ||
 		               names[i].off == offsetof(struct ddl_cuda_own, cudaFuncGetName);
-		if (!*slot)
-			*slot = ddl_gpu_next(names[i].name);
+		if (!*slot && f[i])
+			*slot = f[i];
 		/* a runtime without stream capture cannot be capturing */
 		missing |= !*slot && !optional;
 	}
 	if (!missing)
 		atomic_store_explicit(&done, 1, memory_order_release);
+	pthread_mutex_unlock(&ddl_next_lock);
 	return missing ? -1 : 0;
 }
 
@@ -172,7 +211,8 @@ uint32_t ddl_stream_id_slow(cudaStream_t s)
 	pthread_mutex_lock(&ddl_gpu_lock);
 	id = ddl_ptab_find(&ddl_streams, k);
 	if (!id) {
-		id = ddl_next_stream++;
+		id = ddl_next_stream;
+		__atomic_store_n(&ddl_next_stream, id + 1, __ATOMIC_RELAXED); /* ddl_seg_close_all */
 		char text[48];
 		int n = k != (uintptr_t)s ? snprintf(text, sizeof text, "per-thread:%u", (unsigned)(k >> 16))
 		                          : snprintf(text, sizeof text, "%p", (void *)s);
@@ -222,9 +262,12 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver)
 	const char *name = NULL;
 	int deferred = 0; /* the runtime was not asked: ask again next time */
 	if (driver) {
-		static CUresult (*get_name)(const char **, CUfunction);
-		if (!get_name)
+		static CUresult (*get_name_slot)(const char **, CUfunction);
+		CUresult (*get_name)(const char **, CUfunction) = __atomic_load_n(&get_name_slot, __ATOMIC_ACQUIRE);
+		if (!get_name) {
 			get_name = (CUresult(*)(const char **, CUfunction))dlsym(RTLD_DEFAULT, "cuFuncGetName");
+			__atomic_store_n(&get_name_slot, get_name, __ATOMIC_RELEASE);
+		}
 		if (get_name && get_name(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
 			name = NULL;
 	} else if (ddl_cuda_own_resolve() == 0 && ddl_cu.cudaFuncGetName) {
@@ -444,7 +487,7 @@ void ddl_pair_end_event(cudaEvent_t a, cudaStream_t s, int dev, unsigned dev_kin
 
 /* ---- kernel segments ---- */
 
-int ddl_seg_on;
+_Atomic int ddl_seg_on;
 _Atomic int ddl_seg_open[DDL_SEG_MAX];
 static pthread_mutex_t ddl_seg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -489,7 +532,8 @@ void ddl_seg_close_slow(uint32_t sid)
 
 void ddl_seg_close_all(void)
 {
-	uint32_t n = ddl_next_stream < DDL_SEG_MAX ? ddl_next_stream : DDL_SEG_MAX;
+	uint32_t n = __atomic_load_n(&ddl_next_stream, __ATOMIC_RELAXED);
+	n = n < DDL_SEG_MAX ? n : DDL_SEG_MAX;
 	for (uint32_t sid = 0; sid < n; sid++)
 		if (atomic_load_explicit(&ddl_seg_open[sid], memory_order_relaxed))
 			ddl_seg_close_slow(sid);
@@ -719,6 +763,7 @@ void ddl_gpu_first(void)
 void ddl_gpu_after_fork_child(void)
 {
 	pthread_mutex_init(&ddl_gpu_lock, NULL);
+	pthread_mutex_init(&ddl_next_lock, NULL);
 	ddl_nccl_after_fork_child();
 	ddl_cupti_after_fork_child();
 	ddl_pairs.running = 0;

@@ -44,9 +44,21 @@ extern struct ddl_cuda_own ddl_cu DDL_HIDDEN;
 /* Resolves ddl_cu; 0 when the CUDA runtime is loaded, -1 when not. */
 int ddl_cuda_own_resolve(void) DDL_HIDDEN;
 
-/* Lazily resolved real function: a static slot per wrapper. */
+/*
+ * Lazily resolved real function: a static slot per wrapper, which threads
+ * may fill at the same moment. Only the first function found is stored
+ * (ddl_gpu_next_slot), so once DDL_NEXT has returned, the wrapper may read
+ * the slot plainly: it never changes again. The load is a plain one on
+ * x86-64.
+ */
 #define DDL_NEXT(slot, name) \
-	(ddl_likely(slot) ? (slot) : ((slot) = (__typeof__(slot))ddl_gpu_next(name)))
+	__extension__({ \
+		__typeof__(slot) ddl_next_ = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE); \
+		if (ddl_unlikely(!ddl_next_)) \
+			ddl_next_ = (__typeof__(slot))ddl_gpu_next_slot((void **)&(slot), name); \
+		ddl_next_; \
+	})
+void *ddl_gpu_next_slot(void **slot, const char *name) DDL_HIDDEN;
 void *ddl_gpu_next(const char *name) DDL_HIDDEN;
 
 /* Per thread: the current device (cudaSetDevice), call numbers, groups. */
@@ -68,7 +80,9 @@ extern __thread struct ddl_gpu_tls ddl_gtls DDL_HIDDEN;
 
 /* Called on every thread's first CUDA/NCCL call: starts the back ends once. */
 void ddl_gpu_first(void) DDL_HIDDEN;
-extern int ddl_gpu_started DDL_HIDDEN;
+/* Set once the back ends are started (ddl_gpu_first); what they set up
+ * before is visible to a thread that reads it set. */
+extern _Atomic int ddl_gpu_started DDL_HIDDEN;
 
 /* Stream and kernel-name ids (string table entries made on first sight). */
 uint32_t ddl_stream_id_slow(cudaStream_t s) DDL_HIDDEN;
@@ -126,7 +140,7 @@ void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uin
  * The interval covers the run's kernels at the cost of two events a run.
  */
 #define DDL_SEG_MAX 4096
-extern int ddl_seg_on DDL_HIDDEN;
+extern _Atomic int ddl_seg_on DDL_HIDDEN;
 extern _Atomic int ddl_seg_open[DDL_SEG_MAX] DDL_HIDDEN;
 int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t corr) DDL_HIDDEN;
 void ddl_seg_close_slow(uint32_t sid) DDL_HIDDEN;
@@ -135,7 +149,7 @@ void ddl_seg_close_all(void) DDL_HIDDEN;
 /* Returns 1 when this launch opened a segment. */
 static inline int ddl_seg_launch(struct ddl_thread *t, cudaStream_t s, uint32_t sid, uint32_t corr)
 {
-	if (ddl_likely(!ddl_seg_on) || sid >= DDL_SEG_MAX ||
+	if (ddl_likely(!atomic_load_explicit(&ddl_seg_on, memory_order_relaxed)) || sid >= DDL_SEG_MAX ||
 	    ddl_likely(atomic_load_explicit(&ddl_seg_open[sid], memory_order_relaxed)))
 		return 0;
 	t->busy = 1;
@@ -149,7 +163,7 @@ static inline int ddl_seg_launch(struct ddl_thread *t, cudaStream_t s, uint32_t 
 /* Other work is about to go on stream SID: end its open segment first. */
 static inline void ddl_seg_close(struct ddl_thread *t, uint32_t sid)
 {
-	if (ddl_likely(!ddl_seg_on) || sid >= DDL_SEG_MAX ||
+	if (ddl_likely(!atomic_load_explicit(&ddl_seg_on, memory_order_relaxed)) || sid >= DDL_SEG_MAX ||
 	    !atomic_load_explicit(&ddl_seg_open[sid], memory_order_relaxed))
 		return;
 	t->busy = 1;

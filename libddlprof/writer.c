@@ -759,6 +759,7 @@ void ddl_writer_after_fork_child(void)
 	atomic_store(&ddl_w.alive, 0);
 	atomic_store(&ddl_w.stopping, 0);
 	atomic_store(&ddl_w.sig_req, 0);
+	atomic_store(&ddl_w.sig_flushed_ns, 0); /* the child's own first fault flushes */
 	ddl_w.finished = 0;
 }
 

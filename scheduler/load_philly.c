@@ -97,10 +97,11 @@ static const char *ddl_sim_philly_job(json_t *rec, struct ddl_sim_philly_rec *r)
 	if (ddl_sim_philly_num(rec, "slowdown_cluster", 1, &r->sc) < 0)
 		return "slowdown_cluster is not a factor >= 1";
 	if (ddl_sim_philly_num(rec, "iterations", 0, &r->iterations) < 0 ||
-	    (json_object_get(rec, "iterations") && r->iterations <= 0))
+	    (json_is_number(json_object_get(rec, "iterations")) && r->iterations <= 0))
 		return "iterations is not a count > 0";
 	if (ddl_sim_philly_num(rec, "iteration_s", 0, &r->iter_s) < 0 ||
-	    (json_object_get(rec, "iteration_s") && !(r->iter_s > 0 && r->iter_s <= DDL_SIM_MAX_TIME)))
+	    (json_is_number(json_object_get(rec, "iteration_s")) &&
+	     !(r->iter_s > 0 && r->iter_s <= DDL_SIM_MAX_TIME)))
 		return "iteration_s is not a time in (0, 1e10] s";
 	if (ddl_sim_philly_time(json_object_get(rec, "submitted_time"), &r->sub) < 0)
 		return "submitted_time is missing or not a time (a date from 1970 or 0..1e10 s)";
@@ -155,10 +156,10 @@ struct ddl_sim_philly {
 
 static long ddl_sim_philly_line(struct ddl_sim_philly *p, size_t off)
 {
-	if (off < p->line_at) {
-		p->line_at = 0;
-		p->line_no = 1;
-	}
+	/* from the last position asked, either way: asked in order, or nearly,
+	 * the whole file is counted about once */
+	for (; p->line_at > off; p->line_at--)
+		p->line_no -= p->buf[p->line_at - 1] == '\n';
 	for (; p->line_at < off && p->line_at < p->len; p->line_at++)
 		p->line_no += p->buf[p->line_at] == '\n';
 	return p->line_no;
@@ -347,6 +348,8 @@ static int ddl_sim_philly_bad(struct ddl_sim_philly *p, struct ddl_sim_trace *t,
                               const char *id, const char *why)
 {
 	char where[4400];
+	if (!id) /* the record is not an object, or has no jobid */
+		id = "";
 	snprintf(where, sizeof where, "%s: record %zu (byte %zu/line %ld%s%.64s)", p->path, n, start,
 	         ddl_sim_philly_line(p, start), *id ? ", jobid " : "", id);
 	return ddl_sim_bad_record(t, o, p->path, where, why);
@@ -370,7 +373,7 @@ static int ddl_sim_philly_record(struct ddl_sim_philly *p, struct ddl_sim_trace 
 	if (!rec) {
 		size_t at = s->start + (size_t)(je.position > 0 ? je.position : 0);
 		snprintf(why, sizeof why, "not JSON at byte %zu (line %ld): %s", at,
-		         ddl_sim_philly_line(p, at), je.text);
+		         ddl_sim_philly_line(p, at), ddl_sim_one_line(je.text));
 		return ddl_sim_philly_bad(p, t, o, n, s->start, "", why) < 0 ? -1 : 0;
 	}
 	struct ddl_sim_philly_rec r = {0};

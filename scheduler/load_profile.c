@@ -91,7 +91,7 @@ static int ddl_sim_prof_parse(struct ddl_sim_profile *p, const char *buf, size_t
 	const char *schema;
 	int rc = -1;
 	if (!root) {
-		snprintf(p->why, sizeof p->why, "line %d: not JSON: %s", je.line, je.text);
+		snprintf(p->why, sizeof p->why, "line %d: not JSON: %s", je.line, ddl_sim_one_line(je.text));
 		return -1;
 	}
 	schema = json_string_value(json_object_get(root, "schema"));

@@ -368,4 +368,13 @@ int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s);
  * LOAD of a cluster of GPUS GPUs. 0, or -1 when memory ran out or F failed. */
 int ddl_sim_generate(FILE *f, long n, uint64_t seed, int gpus, int gpm, double load, int philly);
 
+/* jansson's error text quotes the input, raw: one line of it, for a one-line message. */
+static inline const char *ddl_sim_one_line(char *text)
+{
+	for (char *c = text; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	return text;
+}
+
 #endif

@@ -484,26 +484,40 @@ int test_e2e_unwritable_dir(void)
 }
 
 /*
- * An existing trace directory of ours that others may write into is closed
- * (0700) by the library, with one line, and the run is profiled as usual;
- * the launcher does the same (launcher_dir_safety).
+ * An existing trace directory is never changed. One of ours that others
+ * may write into (and is not sticky) is refused by the library: one line,
+ * the program as without it, nothing traced, the mode as it was. A sticky
+ * one (others cannot replace our files) and one others may only read are
+ * used as they are.
  */
 int test_e2e_dir_mode_fixed(void)
 {
+	static const unsigned modes[] = {0777, 0770, 01777, 0755};
 	char *dir = tmpdir(), t[PATH_MAX];
-	snprintf(t, sizeof t, "%s/t", dir);
-	mkdir(t, 0700);
-	chmod(t, 0777);
-	struct ddl_run_result a, b;
-	CHECK(ddl_run_into(t, &a, &b) == 0, "tcp_mix did not finish");
-	if (ddl_same_one_line("directory mode 0777", &a, &b, "it is now 0700") != DDL_PASS)
-		return DDL_FAIL;
-	struct stat st;
-	CHECK(stat(t, &st) == 0 && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
-	int empty;
-	CHECK(ddl_count_traces(t, &empty) == 2 && !empty, "tcp_mix not profiled");
-	trun_free(&a);
-	trun_free(&b);
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		snprintf(t, sizeof t, "%s/t%zu", dir, i);
+		mkdir(t, 0700);
+		chmod(t, modes[i]);
+		int refused = (modes[i] & 022) && !(modes[i] & 01000);
+		struct ddl_run_result a, b;
+		char what[64];
+		snprintf(what, sizeof what, "directory mode %04o", modes[i]);
+		CHECK(ddl_run_into(t, &a, &b) == 0, "tcp_mix did not finish");
+		int empty, n = ddl_count_traces(t, &empty);
+		if (refused) {
+			if (ddl_same_one_line(what, &a, &b, "others can write into it") != DDL_PASS)
+				return DDL_FAIL;
+			CHECK(n == 0, "%s: %d traces written", what, n);
+		} else {
+			CHECK(a.status == b.status && !strcmp(a.out, b.out) && b.nerr == 0, "%s: %s", what, b.err);
+			CHECK(n == 2 && !empty, "%s: tcp_mix not profiled (%d traces)", what, n);
+		}
+		struct stat st;
+		CHECK(stat(t, &st) == 0 && (st.st_mode & 07777) == modes[i], "%s became %04o", what,
+		      st.st_mode & 07777);
+		trun_free(&a);
+		trun_free(&b);
+	}
 	trm(dir);
 	free(dir);
 	return DDL_PASS;
@@ -1404,6 +1418,32 @@ int test_e2e_pytorch_differential(void)
 	CHECK(ch && fabs(sum - diff) < 1e-6 && fabs(blocked - (diff - dc)) < 1e-6,
 	      "--compare: parts %.6f s, blocked %.6f s against differential %.6f s", sum, blocked, diff);
 	json_decref(j);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * The errno a program starts with: the library's constructor (which makes
+ * or checks the trace directory, an existing one here) must leave it as the
+ * loader did, through LD_PRELOAD and through the launcher.
+ */
+int test_e2e_errno_at_start(void)
+{
+	char *dir = tmpdir(), lib[PATH_MAX + 16], d[PATH_MAX + 16];
+	snprintf(lib, sizeof lib, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
+	snprintf(d, sizeof d, "DDLPROF_DIR=%s", dir);
+	char *env[] = {lib, d, NULL};
+	char *argv[] = {(char *)tbuild("tests/progs/errno_start"), NULL};
+	char *launch[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", dir, "--", argv[0], NULL};
+	struct ddl_run_result a, b, c;
+	CHECK(trun(argv, NULL, 30, &a) == 0 && trun(argv, env, 30, &b) == 0 && trun(launch, NULL, 30, &c) == 0,
+	      "errno_start did not run");
+	CHECK(a.status == 0 && !strcmp(a.out, b.out) && !strcmp(a.out, c.out),
+	      "errno at main: plain '%s', preloaded '%s', launched '%s'", a.out, b.out, c.out);
+	trun_free(&a);
+	trun_free(&b);
+	trun_free(&c);
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

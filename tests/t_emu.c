@@ -571,19 +571,107 @@ int test_emu_cupti_correlation(void)
 	json_t *k = json_object_get(json_object_get(rep, "job"), "kernels");
 	CHECK(json_array_size(k) >= 2, "kernels by device time: %zu", json_array_size(k));
 	json_decref(rep);
-	/* the Chrome trace draws a flow from each call to its kernel */
+	/* CUPTI's records name the calling thread (its system thread ids): the
+	 * dump shows them on the thread that launched, not on a thread of ours */
 	char cmd[PATH_MAX * 2];
+	snprintf(cmd, sizeof cmd, "%s --dump %s", tbuild("bin/ddlprof-report"), tdir);
+	FILE *dp = popen(cmd, "r");
+	CHECK(dp, "cannot run %s", cmd);
+	char dl[4096];
+	int api_on_launcher = 0, api_all = 0;
+	while (fgets(dl, sizeof dl, dp)) {
+		char host[256], ev[64];
+		long pid, tid;
+		if (sscanf(dl, "%255s %ld %ld %*f %63s", host, &pid, &tid, ev) != 4 || strcmp(ev, "cuda_api"))
+			continue;
+		api_all++;
+		api_on_launcher += tid == pid; /* emu_check launches from its main thread */
+	}
+	pclose(dp);
+	CHECK(api_all == 27 && api_on_launcher == 27, "%d of %d CUDA call records on the launching thread",
+	      api_on_launcher, api_all);
+	/* the Chrome trace draws a flow from each call to its kernel, each
+	 * starting inside a slice of the calling thread (Perfetto drops the
+	 * others): the wrapped call's, or CUPTI's record of a call not seen */
 	snprintf(cmd, sizeof cmd, "%s --chrome %s", tbuild("bin/ddlprof-report"), tdir);
 	FILE *p = popen(cmd, "r");
 	CHECK(p, "cannot run %s", cmd);
-	char line[8192];
-	int flows = 0, ends = 0;
-	while (fgets(line, sizeof line, p)) {
-		flows += strstr(line, "\"ph\":\"s\"") != NULL;
-		ends += strstr(line, "\"ph\":\"f\"") != NULL;
-	}
+	json_t *ct = json_loadf(p, 0, NULL);
 	pclose(p);
+	CHECK(ct, "the Chrome trace is not JSON");
+	json_t *evs = json_object_get(ct, "traceEvents"), *x, *y;
+	size_t i, j;
+	int flows = 0, ends = 0, enclosed = 0, api_slices = 0;
+	json_array_foreach(evs, i, x) {
+		const char *ph = json_string_value(json_object_get(x, "ph"));
+		if (!ph || strcmp(ph, "X") || strcmp(json_string_value(json_object_get(x, "cat")), "cuda"))
+			continue;
+		api_slices += json_is_object(json_object_get(x, "args")) &&
+		              json_object_get(json_object_get(x, "args"), "seen_by");
+	}
+	json_array_foreach(evs, i, x) {
+		const char *ph = json_string_value(json_object_get(x, "ph"));
+		ends += ph && !strcmp(ph, "f");
+		if (!ph || strcmp(ph, "s"))
+			continue;
+		flows++;
+		double ts = json_number_value(json_object_get(x, "ts"));
+		json_int_t pid = json_integer_value(json_object_get(x, "pid"));
+		json_int_t tid = json_integer_value(json_object_get(x, "tid"));
+		json_array_foreach(evs, j, y) {
+			const char *yph = json_string_value(json_object_get(y, "ph"));
+			double a = json_number_value(json_object_get(y, "ts"));
+			double d = json_number_value(json_object_get(y, "dur"));
+			if (yph && !strcmp(yph, "X") && json_integer_value(json_object_get(y, "pid")) == pid &&
+			    json_integer_value(json_object_get(y, "tid")) == tid && a <= ts && ts <= a + d) {
+				enclosed++;
+				break;
+			}
+		}
+	}
+	json_decref(ct);
+	CHECK(enclosed == flows, "%d of %d flow starts inside a slice of their thread", enclosed, flows);
+	CHECK(api_slices == 2, "%d slices of calls only CUPTI saw, want 2", api_slices);
 	CHECK(flows == 26 && ends == 26, "%d flow starts and %d ends in the Chrome trace, want 26", flows, ends);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Signals during every CUDA and NCCL call the library wraps: emu_check's
+ * signals mode runs launches, copies, memsets, syncs and all-reduces under
+ * a 100 us timer (no SA_RESTART) and checks each result; under ddlprof its
+ * output and status must be those of a plain run, and the calls recorded.
+ */
+int test_emu_signal_storm(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *plain_argv[] = {(char *)bin, "signals", NULL};
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)bin, "signals", NULL};
+	struct ddl_run_result plain, r;
+	CHECK(trun(plain_argv, NULL, 120, &plain) == 0 && WIFEXITED(plain.status) && WEXITSTATUS(plain.status) == 0,
+	      "emu_check signals: %s", plain.err);
+	CHECK(trun(argv, NULL, 120, &r) == 0 && r.status == plain.status, "under ddlprof: status %#x: %s", r.status,
+	      r.err);
+	CHECK(!strcmp(plain.out, r.out), "output differs:\n%s---\n%s", plain.out, r.out);
+	trun_free(&plain);
+	trun_free(&r);
+	int st;
+	json_t *rep = treport(tdir, &st);
+	CHECK(rep && st == 0, "report of the signals run");
+	json_t *p = json_array_get(json_object_get(rep, "processes"), 0);
+	json_t *g = json_object_get(p, "gpu");
+	json_int_t launches = json_integer_value(json_object_get(g, "launches"));
+	json_int_t colls = json_integer_value(json_object_get(json_object_get(p, "collectives"), "count"));
+	CHECK(launches == 600, "%lld launches recorded, want 600", (long long)launches);
+	CHECK(colls == 600, "%lld collectives recorded, want 600", (long long)colls);
+	json_decref(rep);
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

@@ -85,16 +85,26 @@ int test_launcher_dir_safety(void)
 		      strstr(r.err, "another user"), "other user: %d %s", ddl_status(&r), r.err);
 		trun_free(&r);
 	}
-	/* a directory of ours open to others is closed, and used */
-	char open_dir[PATH_MAX];
+	/* an existing directory is never changed: one others may write into is
+	 * refused, a sticky one is used as it is */
+	char open_dir[PATH_MAX], sticky[PATH_MAX];
 	snprintf(open_dir, sizeof open_dir, "%s/open", dir);
+	snprintf(sticky, sizeof sticky, "%s/sticky", dir);
 	mkdir(open_dir, 0700);
 	chmod(open_dir, 0770);
+	mkdir(sticky, 0700);
+	chmod(sticky, 01777);
 	char *a6[] = {(char *)L, "-q", "-o", open_dir, (char *)tbuild("tests/progs/exitcode"), NULL};
-	CHECK(trun(a6, NULL, 20, &r) == 0 && ddl_status(&r) == 7 && strstr(r.err, "now 0700"),
+	CHECK(trun(a6, NULL, 20, &r) == 0 && ddl_status(&r) == 125 && strstr(r.err, "others can write"),
 	      "mode 0770: %d %s", ddl_status(&r), r.err);
-	CHECK(stat(open_dir, &st) == 0 && (st.st_mode & 0777) == 0700, "mode %o after the run",
-	      st.st_mode & 0777);
+	CHECK(stat(open_dir, &st) == 0 && (st.st_mode & 07777) == 0770, "mode %o after the run",
+	      st.st_mode & 07777);
+	trun_free(&r);
+	char *a8[] = {(char *)L, "-q", "-o", sticky, (char *)tbuild("tests/progs/exitcode"), NULL};
+	CHECK(trun(a8, NULL, 20, &r) == 0 && ddl_status(&r) == 7 && r.nerr == 0, "mode 1777: %d %s",
+	      ddl_status(&r), r.err);
+	CHECK(stat(sticky, &st) == 0 && (st.st_mode & 07777) == 01777, "mode %o after the run",
+	      st.st_mode & 07777);
 	trun_free(&r);
 	/* one that cannot be made (even by root) costs the profile, not the run:
 	 * one line, even with -q, and the command's own status */

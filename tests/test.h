@@ -20,6 +20,10 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_corruption_every_chunk) \
 	X(reader_bad_headers) \
 	X(reader_clock) \
+	X(reader_hostile_times) \
+	X(report_hostile_sums) \
+	X(fuzzseeds_traces) \
+	X(fuzzseeds_loaders) \
 	X(e2e_tcp_mix) \
 	X(e2e_udp) \
 	X(e2e_socketpair) \
@@ -51,6 +55,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_fatal_signal_handler) \
 	X(e2e_dir_mode_fixed) \
 	X(e2e_signal_storm_calls) \
+	X(e2e_errno_at_start) \
 	X(e2e_rank_env) \
 	X(e2e_two_hosts) \
 	X(e2e_marker_iterations) \
@@ -64,6 +69,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(emu_error_codes) \
 	X(emu_launch_records) \
 	X(emu_cupti_correlation) \
+	X(emu_signal_storm) \
 	X(emu_nccl_two_hosts) \
 	X(emu_nccl_one_host) \
 	X(emu_nccl_one_process) \

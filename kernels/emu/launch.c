@@ -232,7 +232,8 @@ static void emu_act_end(const struct emu_act_call *c, const char *api, int drive
 		return;
 	struct ddlemu_activity a = {.kind = DDLEMU_ACT_API, .corr = c->corr, .start = c->t0, .end = emu_now(),
 	                            .api = api, .driver = driver, .result = result,
-	                            .tid = (uint32_t)syscall(SYS_gettid)};
+	                            .tid = (uint32_t)syscall(SYS_gettid),
+	                            .self = (uint32_t)(uintptr_t)pthread_self()};
 	c->fn(&a);
 }
 

@@ -30,6 +30,8 @@ static CUpti_BuffersCallbackRequestFunc fake_request;
 static CUpti_BuffersCallbackCompleteFunc fake_complete;
 static unsigned char fake_kind_on[FAKE_MAX_KIND];
 static unsigned char fake_rt_on[FAKE_MAX_CBID], fake_drv_on[FAKE_MAX_CBID];
+/* CUPTI's default thread ids are pthread_self() cut to 32 bits; SYSTEM gives gettid */
+static CUpti_ActivityThreadIdType fake_tid_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
 
 /* Records made and not yet delivered. */
 union fake_rec {
@@ -106,7 +108,7 @@ static void fake_hook(const struct ddlemu_activity *a)
 		r.api.start = a->start;
 		r.api.end = a->end;
 		r.api.processId = (uint32_t)getpid();
-		r.api.threadId = a->tid;
+		r.api.threadId = fake_tid_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? a->tid : a->self;
 		r.api.correlationId = a->corr;
 		r.api.returnValue = (uint32_t)a->result;
 	} else if (a->kind == DDLEMU_ACT_KERNEL) {
@@ -173,6 +175,14 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
 {
 	return fake_enable_api(fake_drv_on, cbid, enable);
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
+{
+	if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	fake_tid_type = type;
+	return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *ts)

@@ -9,6 +9,7 @@
  *   errors                  error codes of the runtime and of NCCL (one-rank communicator)
  *   launches                launches of every shape a profiler records (see mode_launches)
  *   cupti                   queued, driver, failing and unwrapped launches (see mode_cupti)
+ *   signals                 the CUDA and NCCL calls under a 100 us timer (see mode_signals)
  *   nccl RANK N DIR COLOR   one rank of a multi-process job (unique id through DIR/id)
  *   initall                 ncclCommInitAll and grouped initialisation in one process
  *   peerdeath RANK DIR      two ranks; rank 1 dies, rank 0 must see an error, not hang
@@ -25,10 +26,12 @@
 #include <math.h>
 #include <nccl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1095,6 +1098,79 @@ static void mode_cupti(void)
 	CK(cudaStreamDestroy(s));
 }
 
+/*
+ * Signals arriving during the CUDA and NCCL calls a profiler wraps: a
+ * 100 us interval timer whose handler is installed without SA_RESTART
+ * interrupts launches, copies, memsets, stream, event and device syncs and
+ * NCCL collectives, for 300 rounds. Every result is checked; the output
+ * does not depend on how many signals came.
+ */
+static volatile sig_atomic_t ticks;
+static void on_tick(int sig)
+{
+	(void)sig;
+	ticks++;
+}
+
+static void mode_signals(void)
+{
+	enum { N = 2, ROUNDS = 300, CNT = 4096 };
+	struct sigaction sa = {0};
+	sa.sa_handler = on_tick; /* no SA_RESTART */
+	sigemptyset(&sa.sa_mask);
+	EXPECT(sigaction(SIGALRM, &sa, NULL) == 0, "sigaction");
+	ncclComm_t c[N];
+	cudaStream_t s[N];
+	cudaEvent_t ev[N];
+	float *x[N], *scratch[N];
+	NK(ncclCommInitAll(c, N, NULL));
+	for (int i = 0; i < N; i++) {
+		CK(cudaSetDevice(i));
+		CK(cudaStreamCreate(&s[i]));
+		CK(cudaEventCreate(&ev[i]));
+		CK(cudaMalloc((void **)&scratch[i], ddk_scratch_floats() * sizeof(float)));
+		x[i] = dmalloc(CNT * sizeof(float));
+	}
+	struct itimerval it = {{0, 100}, {0, 100}};
+	EXPECT(setitimer(ITIMER_REAL, &it, NULL) == 0, "setitimer");
+	float h[CNT], back[CNT];
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < N; i++) {
+			CK(cudaSetDevice(i));
+			for (int k = 0; k < CNT; k++)
+				h[k] = (float)(r + i);
+			CK(cudaMemcpy(x[i], h, sizeof h, cudaMemcpyHostToDevice));
+			CK(ddk_compute(s[i], 20000, scratch[i]));
+			CK(cudaEventRecord(ev[i], s[i]));
+			CK(cudaEventSynchronize(ev[i]));
+		}
+		NK(ncclGroupStart());
+		for (int i = 0; i < N; i++)
+			NK(ncclAllReduce(x[i], x[i], CNT, ncclFloat, ncclSum, c[i], s[i]));
+		NK(ncclGroupEnd());
+		for (int i = 0; i < N; i++) {
+			CK(cudaSetDevice(i));
+			CK(cudaStreamSynchronize(s[i]));
+			CK(cudaMemcpyAsync(back, x[i], sizeof back, cudaMemcpyDeviceToHost, s[i]));
+			CK(cudaStreamSynchronize(s[i]));
+			EXPECT(back[0] == (float)(2 * r + 1) && back[CNT - 1] == (float)(2 * r + 1),
+			       "round %d device %d: %g, want %d", r, i, (double)back[0], 2 * r + 1);
+			CK(cudaMemsetAsync(x[i], 0, sizeof h, s[i]));
+		}
+		CK(cudaDeviceSynchronize());
+	}
+	struct itimerval off = {{0, 0}, {0, 0}};
+	setitimer(ITIMER_REAL, &off, NULL);
+	EXPECT(ticks > 0, "no signal arrived");
+	for (int i = 0; i < N; i++) {
+		NK(ncclCommDestroy(c[i]));
+		CK(cudaSetDevice(i));
+		CK(cudaStreamDestroy(s[i]));
+		CK(cudaEventDestroy(ev[i]));
+	}
+	printf("rounds %d\n", ROUNDS);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1115,10 +1191,12 @@ int main(int argc, char **argv)
 		mode_launches();
 	else if (!strcmp(mode, "cupti"))
 		mode_cupti();
+	else if (!strcmp(mode, "signals"))
+		mode_signals();
 	else if (!strcmp(mode, "peerdeath") && argc == 4)
 		mode_peerdeath(atoi(argv[2]), argv[3]);
 	else
-		fail("usage: emu_check kernel|streams|memcpy|errors|initall|launches|cupti|nccl RANK N DIR COLOR|peerdeath RANK DIR");
+		fail("usage: emu_check kernel|streams|memcpy|errors|initall|launches|cupti|signals|nccl RANK N DIR COLOR|peerdeath RANK DIR");
 	printf("ok\n");
 	return 0;
 }

@@ -5,7 +5,7 @@
  * handed to the loader through a memfd as /proc/self/fd/N, since the
  * loaders take a path. A loader must never crash, leak or read out of
  * bounds; what it loads must be a job the engine can run (a count of GPUs,
- * times inside 0..1e10 s); and every line it writes on stderr must name the
+ * times inside 0..1e10 s, or a run of iterations still to be timed); and every line it writes on stderr must name the
  * file, a skipped record also its line ("PATH:LINE: ") or record ("PATH:
  * record N"). stderr is swapped for a memory stream around the call (the
  * sanitizers write to fd 2 directly, so their reports still show). Built by
@@ -98,8 +98,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0)
 		for (size_t i = 0; i < t.n; i++) {
 			const struct ddl_sim_job *j = &t.jobs[i];
-			if (j->gpus < 1 || !ddl_sim_time_ok(j->arrival) || !(j->work > 0) ||
-			    !ddl_sim_time_ok(j->work) || !memchr(j->id, 0, sizeof j->id) ||
+			/* work 0: it comes from iterations x the iteration time (sim.c) */
+			int run = j->work > 0 ? ddl_sim_time_ok(j->work)
+			                      : j->work == 0 && j->iterations > 0 && j->iterations <= 1e15;
+			if (j->gpus < 1 || !ddl_sim_time_ok(j->arrival) || !run ||
+			    !memchr(j->id, 0, sizeof j->id) ||
 			    !memchr(j->model, 0, sizeof j->model) || !(j->slow[DDL_SIM_RACK] >= 1) ||
 			    !(j->slow[DDL_SIM_CLUSTER] >= 1))
 				abort(); /* every loaded job is one the engine can run */

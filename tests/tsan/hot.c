@@ -30,29 +30,25 @@
  * program only calls the wrappers and the exported test hook. Not covered:
  * fork (TSan does not support a multi-threaded process's child starting
  * threads, as ours does its writer) and the CUDA/NCCL wrappers (built
- * without CUDA here). About 4 s. Prints "N passed, N failed"; exits 1 on
+ * without CUDA here: gpu_hot.c covers them). The checks, the profiled child
+ * and the syscall() that keeps TSan's descriptor 2 are in harness.c. About
+ * 4 s. Prints "N passed, N failed"; exits 1 on
  * failure.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <dlfcn.h>
-#include <errno.h>
 #include <ifaddrs.h>
-#include <linux/close_range.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ddlprof/ddlprof.h"
+#include "harness.h"
 #include "trace_read.h"
 
 #define ROUNDS 4
@@ -63,50 +59,7 @@
 
 void *ddl_real_set(const char *name, void *fn);
 
-static int passed, failed;
 static pthread_barrier_t start; /* a round's threads go together */
-
-static void check(int ok, const char *what)
-{
-	if (ok) {
-		passed++;
-	} else {
-		failed++;
-		fprintf(stderr, "tsan: FAILED: %s\n", what);
-	}
-}
-
-/*
- * The writer thread gives itself a descriptor table with nothing in it
- * (close_range(0, ~0, CLOSE_RANGE_UNSHARE) through syscall()), so a TSan
- * report made on that thread would have no descriptor 2 to go to, or would
- * land in whatever the writer opened there. The library's syscall() calls
- * land here (it is compiled into this program): that one call keeps
- * descriptor 2; everything else goes to libc's syscall().
- */
-long syscall(long nr, ...)
-{
-	static long (*real_syscall)(long, ...);
-	long (*real)(long, ...) = __atomic_load_n(&real_syscall, __ATOMIC_RELAXED);
-	va_list ap;
-	long a[6];
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	if (!real) {
-		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-		__atomic_store_n(&real_syscall, real, __ATOMIC_RELAXED);
-	}
-	if (nr == SYS_close_range && (unsigned)a[0] == 0 && (unsigned)a[1] == ~0u &&
-	    (a[2] & CLOSE_RANGE_UNSHARE)) {
-		long r = real(SYS_close_range, 0u, 1u, (unsigned)a[2]);
-		if (r == 0)
-			real(SYS_close_range, 3u, ~0u, 0u);
-		return r;
-	}
-	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-}
 
 static ssize_t fake_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
                            socklen_t tolen)
@@ -302,77 +255,37 @@ static int read_traces(const char *dir, size_t *nfiles, size_t *threads, uint64_
 	return 0;
 }
 
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlink(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "run"))
 		return run();
 
-	char dir[] = "/tmp/ddlprof-tsan.XXXXXX";
-	if (!mkdtemp(dir)) {
-		perror("tsan: mkdtemp");
+	char dir[64];
+	static const char *const env[] = {"DDLPROF_BUFFER_EVENTS=64", "DDLPROF_FLUSH_MS=1", NULL};
+	if (tsan_run_profiled(argv[0], dir, env, TIMEOUT_S) < 0)
 		return 1;
-	}
-	pid_t pid = fork();
-	if (pid < 0)
-		return 1;
-	if (pid == 0) {
-		unsetenv("DDLPROF_DISABLE");
-		setenv("DDLPROF_DIR", dir, 1);
-		setenv("DDLPROF_BUFFER_EVENTS", "64", 1);
-		setenv("DDLPROF_FLUSH_MS", "1", 1);
-		setenv("DDLPROF_QUIET", "1", 1);
-		alarm(TIMEOUT_S);
-		execl("/proc/self/exe", argv[0], "run", (char *)NULL);
-		_exit(127);
-	}
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	char what[128];
-	snprintf(what, sizeof what, "the workload exits 0 (status %d%s)",
-	         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
-	         WIFEXITED(st) && WEXITSTATUS(st) == 66 ? ": ThreadSanitizer reports above"
-	         : WIFSIGNALED(st)                      ? ", a signal"
-	                                                : "");
-	check(WIFEXITED(st) && WEXITSTATUS(st) == 0, what);
 
 	size_t nfiles = 0, threads = 0, remote = 0, misclassed = 0;
 	uint64_t sendto = 0, marks = 0, dropped = 0;
 	int clean = 0;
 	int rc = read_traces(dir, &nfiles, &threads, &sendto, &marks, &dropped, &clean, &remote,
 	                     &misclassed);
-	check(rc == 0 && nfiles == 1, "one readable trace");
-	check(clean, "the trace ends with an end chunk, nothing truncated or corrupt");
+	tsan_check(rc == 0 && nfiles == 1, "one readable trace");
+	tsan_check(clean, "the trace ends with an end chunk, nothing truncated or corrupt");
 	/* Rings of ended threads are reused, but each thread gets an index. */
-	check(threads >= ROUNDS * NTHREADS, "every thread of every round is in the trace");
+	tsan_check(threads >= ROUNDS * NTHREADS, "every thread of every round is in the trace");
 	uint64_t calls = (uint64_t)ROUNDS * NTHREADS * FAKE_SENDS;
-	check(sendto <= calls && sendto + dropped >= calls,
-	      "every sendto is recorded or counted as dropped");
-	check(marks > 0, "markers recorded");
+	tsan_check(sendto <= calls && sendto + dropped >= calls,
+	           "every sendto is recorded or counted as dropped");
+	tsan_check(marks > 0, "markers recorded");
 	/* a TEST-NET-3 host per thread, 30 ports each, met by threads at once */
-	check(remote > 250 && !misclassed, "peers off the host classed remote, the host's local");
+	tsan_check(remote > 250 && !misclassed, "peers off the host classed remote, the host's local");
 	fprintf(stderr,
 	        "tsan: %zu threads, %llu of %llu sendto recorded, %llu events dropped, %zu remote "
 	        "peers\n",
 	        threads, (unsigned long long)sendto, (unsigned long long)calls,
 	        (unsigned long long)dropped, remote);
 
-	remove_dir(dir);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	tsan_remove_dir(dir);
+	return tsan_summary();
 }

@@ -1,0 +1,163 @@
+/*
+ * Trace files with times at the edges of what a clock can give, through
+ * the reader and ddlprof-report: a header starting its clock before 1970
+ * or after 2116 is refused, naming the file and the field; a clock sample
+ * with such a time is damage; a file at the very edge still reads, its
+ * times stay within trace_read.h's bounds, and the report's sums over
+ * events saturate instead of wrapping. The sanitizer build (make check)
+ * also sees any overflow on the way.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddlprof/crc32c.h"
+#include "test.h"
+#include "trace_read.h"
+
+#define HT_NSEND 8
+#define HT_EDGE (INT64_C(1) << 62) /* 2116-02-20: the latest start accepted */
+
+/* A piece of a trace file: a chunk's type and payload, or (type 0) raw bytes. */
+struct ht_part {
+	unsigned type;
+	const void *p;
+	size_t n;
+};
+
+/* Writes the N parts to PATH, each chunk behind its checked header; 0 or -1. */
+static int ht_write(const char *path, const struct ht_part *v, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	int ok = f != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		struct ddl_chunk c = {DDL_CHUNK_MAGIC, (uint16_t)v[i].type, 0, (uint32_t)v[i].n,
+		                      (uint32_t)v[i].n, ddl_crc32c(v[i].p, v[i].n), 0};
+		c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+		ok = (!v[i].type || fwrite(&c, sizeof c, 1, f) == 1) && fwrite(v[i].p, 1, v[i].n, f) == v[i].n;
+	}
+	if (f && fclose(f))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/*
+ * A trace on a 1 kHz tick (1 ms a tick, the slowest the reader takes)
+ * whose header starts at MONO and REAL, with a second clock sample 500 s
+ * later holding SAMPLE_REAL, and HT_NSEND sends each as long as the
+ * format can say (2^48 ticks: capped at 2^61 ns). Written to PATH.
+ */
+static int ht_trace(const char *path, int64_t mono, int64_t real, int64_t sample_real)
+{
+	struct ddl_file_header h = {.ident = "DDL", .byte_order = DDL_BYTE_ORDER_MAGIC,
+	                            .version = DDL_FORMAT_VERSION, .min_reader = 1,
+	                            .header_size = sizeof h, .pid = 77, .rank = -1, .world_size = -1,
+	                            .local_rank = -1, .clock_source = DDL_CLOCK_TSC, .tick_hz = 1000,
+	                            .start_ticks = 1000000, .start_mono_ns = mono,
+	                            .start_real_ns = real, .host = "edge", .run_id = "hostile-1"};
+	h.ident[3] = 'T'; /* "DDLT" has no room for its NUL in the initializer */
+	h.hcrc = ddl_crc32c(&h, offsetof(struct ddl_file_header, hcrc));
+	/* wrapping: MONO may be anything */
+	struct ddl_clock_sample s = {h.start_ticks + 500000,
+	                             (int64_t)((uint64_t)mono + 500000000000u), sample_real};
+	struct ddl_event ev[HT_NSEND];
+	memset(ev, 0, sizeof ev);
+	for (int i = 0; i < HT_NSEND; i++) {
+		ev[i].start = h.start_ticks + 1000 * (uint64_t)i;
+		ev[i].dur = UINT32_MAX;
+		ev[i].kind = DDL_EV_SEND;
+		ev[i].flags = DDL_EVF_LONG;
+		ev[i].result = 100;
+		ev[i].fd = 3;
+	}
+	struct ddl_end end = {HT_NSEND, 0, DDL_END_EXIT, 0};
+	const struct ht_part parts[] = {{0, &h, sizeof h},
+	                                {DDL_CHUNK_CLOCK, &s, sizeof s},
+	                                {DDL_CHUNK_EVENTS, ev, sizeof ev},
+	                                {DDL_CHUNK_END, &end, sizeof end}};
+	return ht_write(path, parts, sizeof parts / sizeof *parts);
+}
+
+int test_reader_hostile_times(void)
+{
+	char *dir = tmpdir(), path[PATH_MAX], err[512];
+	snprintf(path, sizeof path, "%s/edge.ddlt", dir);
+	const int64_t s500 = 500 * INT64_C(1000000000);
+	static const struct {
+		int64_t mono, real;
+		const char *field; /* NULL: accepted */
+	} hdr[] = {
+		{0, 0, NULL},
+		{HT_EDGE - s500, HT_EDGE - s500, NULL},
+		{HT_EDGE, HT_EDGE, NULL},
+		{1, -1, "start_real_ns -1 is not a time between 1970 and 2116"},
+		{1, HT_EDGE + 1, "start_real_ns"},
+		{1, INT64_MIN, "start_real_ns"},
+		{-1, 1, "start_mono_ns -1 is not a CLOCK_MONOTONIC reading"},
+		{INT64_MAX, 1, "start_mono_ns"},
+	};
+	for (size_t i = 0; i < sizeof hdr / sizeof *hdr; i++) {
+		CHECK(ht_trace(path, hdr[i].mono, hdr[i].real, hdr[i].real) == 0, "cannot write %s", path);
+		struct ddl_trace t;
+		int rc = ddl_trace_read(path, &t, err, sizeof err);
+		if (hdr[i].field) {
+			CHECK(rc < 0 && !strncmp(err, path, strlen(path)) && strstr(err, hdr[i].field),
+			      "header %zu: rc %d, '%s'", i, rc, rc < 0 ? err : "");
+		} else {
+			CHECK(rc == 0, "header %zu refused: %s", i, err);
+			/* the start sample, and the second unless it is past 2^62 */
+			CHECK(t.nev == HT_NSEND && t.nclk == (hdr[i].mono + s500 <= HT_EDGE ? 2u : 1u),
+			      "header %zu: %zu events, %zu samples", i, t.nev, t.nclk);
+			for (size_t k = 0; k < t.nev; k++) {
+				int64_t a = ddl_trace_real_ns(&t, t.ev[k].start), d = ddl_trace_dur_ns(&t, &t.ev[k]);
+				int64_t m = ddl_trace_mono_ns(&t, t.ev[k].start);
+				CHECK(a >= DDL_NS_MIN && a <= DDL_NS_MAX && m >= DDL_NS_MIN && m <= DDL_NS_MAX,
+				      "header %zu event %zu at %lld / %lld", i, k, (long long)a, (long long)m);
+				CHECK(d == DDL_DUR_MAX, "header %zu event %zu lasts %lld ns", i, k, (long long)d);
+			}
+			CHECK(ddl_trace_real_ns(&t, UINT64_MAX) <= DDL_NS_MAX &&
+			      ddl_trace_real_ns(&t, 0) >= DDL_NS_MIN, "header %zu: unclamped ends", i);
+		}
+		ddl_trace_free(&t);
+	}
+	/* a clock sample no clock gives is damage: its chunk is skipped, named */
+	static const int64_t bad[] = {-1, HT_EDGE + 1, INT64_MIN, INT64_MAX};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		CHECK(ht_trace(path, 1000000000, 1767225600000000000, bad[i]) == 0, "cannot write");
+		struct ddl_trace t;
+		CHECK(ddl_trace_read(path, &t, err, sizeof err) == 0, "%s", err);
+		int named = 0;
+		for (int k = 0; k < t.nproblems; k++)
+			named |= strstr(t.problems[k], path) && strstr(t.problems[k], "realtime") &&
+			         strstr(t.problems[k], "(damaged or forged times; chunk skipped)");
+		CHECK(t.corrupt && t.nclk == 1 && named, "sample real %lld: corrupt %d, %zu samples",
+		      (long long)bad[i], t.corrupt, t.nclk);
+		ddl_trace_free(&t);
+	}
+	trm(dir);
+	return DDL_PASS;
+}
+
+int test_report_hostile_sums(void)
+{
+	char *dir = tmpdir(), path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/edge.ddlt", dir);
+	const int64_t s500 = 500 * INT64_C(1000000000);
+	CHECK(ht_trace(path, HT_EDGE - s500, HT_EDGE - s500, HT_EDGE) == 0, "cannot write %s", path);
+	int status;
+	json_t *rep = treport(dir, &status);
+	CHECK(rep && status == 0, "ddlprof-report --json status %d", status);
+	json_t *p = tproc(rep, 77);
+	CHECK(p, "no process 77 in the report");
+	json_t *net = json_object_get(p, "network");
+	double in_calls = json_number_value(json_object_get(net, "time_in_calls_s"));
+	double wall = json_number_value(json_object_get(p, "wall_s"));
+	/* 8 sends of 2^61 ns: the sum saturates at INT64_MAX ns, not wraps */
+	CHECK(json_integer_value(json_object_get(net, "calls")) == HT_NSEND, "calls");
+	CHECK(fabs(in_calls / ((double)INT64_MAX / 1e9) - 1) < 1e-4, "time in calls %g s", in_calls);
+	CHECK(wall >= 0 && wall < 1e6, "wall %g s", wall);
+	json_decref(rep);
+	trm(dir);
+	return DDL_PASS;
+}
