@@ -637,7 +637,9 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
                      size_t errlen)
 {
 	memset(t, 0, sizeof *t);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named like a trace must not hang the open (it is
+	 * refused below, as anything but a regular file is) */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "%s", strerror(errno));

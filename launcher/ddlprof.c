@@ -131,7 +131,7 @@ static void ddl_make_parents(const char *dir)
  * never changed. Returns 0; 1 when the traces cannot be written there (no
  * permission, a read-only or full file system), which costs the profile,
  * not the job; -1 for what looks like a trap (a symbolic link, a file,
- * another user's directory, one others may write into), refused. Says why
+ * another user's directory, one every user may write into), refused. Says why
  * in one line either way.
  */
 static int ddl_prepare_dir(const char *dir)
@@ -156,11 +156,13 @@ static int ddl_prepare_dir(const char *dir)
 		        dir, (unsigned)st.st_uid);
 		return -1;
 	}
-	/* An existing directory is never changed: one others may write into
-	 * (and that is not sticky) lets them replace or remove the traces. */
-	if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
-		fprintf(stderr, "ddlprof: others can write into %s (mode %04o); refusing to write traces "
-		        "there: use a directory only you can write\n", dir, (unsigned)(st.st_mode & 07777));
+	/* An existing directory is never changed: one every user may write
+	 * into (and that is not sticky) lets them replace or remove the traces.
+	 * Group write is the group's business (a umask of 002 gives it). */
+	if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX)) {
+		fprintf(stderr, "ddlprof: every user can write into %s (mode %04o); refusing to write "
+		        "traces there: use a directory others cannot write\n", dir,
+		        (unsigned)(st.st_mode & 07777));
 		return -1;
 	}
 	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
@@ -186,9 +188,16 @@ static void ddl_warn_other_runs(const char *dir, const char *run)
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		/* a regular file of ours only: in a sticky directory others may
+		 * leave a FIFO (which would block a plain open) or a forgery */
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			continue;
+		struct stat fst;
+		if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode) || fst.st_uid != geteuid()) {
+			close(fd);
+			continue;
+		}
 		struct ddl_file_header h;
 		ssize_t n = read(fd, &h, sizeof h);
 		close(fd);

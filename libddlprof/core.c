@@ -265,8 +265,8 @@ static int ddl_settings_load(struct ddl_settings *c)
  * names one) is created now, mode 0700; the default one waits for the first
  * write, so that programs which record nothing leave no empty directory in
  * every working directory. An existing directory must be a real directory
- * of ours, as the launcher demands; one that others may write into is ours
- * to close (0700), said in one line. Returns 0, or a negative errno with
+ * of ours, as the launcher demands, and not one every user may write into
+ * (unless sticky); it is never changed. Returns 0, or a negative errno with
  * *why naming the problem where strerror would not.
  */
 static int ddl_dir_prepare(const char *dir, int create, const char **why)
@@ -289,10 +289,11 @@ static int ddl_dir_prepare(const char *dir, int create, const char **why)
 		*why = "it belongs to another user";
 		return -EPERM;
 	}
-	/* An existing directory is never changed: one others may write into
-	 * (and that is not sticky) lets them replace or remove the traces. */
-	if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
-		*why = "others can write into it (use a directory only you can write)";
+	/* An existing directory is never changed: one every user may write
+	 * into (and that is not sticky) lets them replace or remove the traces.
+	 * Group write is the group's business (a umask of 002 gives it). */
+	if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX)) {
+		*why = "every user can write into it (use a directory others cannot write)";
 		return -EPERM;
 	}
 	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)

@@ -15,6 +15,7 @@
 #ifdef DDL_HAVE_CUDA
 #include <link.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -84,11 +85,18 @@ static pthread_mutex_t ddl_next_lock = PTHREAD_MUTEX_INITIALIZER;
 void *ddl_gpu_next_slot(void **slot, const char *name)
 {
 	void *f = ddl_gpu_next(name); /* not under our lock: dlsym takes the loader's */
+	/* the wrappers call through the slot itself, so it is filled before
+	 * any returns; no signal handler of this thread comes in while it
+	 * holds the lock (its own first call would wait for it). Once per slot. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_mutex_lock(&ddl_next_lock);
 	void *cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	if (!cur && f)
 		__atomic_store_n(slot, cur = f, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ddl_next_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return cur;
 }
 
@@ -112,18 +120,26 @@ int ddl_cuda_own_resolve(void)
 	 * lock); ddl_cu is read without a lock only once done. */
 	enum { n = sizeof names / sizeof names[0] };
 	void *f[n];
+	/* no signal handler of this thread may come in while it holds the lock
+	 * (its CUDA call would wait for it): blocked, until the table is done */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_mutex_lock(&ddl_next_lock);
 	for (size_t i = 0; i < n; i++)
 		f[i] = *(void **)((char *)&ddl_cu + names[i].off);
 	pthread_mutex_unlock(&ddl_next_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	for (size_t i = 0; i < n; i++)
 		if (!f[i])
 			f[i] = ddl_gpu_next(names[i].name);
 	int missing = 0;
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_mutex_lock(&ddl_next_lock);
 	if (atomic_load_explicit(&done, memory_order_relaxed)) {
 		/* completed meanwhile: the slots are no longer ours to write */
 		pthread_mutex_unlock(&ddl_next_lock);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -139,6 +155,7 @@ int ddl_cuda_own_resolve(void)
 	if (!missing)
 		atomic_store_explicit(&done, 1, memory_order_release);
 	pthread_mutex_unlock(&ddl_next_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return missing ? -1 : 0;
 }
 

@@ -484,28 +484,29 @@ int test_e2e_unwritable_dir(void)
 }
 
 /*
- * An existing trace directory is never changed. One of ours that others
- * may write into (and is not sticky) is refused by the library: one line,
- * the program as without it, nothing traced, the mode as it was. A sticky
- * one (others cannot replace our files) and one others may only read are
- * used as they are.
+ * An existing trace directory is never changed. One of ours that every
+ * user may write into (and is not sticky) is refused by the library: one
+ * line, the program as without it, nothing traced, the mode as it was. A
+ * sticky one (others cannot replace our files), a group-writable one (a
+ * umask of 002 makes them) and one others may only read are used as they
+ * are.
  */
 int test_e2e_dir_mode_fixed(void)
 {
-	static const unsigned modes[] = {0777, 0770, 01777, 0755};
+	static const unsigned modes[] = {0777, 0707, 0770, 01777, 0755};
 	char *dir = tmpdir(), t[PATH_MAX];
 	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
 		snprintf(t, sizeof t, "%s/t%zu", dir, i);
 		mkdir(t, 0700);
 		chmod(t, modes[i]);
-		int refused = (modes[i] & 022) && !(modes[i] & 01000);
+		int refused = (modes[i] & 002) && !(modes[i] & 01000);
 		struct ddl_run_result a, b;
 		char what[64];
 		snprintf(what, sizeof what, "directory mode %04o", modes[i]);
 		CHECK(ddl_run_into(t, &a, &b) == 0, "tcp_mix did not finish");
 		int empty, n = ddl_count_traces(t, &empty);
 		if (refused) {
-			if (ddl_same_one_line(what, &a, &b, "others can write into it") != DDL_PASS)
+			if (ddl_same_one_line(what, &a, &b, "every user can write into it") != DDL_PASS)
 				return DDL_FAIL;
 			CHECK(n == 0, "%s: %d traces written", what, n);
 		} else {

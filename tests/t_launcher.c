@@ -85,19 +85,19 @@ int test_launcher_dir_safety(void)
 		      strstr(r.err, "another user"), "other user: %d %s", ddl_status(&r), r.err);
 		trun_free(&r);
 	}
-	/* an existing directory is never changed: one others may write into is
-	 * refused, a sticky one is used as it is */
+	/* an existing directory is never changed: one every user may write into
+	 * is refused, a sticky one is used as it is */
 	char open_dir[PATH_MAX], sticky[PATH_MAX];
 	snprintf(open_dir, sizeof open_dir, "%s/open", dir);
 	snprintf(sticky, sizeof sticky, "%s/sticky", dir);
 	mkdir(open_dir, 0700);
-	chmod(open_dir, 0770);
+	chmod(open_dir, 0777);
 	mkdir(sticky, 0700);
 	chmod(sticky, 01777);
 	char *a6[] = {(char *)L, "-q", "-o", open_dir, (char *)tbuild("tests/progs/exitcode"), NULL};
-	CHECK(trun(a6, NULL, 20, &r) == 0 && ddl_status(&r) == 125 && strstr(r.err, "others can write"),
-	      "mode 0770: %d %s", ddl_status(&r), r.err);
-	CHECK(stat(open_dir, &st) == 0 && (st.st_mode & 07777) == 0770, "mode %o after the run",
+	CHECK(trun(a6, NULL, 20, &r) == 0 && ddl_status(&r) == 125 && strstr(r.err, "every user can write"),
+	      "mode 0777: %d %s", ddl_status(&r), r.err);
+	CHECK(stat(open_dir, &st) == 0 && (st.st_mode & 07777) == 0777, "mode %o after the run",
 	      st.st_mode & 07777);
 	trun_free(&r);
 	char *a8[] = {(char *)L, "-q", "-o", sticky, (char *)tbuild("tests/progs/exitcode"), NULL};
@@ -105,6 +105,18 @@ int test_launcher_dir_safety(void)
 	      ddl_status(&r), r.err);
 	CHECK(stat(sticky, &st) == 0 && (st.st_mode & 07777) == 01777, "mode %o after the run",
 	      st.st_mode & 07777);
+	trun_free(&r);
+	/* in a sticky directory others may leave a FIFO named like a trace: the
+	 * launcher's look at earlier runs and the report must not block on it */
+	char fifo[PATH_MAX + 16];
+	snprintf(fifo, sizeof fifo, "%s/planted.ddlt", sticky);
+	CHECK(mkfifo(fifo, 0666) == 0, "mkfifo %s", fifo);
+	CHECK(trun(a8, NULL, 20, &r) == 0 && ddl_status(&r) == 7, "with a FIFO there: %d %s", ddl_status(&r),
+	      r.err);
+	trun_free(&r);
+	char *rep[] = {(char *)tbuild("bin/ddlprof-report"), sticky, NULL};
+	CHECK(trun(rep, NULL, 20, &r) == 0 && strstr(r.err, "planted.ddlt") && strstr(r.err, "not a regular file"),
+	      "report with a FIFO there: %d %s", ddl_status(&r), r.err);
 	trun_free(&r);
 	/* one that cannot be made (even by root) costs the profile, not the run:
 	 * one line, even with -q, and the command's own status */
