@@ -67,6 +67,12 @@ typedef void (*ddlemu_kernel_fn)(void **args);
 void ddlemu_kernel_time(uint64_t ns);
 
 /*
+ * How many times the calling thread has called cudaPeekAtLastError: lets a
+ * test see how often a profiler asks (not part of the real runtime).
+ */
+unsigned long ddlemu_peek_calls(void);
+
+/*
  * Activity records: the emulation's side of what CUPTI gets from the CUDA
  * driver, so that a CUPTI consumer can be tested without a GPU
  * (tests/cupti/fakecupti.c). With a hook set, every kernel launch call

@@ -701,6 +701,19 @@ DDL_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
 	return ddl_event_record(DDL_NEXT(real, "cudaEventRecord_ptsz"), e, s);
 }
 
+/*
+ * The program reads and clears its last error (the runtime keeps one per
+ * thread): a run of kernels that could not start while it was pending may
+ * start at the next launch (gpu.h, DDL_SEG_RETRY). Nothing is recorded.
+ */
+DDL_EXPORT cudaError_t cudaGetLastError(void)
+{
+	static cudaError_t (*real)(void);
+	cudaError_t (*f)(void) = DDL_NEXT(real, "cudaGetLastError");
+	ddl_gtls.seg_skip = 0;
+	return f ? f() : cudaErrorNotSupported;
+}
+
 DDL_EXPORT cudaError_t cudaSetDevice(int dev)
 {
 	static cudaError_t (*real)(int);

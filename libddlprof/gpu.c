@@ -419,6 +419,7 @@ void ddl_gpu_capture_begin(void)
 
 void ddl_gpu_capture_end(void)
 {
+	ddl_gtls.seg_skip = 0;
 	int c = atomic_load(&ddl_pairs.captures);
 	while (c > 0 && !atomic_compare_exchange_weak(&ddl_pairs.captures, &c, c - 1))
 		;
@@ -517,6 +518,10 @@ static struct {
 
 int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t corr)
 {
+	if (ddl_gtls.seg_skip) {
+		ddl_gtls.seg_skip--;
+		return 0;
+	}
 	int opened = 0;
 	pthread_mutex_lock(&ddl_seg_lock);
 	if (!atomic_load(&ddl_seg_open[sid])) {
@@ -532,6 +537,8 @@ int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t cor
 		}
 	}
 	pthread_mutex_unlock(&ddl_seg_lock);
+	if (!opened && !atomic_load(&ddl_seg_open[sid])) /* not another thread's run either */
+		ddl_gtls.seg_skip = DDL_SEG_RETRY;
 	return opened;
 }
 

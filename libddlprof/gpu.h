@@ -75,6 +75,7 @@ struct ddl_gpu_tls {
 	uint32_t last_name;
 	cudaStream_t last_stream;
 	uint32_t last_stream_id;
+	unsigned seg_skip;      /* launches before a run may be tried again (ddl_seg_launch_slow) */
 };
 extern __thread struct ddl_gpu_tls ddl_gtls DDL_HIDDEN;
 
@@ -138,8 +139,13 @@ void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uin
  * event), and the next call that puts other work on that stream (a copy, a
  * collective, a wait, a sync), from any thread, closes it (an end event).
  * The interval covers the run's kernels at the cost of two events a run.
+ * When a run cannot start (an error of the program's is pending, the stream
+ * is being captured), the thread tries again DDL_SEG_RETRY launches later,
+ * or at its next cudaGetLastError: a program that leaves an error pending
+ * does not pay for a failed try on every launch.
  */
 #define DDL_SEG_MAX 4096
+#define DDL_SEG_RETRY 64
 extern _Atomic int ddl_seg_on DDL_HIDDEN;
 extern _Atomic int ddl_seg_open[DDL_SEG_MAX] DDL_HIDDEN;
 int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t corr) DDL_HIDDEN;

@@ -272,6 +272,69 @@ int test_emu_launch_records(void)
 	return DDL_PASS;
 }
 
+/*
+ * An error the program leaves pending stops the library's kernel runs from
+ * starting (its event would hide nothing, but the runtime is left as the
+ * program left it). It must not ask on every launch while the error stays
+ * (emu_check pending: 4,000 launches; the library tries again every
+ * DDL_SEG_RETRY = 64), and once the program reads the error the next
+ * launch starts a run: the 3 kernels of 2 ms after it are timed.
+ */
+int test_emu_pending_error(void)
+{
+	int skip;
+	const char *bin = emu_bin(&skip);
+	if (!bin)
+		return skip ? DDL_SKIP : DDL_FAIL;
+	struct ddl_run_result r;
+	int plain_err = -1, err = -2;
+	unsigned long peeks = 1;
+	CHECK(emu_mode(bin, "pending", NULL, &r) == 0, "pending mode failed");
+	const char *p = strstr(r.out, "pending_peeks "), *e = strstr(r.out, "error ");
+	CHECK(p && e && sscanf(p, "pending_peeks %lu", &peeks) == 1 && sscanf(e, "error %d", &plain_err) == 1,
+	      "no figures: %s", r.out);
+	trun_free(&r);
+	CHECK(peeks == 0, "the program alone peeked %lu times", peeks);
+
+	char *dir = tmpdir(), tdir[PATH_MAX], cmd[PATH_MAX * 3];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)bin, "pending", NULL};
+	CHECK(trun(argv, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	          strstr(r.out, "ok\n"),
+	      "emu_check pending under ddlprof: %s%s", r.out, r.err);
+	p = strstr(r.out, "pending_peeks ");
+	e = strstr(r.out, "error ");
+	CHECK(p && e && sscanf(p, "pending_peeks %lu", &peeks) == 1 && sscanf(e, "error %d", &err) == 1,
+	      "no figures under ddlprof: %s", r.out);
+	trun_free(&r);
+	CHECK(err == plain_err, "the launch failed with %d under ddlprof, %d without", err, plain_err);
+	CHECK(peeks <= 4000 / 64 + 4, "the library asked for the last error %lu times in 4,000 launches", peeks);
+
+	/* the run of the last 3 kernels: one device interval of about 6 ms */
+	snprintf(cmd, sizeof cmd, "%s --dump %s", tbuild("bin/ddlprof-report"), tdir);
+	FILE *f = popen(cmd, "r");
+	CHECK(f, "cannot run %s", cmd);
+	char line[4096];
+	double longest = 0;
+	while (fgets(line, sizeof line, f)) {
+		char host[256], ev[128], rest[2048] = "";
+		unsigned pid, tid;
+		double ts, dur;
+		int fd;
+		long long res;
+		if (sscanf(line, "%255s %u %u %lf %127s %d %lld %lf %2047s", host, &pid, &tid, &ts, ev, &fd, &res,
+		           &dur, rest) == 9 &&
+		    !strcmp(ev, "kernel") && strstr(rest, "run") && dur > longest)
+			longest = dur;
+	}
+	pclose(f);
+	trm(dir);
+	free(dir);
+	CHECK(longest >= 5700 && longest < 60000, "the longest run of kernels took %.0f us, not about 6,000",
+	      longest);
+	return DDL_PASS;
+}
+
 int test_emu_error_codes(void)
 {
 	int skip;

@@ -68,6 +68,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(emu_memcpy_timing) \
 	X(emu_error_codes) \
 	X(emu_launch_records) \
+	X(emu_pending_error) \
 	X(emu_cupti_correlation) \
 	X(emu_signal_storm) \
 	X(emu_nccl_two_hosts) \

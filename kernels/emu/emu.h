@@ -106,6 +106,7 @@ enum emu_op_kind {
 struct emu_op {
 	struct emu_op *next;
 	enum emu_op_kind kind;
+	int pooled; /* EMU_OP_POOLED bytes long, kept for reuse when done (stream.c) */
 	uint64_t seq;
 	uint64_t enq_ns; /* when it was enqueued: the earliest the device can start it */
 	union {
@@ -128,7 +129,8 @@ struct emu_op {
 	/* a kernel's argument copies follow the op in the same allocation */
 };
 
-/* Allocates an op with extra bytes after it (zeroed); NULL without memory. */
+/* Allocates an op with extra bytes after it (zeroed); NULL without memory.
+ * free() releases one that was never pushed. */
 struct emu_op *emu_op_new(enum emu_op_kind kind, size_t extra);
 /*
  * Resolves a handle (NULL, cudaStreamLegacy and cudaStreamPerThread mean the

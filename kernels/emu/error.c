@@ -21,9 +21,17 @@ cudaError_t cudaGetLastError(void)
 	return e;
 }
 
+static __thread unsigned long emu_peeks;
+
 cudaError_t cudaPeekAtLastError(void)
 {
+	emu_peeks++;
 	return emu_last;
+}
+
+unsigned long ddlemu_peek_calls(void)
+{
+	return emu_peeks;
 }
 
 #define EMU_ERRORS(X) \

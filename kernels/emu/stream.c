@@ -40,9 +40,17 @@ struct emu_stream {
 	int legacy;
 	pthread_mutex_t mu;
 	pthread_cond_t work, done_cv;
-	struct emu_op *head, *tail;
-	uint64_t enq, done;
-	uint64_t done_at; /* device time at which op `done` ended */
+	struct emu_op *head, *tail; /* under mu */
+	uint64_t enq;               /* under mu */
+	/* Set by the worker alone, without mu: done_at, then done. A waiter
+	 * lowers `want` to the op it waits for, under mu, before it reads
+	 * `done`; the worker, after setting `done`, takes mu to wake the waiters
+	 * (and raise `want` again) only once `done` reaches `want` (both
+	 * sequentially consistent: one of the two sees the other). A launch
+	 * then never waits for the worker's lock, and a waiter wakes once. */
+	_Atomic uint64_t done;
+	_Atomic uint64_t done_at; /* device time at which op `done` ended */
+	_Atomic uint64_t want;    /* the lowest op waited for; UINT64_MAX for none */
 	uint64_t dev_t;   /* the same, kept by the worker alone */
 	int dying;
 	atomic_int refs;
@@ -55,9 +63,101 @@ static struct emu_handles emu_live_streams = EMU_HANDLES_INIT;
 static struct emu_stream *emu_dev_streams[EMU_MAX_DEVICES];
 static struct emu_stream *emu_dev_legacy[EMU_MAX_DEVICES];
 
+/*
+ * Ops of up to EMU_OP_POOLED bytes (every launch with its arguments, most
+ * others) are kept for reuse: a launch takes one from its thread's cache,
+ * refilled EMU_OP_GRAB at a time from the pool, where the workers give back
+ * what they ran, a batch at a time. A launch then costs neither the heap's
+ * lock nor, as a queue grows and drains, fresh pages; the pool keeps at
+ * most EMU_POOL_MAX. A thread's cache goes back to the pool when it ends.
+ */
+#define EMU_OP_POOLED 512
+#define EMU_OP_GRAB 64
+#define EMU_POOL_MAX 16384
+
+static pthread_mutex_t emu_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct emu_op *emu_pool;
+static size_t emu_npool;
+static __thread struct emu_op *emu_cache;
+static pthread_key_t emu_cache_key;
+static pthread_once_t emu_cache_once = PTHREAD_ONCE_INIT;
+
+/* Gives back list (n ops, pooled): to the pool while it has room, else freed. */
+static void emu_pool_give(struct emu_op *list, size_t n)
+{
+	if (!list)
+		return;
+	pthread_mutex_lock(&emu_pool_mu);
+	while (list && emu_npool < EMU_POOL_MAX) {
+		struct emu_op *next = list->next;
+		list->next = emu_pool;
+		emu_pool = list;
+		emu_npool++;
+		list = next;
+		n--;
+	}
+	pthread_mutex_unlock(&emu_pool_mu);
+	while (list) {
+		struct emu_op *next = list->next;
+		free(list);
+		list = next;
+	}
+	(void)n;
+}
+
+static void emu_cache_exit(void *unused)
+{
+	(void)unused;
+	struct emu_op *list = emu_cache;
+	size_t n = 0;
+	for (struct emu_op *o = list; o; o = o->next)
+		n++;
+	emu_cache = NULL;
+	emu_pool_give(list, n);
+}
+
+static void emu_cache_key_make(void)
+{
+	pthread_key_create(&emu_cache_key, emu_cache_exit);
+}
+
+static struct emu_op *emu_op_take(void)
+{
+	struct emu_op *op = emu_cache;
+	if (!op) {
+		pthread_once(&emu_cache_once, emu_cache_key_make);
+		pthread_setspecific(emu_cache_key, &emu_cache); /* non-NULL: the destructor runs */
+		pthread_mutex_lock(&emu_pool_mu);
+		op = emu_pool;
+		struct emu_op *last = NULL;
+		for (int i = 0; i < EMU_OP_GRAB && emu_pool; i++) {
+			last = emu_pool;
+			emu_pool = emu_pool->next;
+			emu_npool--;
+		}
+		if (last)
+			last->next = NULL;
+		pthread_mutex_unlock(&emu_pool_mu);
+		if (!op)
+			return malloc(EMU_OP_POOLED);
+	}
+	emu_cache = op->next;
+	return op;
+}
+
 struct emu_op *emu_op_new(enum emu_op_kind kind, size_t extra)
 {
-	struct emu_op *op = calloc(1, sizeof *op + extra);
+	size_t size = sizeof(struct emu_op) + extra;
+	struct emu_op *op;
+	if (size <= EMU_OP_POOLED) {
+		op = emu_op_take();
+		if (op) {
+			memset(op, 0, size);
+			op->pooled = 1;
+		}
+	} else {
+		op = calloc(1, size);
+	}
 	if (op)
 		op->kind = kind;
 	return op;
@@ -108,25 +208,48 @@ static uint64_t emu_cpu_now(void)
  * kernels that give their time), or plus the time it ran (other kernels
  * and host functions, which may block). Waits end when what they wait for
  * ended on the device.
+ *
+ * The thread's CPU clock is a system call, so it is read only where it can
+ * matter: for work with a planned time, and there only when it ran past
+ * it. A kernel whose last run gave no time (it takes the time it runs) is
+ * not clocked; should this run give one, the time it ran stands in for its
+ * CPU time, and it is clocked again from its next run.
  */
+static __thread struct {
+	ddlemu_kernel_fn fn;
+	int unplanned; /* its last run gave no time */
+} emu_kquick[16];
+
 static uint64_t emu_op_run(struct emu_op *op, uint64_t start)
 {
-	uint64_t t0 = emu_now(), c0 = emu_cpu_now(), ns = 0, t;
-	int planned = 1;
+	uint64_t t0 = emu_now(), c0 = 0, ns = 0, t;
+	int planned = 1, clocked = 1;
 	switch (op->kind) {
-	case EMU_OP_KERNEL:
+	case EMU_OP_KERNEL: {
+		ddlemu_kernel_fn fn = op->u.kern.fn;
+		size_t slot;
+		memcpy(&slot, &fn, sizeof slot < sizeof fn ? sizeof slot : sizeof fn);
+		slot = (slot >> 4) % 16;
+		clocked = !(emu_kquick[slot].fn == fn && emu_kquick[slot].unplanned);
+		if (clocked)
+			c0 = emu_cpu_now();
 		emu_in_kernel = 1;
 		emu_kernel_ns = 0;
-		op->u.kern.fn(op->u.kern.args);
+		fn(op->u.kern.args);
 		emu_in_kernel = 0;
 		ns = emu_kernel_ns;
 		planned = ns > 0;
+		emu_kquick[slot].fn = fn;
+		emu_kquick[slot].unplanned = !planned;
 		break;
+	}
 	case EMU_OP_COPY:
+		c0 = emu_cpu_now();
 		memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n);
 		ns = op->u.copy.ns;
 		break;
 	case EMU_OP_SET:
+		c0 = emu_cpu_now();
 		memset(op->u.set.dst, op->u.set.val, op->u.set.n);
 		ns = op->u.set.ns;
 		break;
@@ -141,7 +264,7 @@ static uint64_t emu_op_run(struct emu_op *op, uint64_t start)
 	case EMU_OP_WAIT_STREAM:
 		emu_stream_wait(op->u.sw.s, op->u.sw.seq);
 		pthread_mutex_lock(&op->u.sw.s->mu);
-		t = op->u.sw.s->done_at;
+		t = atomic_load(&op->u.sw.s->done_at);
 		pthread_mutex_unlock(&op->u.sw.s->mu);
 		emu_stream_unref(op->u.sw.s);
 		return t > start ? t : start;
@@ -154,12 +277,16 @@ static uint64_t emu_op_run(struct emu_op *op, uint64_t start)
 		planned = 0;
 		break;
 	case EMU_OP_FREE:
+		c0 = emu_cpu_now();
 		emu_mem_release(op->u.free.p);
 		break;
 	case EMU_OP_NCCL:
 		return emu_nccl_run(op->u.nccl.w, start);
 	}
-	uint64_t now = emu_now(), busy = planned ? emu_cpu_now() - c0 : now - t0;
+	/* within its plan, the CPU time (at most the time it ran) cannot matter */
+	uint64_t now = emu_now(), busy = now - t0;
+	if (planned && busy > ns && clocked)
+		busy = emu_cpu_now() - c0;
 	uint64_t end = start + (busy > ns ? busy : ns);
 	if (end > now)
 		emu_sleep_until(end);
@@ -175,23 +302,40 @@ static void *emu_worker(void *arg)
 	for (;;) {
 		while (!s->head && !s->dying)
 			pthread_cond_wait(&s->work, &s->mu);
+		/* all that is queued, in one go: launches meanwhile find mu free */
 		struct emu_op *op = s->head;
 		if (!op)
 			break;
-		s->head = op->next;
-		if (!s->head)
-			s->tail = NULL;
+		s->head = s->tail = NULL;
 		pthread_mutex_unlock(&s->mu);
-		uint64_t start = op->enq_ns > s->dev_t ? op->enq_ns : s->dev_t;
-		uint64_t end = emu_op_run(op, start);
-		s->dev_t = end;
-		if (op->kind == EMU_OP_KERNEL)
-			emu_act_kernel(op, s->dev, s->num, start, end);
+		struct emu_op *done = NULL; /* what ran, for the pool */
+		size_t ndone = 0;
+		while (op) {
+			struct emu_op *next = op->next;
+			uint64_t start = op->enq_ns > s->dev_t ? op->enq_ns : s->dev_t;
+			uint64_t end = emu_op_run(op, start);
+			s->dev_t = end;
+			if (op->kind == EMU_OP_KERNEL)
+				emu_act_kernel(op, s->dev, s->num, start, end);
+			atomic_store(&s->done_at, end);
+			atomic_store(&s->done, op->seq);
+			if (atomic_load(&s->want) <= op->seq) {
+				pthread_mutex_lock(&s->mu);
+				atomic_store(&s->want, UINT64_MAX); /* those still waiting lower it again */
+				pthread_cond_broadcast(&s->done_cv);
+				pthread_mutex_unlock(&s->mu);
+			}
+			if (op->pooled) {
+				op->next = done;
+				done = op;
+				ndone++;
+			} else {
+				free(op);
+			}
+			op = next;
+		}
+		emu_pool_give(done, ndone);
 		pthread_mutex_lock(&s->mu);
-		s->done = op->seq;
-		s->done_at = end;
-		pthread_cond_broadcast(&s->done_cv);
-		free(op);
 	}
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_lock(&emu_dev_mu);
@@ -221,6 +365,7 @@ static struct emu_stream *emu_stream_new_locked(int dev, unsigned flags, int pri
 	pthread_cond_init(&s->work, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	atomic_init(&s->refs, 2); /* the handle and the worker */
+	atomic_init(&s->want, UINT64_MAX);
 	if (emu_thread_start(emu_worker, s) != 0) {
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->work);
@@ -276,7 +421,7 @@ static int emu_blocking(const struct emu_stream *s)
 static void emu_wait_pending(struct emu_stream *t, struct emu_op **list)
 {
 	pthread_mutex_lock(&t->mu);
-	uint64_t enq = t->enq, done = t->done;
+	uint64_t enq = t->enq, done = atomic_load(&t->done);
 	pthread_mutex_unlock(&t->mu);
 	if (enq == done)
 		return;
@@ -336,7 +481,7 @@ uint64_t emu_stream_push(struct emu_stream *s, struct emu_op *op)
 static int emu_quiet(struct emu_stream *t)
 {
 	pthread_mutex_lock(&t->mu);
-	int q = t->enq == t->done;
+	int q = t->enq == atomic_load(&t->done);
 	pthread_mutex_unlock(&t->mu);
 	return q;
 }
@@ -368,9 +513,16 @@ uint64_t emu_stream_tail(struct emu_stream *s)
 
 void emu_stream_wait(struct emu_stream *s, uint64_t seq)
 {
+	if (atomic_load(&s->done) >= seq)
+		return;
 	pthread_mutex_lock(&s->mu);
-	while (s->done < seq)
+	for (;;) {
+		if (atomic_load(&s->want) > seq)
+			atomic_store(&s->want, seq);
+		if (atomic_load(&s->done) >= seq)
+			break;
 		pthread_cond_wait(&s->done_cv, &s->mu);
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -499,7 +651,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
 	if (e)
 		return emu_err(e);
 	pthread_mutex_lock(&s->mu);
-	int idle = s->done == s->enq;
+	int idle = atomic_load(&s->done) == s->enq;
 	pthread_mutex_unlock(&s->mu);
 	return idle ? cudaSuccess : cudaErrorNotReady;
 }

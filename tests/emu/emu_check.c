@@ -9,6 +9,7 @@
  *   errors                  error codes of the runtime and of NCCL (one-rank communicator)
  *   launches                launches of every shape a profiler records (see mode_launches)
  *   cupti                   queued, driver, failing and unwrapped launches (see mode_cupti)
+ *   pending                 launches while an error is pending, then read (see mode_pending)
  *   signals                 the CUDA and NCCL calls under a 100 us timer (see mode_signals)
  *   nccl RANK N DIR COLOR   one rank of a multi-process job (unique id through DIR/id)
  *   initall                 ncclCommInitAll and grouped initialisation in one process
@@ -1058,6 +1059,40 @@ static void mode_launches(void)
 }
 
 /*
+ * An error left pending (an unregistered function's launch, not read; the
+ * stream synchronised after it) while 4,000 short kernels are launched; then the error is read, and 3
+ * kernels of 2 ms run. Prints how often this thread called
+ * cudaPeekAtLastError during the 4,000 launches (a profiler that asks on
+ * every launch shows here) and the error codes, to compare.
+ */
+static void mode_pending(void)
+{
+	CK(cudaSetDevice(0));
+	cudaStream_t s;
+	CK(cudaStreamCreate(&s));
+	float *buf;
+	CK(cudaMalloc((void **)&buf, ddk_scratch_floats() * sizeof *buf));
+	static int not_a_kernel;
+	cudaError_t bad = cudaLaunchKernel(&not_a_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, NULL, 0, s);
+	EXPECT(bad != cudaSuccess, "an unregistered function launched");
+	CK(cudaStreamSynchronize(s)); /* ends any run a profiler began before the error */
+	unsigned long p0 = ddlemu_peek_calls();
+	for (int i = 0; i < 4000; i++)
+		CK(ddk_compute(s, 1000, buf));
+	unsigned long peeks = ddlemu_peek_calls() - p0;
+	cudaError_t last = cudaGetLastError();
+	EXPECT(last == bad, "the pending error read as %d, launched as %d", (int)last, (int)bad);
+	CK(cudaStreamSynchronize(s));
+	for (int i = 0; i < 3; i++)
+		CK(ddk_compute(s, 2 * MS, buf));
+	CK(cudaStreamSynchronize(s));
+	EXPECT(cudaGetLastError() == cudaSuccess, "an error after the 2 ms kernels");
+	printf("pending_peeks %lu\nerror %d\n", peeks, (int)bad);
+	CK(cudaFree(buf));
+	CK(cudaStreamDestroy(s));
+}
+
+/*
  * For the CUPTI back end's correlation (tests/cupti): 20 kernels of 2 ms
  * queued at once on one stream (the last waits about 38 ms to start), 4
  * driver launches each run alone, one launch that fails, and 2 launches
@@ -1191,12 +1226,14 @@ int main(int argc, char **argv)
 		mode_launches();
 	else if (!strcmp(mode, "cupti"))
 		mode_cupti();
+	else if (!strcmp(mode, "pending"))
+		mode_pending();
 	else if (!strcmp(mode, "signals"))
 		mode_signals();
 	else if (!strcmp(mode, "peerdeath") && argc == 4)
 		mode_peerdeath(atoi(argv[2]), argv[3]);
 	else
-		fail("usage: emu_check kernel|streams|memcpy|errors|initall|launches|cupti|signals|nccl RANK N DIR COLOR|peerdeath RANK DIR");
+		fail("usage: emu_check kernel|streams|memcpy|errors|initall|launches|cupti|pending|signals|nccl RANK N DIR COLOR|peerdeath RANK DIR");
 	printf("ok\n");
 	return 0;
 }
