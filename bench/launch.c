@@ -2,15 +2,19 @@
  * Cost the preload library adds to a kernel launch (figures, not pass or
  * fail; run by scripts/bench.sh with libddlprof preloaded).
  *
- *   launch LIB N R   loads LIB (a CUDA runtime: bench's no-op one, or the
+ *   launch LIB N R [K]
+ *                    loads LIB (a CUDA runtime: bench's no-op one, or the
  *                    emulation), then calls cudaLaunchKernel R rounds of N
  *                    times through the wrapper (the global symbol, which the
  *                    preloaded library provides) and straight into LIB,
  *                    interleaved, pausing 50 ms after each pair of rounds
  *                    so the writer drains; prints "wrapped W direct D
  *                    added A" in median ns per call. Keep N x 2 records
- *                    under half of DDLPROF_BUFFER_EVENTS. Every call names the same kernel,
- *                    as a training loop's launches mostly do.
+ *                    under half of DDLPROF_BUFFER_EVENTS. With K (1, the default, to 8)
+ *                    the calls name K kernels in turn, each with its own grid, as
+ *                    a training step's different kernels do; with 1, every call
+ *                    names the same kernel with the same shape, as a loop over
+ *                    layers does.
  *
  * On the CPU emulation (LIB exports ddlemu_kernel_time) the launches are
  * real ones: a kernel registered as nvcc-generated code registers it
@@ -37,16 +41,23 @@
 typedef cudaError_t (*launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
 typedef cudaError_t (*sync_fn)(cudaStream_t);
 
-/* On the emulation, the kernel's code (no parameters; takes no device time) */
-static void kernel_stub(void **args)
-{
-	(void)args;
-}
+/* On the emulation, the kernels' code (no parameters; takes no device time) */
+static volatile int stub_ran;
+#define STUB(i) \
+	static void kernel_stub##i(void **args) \
+	{ \
+		(void)args; \
+		stub_ran = i; /* distinct code: no two share an address */ \
+	}
+STUB(0) STUB(1) STUB(2) STUB(3) STUB(4) STUB(5) STUB(6) STUB(7)
+static void (*const stubs[8])(void **) = {kernel_stub0, kernel_stub1, kernel_stub2, kernel_stub3,
+                                          kernel_stub4, kernel_stub5, kernel_stub6, kernel_stub7};
+static const struct ddlemu_kernel stub_kernels[8] = {
+    {.name = "bench_stub0"}, {.name = "bench_stub1"}, {.name = "bench_stub2"}, {.name = "bench_stub3"},
+    {.name = "bench_stub4"}, {.name = "bench_stub5"}, {.name = "bench_stub6"}, {.name = "bench_stub7"}};
+static const struct ddlemu_fatbin stub_fatbin = {DDLEMU_FATBIN_MAGIC, DDLEMU_FATBIN_VERSION, 8, stub_kernels};
 
-static const struct ddlemu_kernel stub_kernel = {.name = "bench_stub", .nargs = 0};
-static const struct ddlemu_fatbin stub_fatbin = {DDLEMU_FATBIN_MAGIC, DDLEMU_FATBIN_VERSION, 1, &stub_kernel};
-
-/* Registers kernel_stub as nvcc's generated code would and makes a stream; 0 on success. */
+/* Registers the stubs as nvcc's generated code would and makes a stream; 0 on success. */
 static int emu_setup(void *h, cudaStream_t *s)
 {
 	void **(*reg_bin)(void *) = (void **(*)(void *))dlsym(RTLD_DEFAULT, "__cudaRegisterFatBinary");
@@ -60,8 +71,9 @@ static int emu_setup(void *h, cudaStream_t *s)
 	void **mod = reg_bin((void *)&stub_fatbin);
 	if (!mod)
 		return -1;
-	reg_fn(mod, (const char *)kernel_stub, (char *)"bench_stub", "bench_stub", -1, NULL, NULL, NULL, NULL,
-	       NULL);
+	for (int i = 0; i < 8; i++)
+		reg_fn(mod, (const char *)stubs[i], (char *)stub_kernels[i].name, stub_kernels[i].name, -1, NULL,
+		       NULL, NULL, NULL, NULL);
 	return mk(s, cudaStreamNonBlocking) == cudaSuccess ? 0 : -1;
 }
 
@@ -87,14 +99,24 @@ static void hold(void *arg)
 		;
 }
 
+static unsigned nk = 1; /* kernels in turn */
+
 static double round_ns(launch_fn f, long n, cudaStream_t s, sync_fn drain)
 {
 	dim3 g = {64, 1, 1}, b = {256, 1, 1};
 	if (hold_fn)
 		failed += hold_fn(s, hold, NULL) != cudaSuccess;
 	double t0 = now_ns();
-	for (long i = 0; i < n; i++)
-		failed += f((const void *)kernel_stub, g, b, NULL, 0, s) != cudaSuccess;
+	if (nk == 1) {
+		for (long i = 0; i < n; i++)
+			failed += f((const void *)stubs[0], g, b, NULL, 0, s) != cudaSuccess;
+	} else {
+		for (long i = 0; i < n; i++) {
+			unsigned k = (unsigned)i % nk;
+			g.x = 64 + 32 * k;
+			failed += f((const void *)stubs[k], g, b, NULL, 0, s) != cudaSuccess;
+		}
+	}
 	double t = (now_ns() - t0) / (double)n;
 	if (hold_fn)
 		failed += write(hold_pipe[1], "x", 1) != 1;
@@ -111,15 +133,16 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: launch LIB N R\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: launch LIB N R [K]\n");
 		return 2;
 	}
 	long n = atol(argv[2]);
 	int r = atoi(argv[3]);
+	nk = argc == 5 ? (unsigned)atoi(argv[4]) : 1;
 	void *h = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL);
-	if (!h || n <= 0 || r <= 0 || r > 99) {
-		fprintf(stderr, "launch: %s\n", h ? "bad N or R" : dlerror());
+	if (!h || n <= 0 || r <= 0 || r > 99 || nk < 1 || nk > 8) {
+		fprintf(stderr, "launch: %s\n", h ? "bad N, R or K" : dlerror());
 		return 2;
 	}
 	launch_fn direct = (launch_fn)dlsym(h, "cudaLaunchKernel");

@@ -256,9 +256,10 @@ void ddl_kernel_register(const void *func, const char *name)
 
 void ddl_kernel_alias(const void *handle, const void *func)
 {
-	uint32_t id = ddl_kernel_name_slow(func, 0);
+	int final = 1;
+	uint32_t id = ddl_kernel_name_slow(func, 0, &final);
 	id = id ? id : DDL_NO_NAME;
-	if (!id)
+	if (!final) /* a stand-in: the handle is named at its launch instead */
 		return;
 	pthread_mutex_lock(&ddl_gpu_lock);
 	ddl_ptab_put(&ddl_funcs, (uintptr_t)handle, id);
@@ -266,7 +267,7 @@ void ddl_kernel_alias(const void *handle, const void *func)
 }
 
 /* A kernel never registered with us: ask the driver, then the symbol table. */
-uint32_t ddl_kernel_name_slow(const void *func, int driver)
+uint32_t ddl_kernel_name_slow(const void *func, int driver, int *final)
 {
 	uint32_t id = ddl_ptab_find(&ddl_funcs, (uintptr_t)func);
 	if (id)
@@ -308,7 +309,8 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver)
 		name = buf;
 	}
 	id = ddl_name_intern(name);
-	if (!deferred || name != buf) {
+	*final = !deferred || name != buf;
+	if (*final) {
 		pthread_mutex_lock(&ddl_gpu_lock);
 		ddl_ptab_put(&ddl_funcs, (uintptr_t)func, id ? id : DDL_NO_NAME); /* a miss is cached too */
 		pthread_mutex_unlock(&ddl_gpu_lock);

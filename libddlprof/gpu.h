@@ -62,6 +62,7 @@ void *ddl_gpu_next_slot(void **slot, const char *name) DDL_HIDDEN;
 void *ddl_gpu_next(const char *name) DDL_HIDDEN;
 
 /* Per thread: the current device (cudaSetDevice), call numbers, groups. */
+#define DDL_KCACHE 16 /* kernels whose names a thread keeps: a step's launches take turns */
 struct ddl_gpu_tls {
 	int dev;
 	uint32_t corr;
@@ -71,9 +72,11 @@ struct ddl_gpu_tls {
 	cudaStream_t group_stream[8];
 	cudaEvent_t group_start[8];
 	int group_dev[8];
-	const void *last_func;  /* one-entry caches in front of the shared tables */
-	uint32_t last_name;
-	cudaStream_t last_stream;
+	struct {                /* kernel names: a small cache in front of the shared table */
+		const void *func;
+		uint32_t name;
+	} kc[DDL_KCACHE];
+	cudaStream_t last_stream; /* a one-entry cache in front of the shared table */
 	uint32_t last_stream_id;
 	unsigned seg_skip;      /* launches before a run may be tried again (ddl_seg_launch_slow) */
 };
@@ -98,14 +101,20 @@ static inline uint32_t ddl_stream_id(cudaStream_t s)
 	ddl_gtls.last_stream_id = id;
 	return id;
 }
-uint32_t ddl_kernel_name_slow(const void *func, int driver) DDL_HIDDEN;
+/* *final is cleared when the name is a stand-in, to be asked for again next time. */
+uint32_t ddl_kernel_name_slow(const void *func, int driver, int *final) DDL_HIDDEN;
 static inline uint32_t ddl_kernel_name(const void *func, int driver)
 {
-	if (ddl_likely(ddl_gtls.last_func == func))
-		return ddl_gtls.last_name;
-	uint32_t id = ddl_kernel_name_slow(func, driver);
-	ddl_gtls.last_func = func;
-	ddl_gtls.last_name = id;
+	uintptr_t k = (uintptr_t)func;
+	unsigned slot = (unsigned)(k >> 4 ^ k >> 10) % DDL_KCACHE;
+	if (ddl_likely(ddl_gtls.kc[slot].func == func))
+		return ddl_gtls.kc[slot].name;
+	int final = 1;
+	uint32_t id = ddl_kernel_name_slow(func, driver, &final);
+	if (final) {
+		ddl_gtls.kc[slot].func = func;
+		ddl_gtls.kc[slot].name = id;
+	}
 	return id;
 }
 /* Remember a kernel's name from __cudaRegisterFunction. */

@@ -39,13 +39,21 @@ if [ -x $B/bench/launch ] && [ -f $B/bench/libfakecudart.so ]; then
 		pre "kl$i" env DDLPROF_BUFFER_EVENTS=65536 $B/bench/launch $B/bench/libfakecudart.so 16384 15
 	done >"$T/launch"
 	echo "   added per launch:   $(awk '{print $6}' "$T/launch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/launch"))"
+	for i in $(seq "$RUNS"); do
+		pre "km$i" env DDLPROF_BUFFER_EVENTS=65536 $B/bench/launch $B/bench/libfakecudart.so 16384 15 8
+	done >"$T/mlaunch"
+	echo "   8 kernels in turn:  $(awk '{print $6}' "$T/mlaunch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/mlaunch"))"
 	if [ -f $B/lib/libddlemu.so ]; then
 		echo "-- the same on the CPU emulation: a registered kernel on a stream whose device is busy"
 		echo "   through each round, as a GPU running behind its host (bench/launch.c); medians of $RUNS x 31 x 4096"
 		for i in $(seq "$RUNS"); do
 			pre "ke$i" env DDLPROF_BUFFER_EVENTS=65536 $B/bench/launch $B/lib/libddlemu.so 4096 31
 		done >"$T/elaunch"
+		for i in $(seq "$RUNS"); do
+			pre "kf$i" env DDLPROF_BUFFER_EVENTS=65536 $B/bench/launch $B/lib/libddlemu.so 4096 31 8
+		done >"$T/emlaunch"
 		echo "   emulated launch:    $(awk '{print $4}' "$T/elaunch" | med) ns   added per launch: $(awk '{print $6}' "$T/elaunch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/elaunch"))"
+		echo "   8 kernels in turn:  $(awk '{print $4}' "$T/emlaunch" | med) ns   added per launch: $(awk '{print $6}' "$T/emlaunch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/emlaunch"))"
 	fi
 fi
 echo "-- send() of 64 bytes on a socketpair, with and without the library (medians of $RUNS processes)"

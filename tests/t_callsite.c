@@ -280,7 +280,7 @@ int test_callsite_tcpring(void)
 	char *opts[] = {"-q", "--backtrace", "8", NULL};
 	char *args[] = {"-n", "12", "-m", "2", "-c", "5", "-k", "-p", NULL, NULL};
 	char port[16];
-	snprintf(port, sizeof port, "%d", 31000 + (int)(getpid() % 500) * 8);
+	snprintf(port, sizeof port, "%d", tfreeports(12));
 	args[8] = port;
 	CHECK(ddl_cs_run(dir, "examples/tcpring", opts, args, &r) == 0 && r.status == 0,
 	      "tcpring: status %#x; stderr %s", r.status, r.err);

@@ -91,10 +91,10 @@ static double docs_now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* A base port for tcpring below the usual ephemeral range. */
+/* A base port for tcpring (two ranks) below the ephemeral range. */
 static int docs_port(void)
 {
-	return 22000 + (int)(getpid() % 5000) * 2;
+	return tfreeports(2);
 }
 
 /*

@@ -439,7 +439,7 @@ int test_gpu_clock_alignment(void)
 		return DDL_SKIP;
 	char *dir = tmpdir(), tdir[PATH_MAX], script[8192];
 	snprintf(tdir, sizeof tdir, "%s/t", dir);
-	int port = 20000 + (int)(getpid() % 20000);
+	int port = tfreeports(8);
 	snprintf(script, sizeof script,
 	         "for r in 0 1 2 3; do h=$((r / 2)); skew=0; [ $h = 1 ] && skew=80000000; "
 	         "RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r %% 2)) MASTER_ADDR=127.0.0.1 MASTER_PORT=%d "

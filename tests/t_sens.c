@@ -116,7 +116,7 @@ static int ddl_sens_check(json_t *m, double bps, const char *what)
 int test_sens_tcpring(void)
 {
 	char *dir = tmpdir(), base[PATH_MAX], slow[PATH_MAX], delay[PATH_MAX], port[16];
-	snprintf(port, sizeof port, "%d", 31000 + (int)(getpid() % 1000) * 16);
+	snprintf(port, sizeof port, "%d", tfreeports(16));
 	char *ring[] = {(char *)tbuild("examples/tcpring"), "-k", "-n", "16", "-m", "1", "-c", "10", "-p", port, NULL};
 	CHECK(ddl_sens_profile(dir, "base", NULL, ring, base, sizeof base) == 0, "baseline run");
 	CHECK(ddl_sens_profile(dir, "slow", "rate=80mbit", ring, slow, sizeof slow) == 0, "perturbed run");

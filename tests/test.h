@@ -191,6 +191,8 @@ struct ddl_run_result {
 const char *tbuild(const char *rel);
 /* A fresh empty directory under /tmp; removed by trm(). */
 char *tmpdir(void);
+/* A base port with n free ports after it, below the ephemeral range (util.c). */
+int tfreeports(int n);
 void trm(const char *path);
 /*
  * Runs ARGV with extra "K=V" environment entries (NULL-terminated, may be

@@ -2,6 +2,7 @@
  * Test helpers: paths in the build tree, temporary directories, running a
  * program with a time limit and captured output, and reading reports.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -10,6 +11,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -234,4 +237,37 @@ int tprog_exact(const char *prog, char *const args[], int expect_status)
 	trm(dir);
 	free(dir);
 	return DDL_PASS;
+}
+
+/*
+ * A base port with n ports after it free on every address now, below the
+ * kernel's ephemeral range (where any outgoing connection may take one):
+ * tried from a place set by the process id, so tests running at once
+ * differ. A bind without SO_REUSEADDR fails on a port in use or waiting
+ * out TIME_WAIT, as the program's listen would.
+ */
+int tfreeports(int n)
+{
+	int lo = 20000, hi = 32768, a, b;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	if (f) {
+		if (fscanf(f, "%d %d", &a, &b) == 2 && a > lo + 1000)
+			hi = a;
+		fclose(f);
+	}
+	int slots = n > 0 && (hi - lo) / n > 0 ? (hi - lo) / n : 1, start = (int)(getpid() % slots);
+	for (int k = 0; k < slots; k++) {
+		int base = lo + (start + k) % slots * n, ok = 1;
+		for (int i = 0; i < n && ok; i++) {
+			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(base + i)),
+			                         .sin_addr.s_addr = htonl(INADDR_ANY)};
+			ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ok)
+			return base;
+	}
+	return lo + start * n;
 }

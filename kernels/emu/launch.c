@@ -317,6 +317,24 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *fu
 	return e;
 }
 
+/* The registered name of a kernel (CUDA 12.3 and later): a profiler loaded
+ * after the registration asks the runtime for it. */
+cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+	if (!name || !func)
+		return emu_err(cudaErrorInvalidValue);
+	cudaError_t r = cudaErrorInvalidDeviceFunction;
+	pthread_mutex_lock(&emu_fn_mu);
+	for (size_t i = 0; i < emu_nfns; i++)
+		if (emu_fns[i].host == func && emu_fns[i].name) {
+			*name = emu_fns[i].name; /* lives as long as the registration */
+			r = cudaSuccess;
+			break;
+		}
+	pthread_mutex_unlock(&emu_fn_mu);
+	return emu_err(r);
+}
+
 /* ---- the driver API entry points ---- */
 
 /* The registered name of a kernel (a CUfunction is its registered host function). */

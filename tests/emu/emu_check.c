@@ -113,13 +113,19 @@ static void t_args_code(void **args)
 static const struct ddlemu_kernel t_kernels[] = {{"t_args_kernel", 2, {sizeof(int), sizeof(double)}}};
 static const struct ddlemu_fatbin t_fatbin = {DDLEMU_FATBIN_MAGIC, DDLEMU_FATBIN_VERSION, 1, t_kernels};
 
-static const void *t_args_fn(void)
+/* A kernel's code as the host-function pointer the runtime takes */
+static const void *t_code_ptr(ddlemu_kernel_fn f)
 {
 	union {
 		ddlemu_kernel_fn f;
 		const void *p;
-	} u = {.f = t_args_code};
+	} u = {.f = f};
 	return u.p;
+}
+
+static const void *t_args_fn(void)
+{
+	return t_code_ptr(t_args_code);
 }
 
 static void t_register(void)
@@ -1058,10 +1064,41 @@ static void mode_launches(void)
 	CK(cudaStreamDestroy(s));
 }
 
+/* A kernel registered past any profiler (with the emulation's own entry
+ * points), as one registered before the profiler was loaded: only the
+ * runtime knows its name. Its code is static, so no symbol names it. */
+static void t_hidden_code(void **args)
+{
+	(void)args;
+	seen_calls++;
+}
+
+static const struct ddlemu_kernel t_hidden_kernels[] = {{"t_hidden_kernel", 0, {0}}};
+static const struct ddlemu_fatbin t_hidden_fatbin = {DDLEMU_FATBIN_MAGIC, DDLEMU_FATBIN_VERSION, 1,
+                                                     t_hidden_kernels};
+
+static const void *t_hidden_fn(void)
+{
+	return t_code_ptr(t_hidden_code);
+}
+
+static void t_register_hidden(void)
+{
+	void *emu = dlopen("libddlemu.so", RTLD_LAZY | RTLD_NOLOAD);
+	__typeof__(__cudaRegisterFatBinary) *bin =
+	    emu ? (__typeof__(__cudaRegisterFatBinary) *)dlsym(emu, "__cudaRegisterFatBinary") : NULL;
+	__typeof__(__cudaRegisterFunction) *fn =
+	    emu ? (__typeof__(__cudaRegisterFunction) *)dlsym(emu, "__cudaRegisterFunction") : NULL;
+	EXPECT(bin && fn, "the emulation's own registration: %s", dlerror());
+	void **h = bin((void *)&t_hidden_fatbin);
+	fn(h, t_hidden_fn(), (char *)"t_hidden_kernel", "t_hidden_kernel", -1, NULL, NULL, NULL, NULL, NULL);
+}
+
 /*
  * An error left pending (an unregistered function's launch, not read; the
  * stream synchronised after it) while 4,000 short kernels are launched; then the error is read, and 3
- * kernels of 2 ms run. Prints how often this thread called
+ * kernels of 2 ms run; then a kernel the profiler did not see registered is
+ * launched once with an error pending and twice after. Prints how often this thread called
  * cudaPeekAtLastError during the 4,000 launches (a profiler that asks on
  * every launch shows here) and the error codes, to compare.
  */
@@ -1087,6 +1124,17 @@ static void mode_pending(void)
 		CK(ddk_compute(s, 2 * MS, buf));
 	CK(cudaStreamSynchronize(s));
 	EXPECT(cudaGetLastError() == cudaSuccess, "an error after the 2 ms kernels");
+	/* the hidden kernel, first with an error pending (a profiler may not ask
+	 * the runtime its name then), then twice after the error was read */
+	t_register_hidden();
+	EXPECT(cudaLaunchKernel(&not_a_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, NULL, 0, s) == bad,
+	       "the unregistered function again");
+	for (int i = 0; i < 3; i++) {
+		CK(cudaLaunchKernel(t_hidden_fn(), (dim3){3, 1, 1}, (dim3){32, 1, 1}, NULL, 0, s));
+		if (i == 0)
+			EXPECT(cudaGetLastError() == bad, "the pending error was lost");
+	}
+	CK(cudaStreamSynchronize(s));
 	printf("pending_peeks %lu\nerror %d\n", peeks, (int)bad);
 	CK(cudaFree(buf));
 	CK(cudaStreamDestroy(s));
