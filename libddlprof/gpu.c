@@ -539,7 +539,10 @@ int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t cor
 		}
 	}
 	pthread_mutex_unlock(&ddl_seg_lock);
-	if (!opened && !atomic_load(&ddl_seg_open[sid])) /* not another thread's run either */
+	/* not another thread's run either, and an error of the program's pending
+	 * (per thread): a capture is per stream, and ends by its own call */
+	if (!opened && !atomic_load(&ddl_seg_open[sid]) && ddl_cuda_own_resolve() == 0 &&
+	    ddl_cu.cudaPeekAtLastError() != cudaSuccess)
 		ddl_gtls.seg_skip = DDL_SEG_RETRY;
 	return opened;
 }

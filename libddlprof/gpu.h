@@ -148,8 +148,8 @@ void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uin
  * event), and the next call that puts other work on that stream (a copy, a
  * collective, a wait, a sync), from any thread, closes it (an end event).
  * The interval covers the run's kernels at the cost of two events a run.
- * When a run cannot start (an error of the program's is pending, the stream
- * is being captured), the thread tries again DDL_SEG_RETRY launches later,
+ * When a run cannot start because an error of the program's is pending
+ * (the runtime keeps one per thread), the thread tries again DDL_SEG_RETRY launches later,
  * or at its next cudaGetLastError: a program that leaves an error pending
  * does not pay for a failed try on every launch.
  */

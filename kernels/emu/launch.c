@@ -163,12 +163,18 @@ static int emu_extra_buffer(void **extra, const char **buf, size_t *size)
 	return *buf || *size == 0 ? 0 : -1;
 }
 
+/* Pointers kept for a kernel's arguments: an even count, so the copies after them stay 16-aligned. */
+static size_t emu_argv_slots(const struct ddlemu_kernel *k)
+{
+	return ((size_t)k->nargs + 1) / 2 * 2;
+}
+
 /* Copies the arguments into the op; 0, or -1 when they cannot be read. */
 static int emu_copy_args(struct emu_op *op, const struct ddlemu_kernel *k, void **args, void **extra,
                          size_t offset)
 {
 	void **argv = (void **)((char *)op + offset);
-	char *data = (char *)(argv + DDLEMU_MAX_ARGS);
+	char *data = (char *)(argv + emu_argv_slots(k)); /* 16-aligned, as argv is */
 	const char *buf = NULL;
 	size_t bufsize = 0, boff = 0;
 	if (k->nargs > 0 && !args && (!extra || emu_extra_buffer(extra, &buf, &bufsize) < 0 || !buf))
@@ -267,7 +273,7 @@ cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **args, voi
 	for (int i = 0; i < k->nargs; i++)
 		bytes += (k->arg_size[i] + 15) / 16 * 16;
 	size_t offset = (sizeof(struct emu_op) + 15) / 16 * 16 - sizeof(struct emu_op);
-	struct emu_op *op = emu_op_new(EMU_OP_KERNEL, offset + DDLEMU_MAX_ARGS * sizeof(void *) + bytes);
+	struct emu_op *op = emu_op_new(EMU_OP_KERNEL, offset + emu_argv_slots(k) * sizeof(void *) + bytes);
 	if (!op)
 		return cudaErrorMemoryAllocation;
 	if (emu_copy_args(op, k, args, extra, sizeof *op + offset) < 0) {

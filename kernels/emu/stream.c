@@ -109,6 +109,15 @@ static void emu_cache_exit(void *unused)
 {
 	(void)unused;
 	struct emu_op *list = emu_cache;
+	if (emu_forked) { /* a forked child: the pool's lock may be held by a thread it lacks */
+		emu_cache = NULL;
+		while (list) {
+			struct emu_op *next = list->next;
+			free(list);
+			list = next;
+		}
+		return;
+	}
 	size_t n = 0;
 	for (struct emu_op *o = list; o; o = o->next)
 		n++;
@@ -116,9 +125,11 @@ static void emu_cache_exit(void *unused)
 	emu_pool_give(list, n);
 }
 
+static int emu_cache_keyed; /* 0 without a key: no thread caches ops */
+
 static void emu_cache_key_make(void)
 {
-	pthread_key_create(&emu_cache_key, emu_cache_exit);
+	emu_cache_keyed = pthread_key_create(&emu_cache_key, emu_cache_exit) == 0;
 }
 
 static struct emu_op *emu_op_take(void)
@@ -126,7 +137,9 @@ static struct emu_op *emu_op_take(void)
 	struct emu_op *op = emu_cache;
 	if (!op) {
 		pthread_once(&emu_cache_once, emu_cache_key_make);
-		pthread_setspecific(emu_cache_key, &emu_cache); /* non-NULL: the destructor runs */
+		if (!emu_cache_keyed || pthread_setspecific(emu_cache_key, &emu_cache) != 0)
+			return malloc(EMU_OP_POOLED); /* the destructor would not give a cache back */
+		/* non-NULL: the destructor runs */
 		pthread_mutex_lock(&emu_pool_mu);
 		op = emu_pool;
 		struct emu_op *last = NULL;
