@@ -59,7 +59,14 @@ BENCH_SRC := $(if $(HAVE_CUDA),$(wildcard bench/*.c),$(filter-out bench/launch.c
 
 BINS := $(B)/bin/ddlprof $(B)/bin/ddlprof-report $(if $(SIM_SRC),$(B)/bin/ddlprof-sim) \
 	$(if $(REC_SRC),$(B)/bin/ddlprof-recommend)
-LIBS := $(B)/lib/libddlprof.so $(B)/lib/libddlread.a $(EMU_LIB)
+# The Python hook (python/): copied beside the library, where the launcher finds it.
+PY_SRC := $(wildcard python/*.py python/ddlprof_hook/*.py)
+PY_OUT := $(PY_SRC:python/%=$(B)/lib/ddlprof/python/%)
+# ... compiled where a python3 is found, so processes that may not write
+# there (an installed prefix, PYTHONDONTWRITEBYTECODE) need not compile it
+PYTHON3 := $(shell command -v python3 2>/dev/null)
+PY_PYC := $(if $(PYTHON3),$(B)/lib/ddlprof/python/.compiled)
+LIBS := $(B)/lib/libddlprof.so $(B)/lib/libddlread.a $(EMU_LIB) $(PY_OUT) $(PY_PYC)
 PROGS := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 # Test programs on the real CUDA runtime and NCCL (they run without a GPU too).
 GPU_TEST_SRC := $(if $(HAVE_CUDA),$(wildcard tests/gpu/*.c))
@@ -76,6 +83,9 @@ all: $(LIBS) $(BINS) $(EXAMPLES) $(SYNTH)
 $(B)/obj/libddlprof/%.o: libddlprof/%.c $(wildcard libddlprof/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
+
+# gloo's C++ exceptions (a peer gone) pass through its wrappers' frames.
+$(B)/obj/libddlprof/gloo.o: CFLAGS += -fexceptions
 
 # The CPU emulation of the CUDA runtime and NCCL subset (DESIGN.md section 9):
 # a shared library exporting the real API names, so the preload library
@@ -111,6 +121,14 @@ $(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h analyzer/*.h scheduler/*.h reco
 $(B)/lib/libddlprof.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(LIB_SAN) -shared -Wl,-z,now -Wl,-soname,libddlprof.so -o $@ $^ -ldl -lpthread
+
+$(B)/lib/ddlprof/python/%.py: python/%.py
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(B)/lib/ddlprof/python/.compiled: $(PY_OUT)
+	$(PYTHON3) -m compileall -q $(B)/lib/ddlprof/python
+	@touch $@
 
 $(B)/lib/libddlread.a: $(READ_OBJ)
 	@mkdir -p $(@D)
@@ -170,10 +188,10 @@ $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -pthread -o $@ $< $(B)/lib/libddlread.a $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
 
-$(B)/tests/ddltest: $(TEST_SRC) $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h)
+$(B)/tests/ddltest: $(TEST_SRC) analyzer/ivset.c $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h analyzer/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) \
-		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lz -ldl
+	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) analyzer/ivset.c \
+		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lz -ldl -lm
 
 deps:
 	@scripts/install-deps.sh
@@ -305,6 +323,10 @@ install: all
 	install -D -m 0755 $(B)/lib/libddlprof.so $(DESTDIR)$(PREFIX)/lib/libddlprof.so
 	install -D -m 0644 include/ddlprof/trace.h $(DESTDIR)$(PREFIX)/include/ddlprof/trace.h
 	install -D -m 0644 include/ddlprof/ddlprof.h $(DESTDIR)$(PREFIX)/include/ddlprof/ddlprof.h
+	install -D -m 0644 include/ddlprof/python.h $(DESTDIR)$(PREFIX)/include/ddlprof/python.h
+	for f in $(PY_SRC); do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/lib/ddlprof/$$f; done
+	$(if $(PYTHON3),$(PYTHON3) -m compileall -q $(DESTDIR)$(PREFIX)/lib/ddlprof/python)
 	for m in $(wildcard man/*.[1-9]); do \
 		install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/}; done
 

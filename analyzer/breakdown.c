@@ -1,163 +1,149 @@
 /*
  * Stall attribution for jobs without a GPU (DESIGN.md section 7, from the
  * training thread's side). In each iteration the training thread (the one
- * whose marker range it is, or the main thread) is either running or
- * blocked: in a socket call, a poll/select/epoll wait, or a condition
- * variable (a gloo or MPI thread moving its bytes). Blocked time while the
- * process's traffic is in flight is network stall when that traffic goes to
- * other hosts, interconnect stall when it stays on this one; blocked time
- * with no traffic in flight is idle (among it, waiting for a peer that is
- * still computing); the rest is compute. When traffic is in flight is
- * flight.c's answer: seen from both ends of each connection, so the time
- * bytes spend crossing a slow link counts though no call of this process
- * is running then. The parts add up to the iteration exactly. Data stall
- * needs the input pipeline's calls, which are not intercepted yet: it is 0.
+ * whose steps or marker ranges make the iterations, or the main thread)
+ * is either waiting for its next batch, or running, or blocked: in a
+ * socket call, a poll/select/epoll wait, a condition variable (a gloo or
+ * MPI thread moving its bytes), a file read. Time in the DataLoader's
+ * next() (the Python hook's batch waits) is data stall, whatever the thread
+ * did meanwhile. Blocked time while the process's traffic is in flight is
+ * network stall when that traffic goes to other hosts, interconnect stall
+ * when it stays on this one, and is put down to the collectives (gloo's,
+ * or torch.distributed calls) running then; blocked time with no traffic
+ * in flight is idle (among it, waiting for a peer that is still
+ * computing); the rest is compute. When traffic is in flight is flight.c's
+ * answer: seen from both ends of each connection, so the time bytes spend
+ * crossing a slow link counts though no call of this process is running
+ * then. The parts add up to the iteration exactly.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ivset.h"
 #include "report.h"
 
-struct ddl_span {
-	int64_t a, b;
-	int remote;
-};
-
-static int ddl_cmp_span(const void *x, const void *y)
-{
-	const struct ddl_span *p = x, *q = y;
-	return p->a < q->a ? -1 : p->a > q->a;
-}
-
-static int ddl_span_push(struct ddl_span **v, size_t *n, size_t *cap, struct ddl_span s)
-{
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 256;
-		struct ddl_span *q = realloc(*v, c * sizeof *q);
-		if (!q)
-			return -1;
-		*v = q;
-		*cap = c;
-	}
-	(*v)[(*n)++] = s;
-	return 0;
-}
-
-/* Sorts spans and merges those that overlap or are closer than GAP. */
-static size_t ddl_merge(struct ddl_span *v, size_t n, int64_t gap)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof *v, ddl_cmp_span);
-	size_t m = 0;
-	for (size_t i = 1; i < n; i++) {
-		if (v[i].a <= v[m].b + gap) {
-			if (v[i].b > v[m].b)
-				v[m].b = v[i].b;
-			v[m].remote |= v[i].remote;
-		} else {
-			v[++m] = v[i];
-		}
-	}
-	return m + 1;
-}
-
-/* Nanoseconds of [a,b) covered by the windows w (sorted, disjoint), split
- * into remote and local; *from is where to resume the search. */
-static void ddl_covered(const struct ddl_span *w, size_t nw, size_t *from, int64_t a, int64_t b,
-                        int64_t *remote, int64_t *local)
-{
-	size_t i = *from;
-	while (i < nw && w[i].b <= a)
-		i++;
-	*from = i;
-	for (; i < nw && w[i].a < b; i++) {
-		int64_t lo = w[i].a > a ? w[i].a : a, hi = w[i].b < b ? w[i].b : b;
-		if (hi > lo)
-			*(w[i].remote ? remote : local) += hi - lo;
-	}
-}
-
-/* E is a send that moved bytes inside one of P's iterations (iterations are
- * in time order: the last one starting by its time). */
+/* E is a send that moved bytes inside one of P's iterations. */
 static int ddl_sent_in_iteration(const struct ddl_proc *p, const struct ddl_trace *t,
                                  const struct ddl_event *e)
 {
-	if (ddl_event_class(e->kind) != DDL_CLASS_TX || e->result <= 0)
-		return 0;
-	int64_t at = ddl_trace_real_ns(t, e->start);
-	size_t lo = 0, hi = p->niter;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->iter[mid].start_ns <= at)
-			lo = mid + 1;
-		else
-			hi = mid;
+	return ddl_event_class(e->kind) == DDL_CLASS_TX && e->result > 0 &&
+	       ddl_proc_iter_at(p, ddl_trace_real_ns(t, e->start)) != SIZE_MAX;
+}
+
+/* Classes of the calls in which a training thread is blocked. */
+static int ddl_blocks(int cls)
+{
+	return cls == DDL_CLASS_TX || cls == DDL_CLASS_RX || cls == DDL_CLASS_WAIT ||
+	       cls == DDL_CLASS_CONN || cls == DDL_CLASS_SYNC || cls == DDL_CLASS_FILE;
+}
+
+/*
+ * Stall in [LO, HI) of the training thread's blocked time: what the flight
+ * windows W cover of it, into *NET (remote) or *IC, and of that what each
+ * collective operation's intervals OPS cover, into BY_OP (never more than
+ * the stall itself: collectives running together share it).
+ */
+static void ddl_stall_piece(const struct ddl_ivset *w, size_t *wi, const struct ddl_ivset *ops,
+                            int64_t lo, int64_t hi, int64_t *net, int64_t *ic, int64_t *by_op)
+{
+	size_t i = *wi;
+	while (i < w->n && w->v[i].b <= lo)
+		i++;
+	*wi = i;
+	for (; i < w->n && w->v[i].a < hi; i++) {
+		int64_t x = w->v[i].a > lo ? w->v[i].a : lo, y = w->v[i].b < hi ? w->v[i].b : hi;
+		if (y <= x)
+			continue;
+		*(w->v[i].tag ? net : ic) += y - x;
+		int64_t part[DDL_COLL_OPS] = {0}, sum = 0;
+		for (int op = 0; op < DDL_COLL_OPS; op++)
+			sum += part[op] = ddl_ivset_overlap(&ops[op], NULL, x, y, NULL, 0);
+		for (int op = 0; op < DDL_COLL_OPS; op++)
+			by_op[op] += sum > y - x ? (int64_t)((double)part[op] * (double)(y - x) / (double)sum)
+			                         : part[op];
 	}
-	return lo > 0 && at < p->iter[lo - 1].end_ns;
 }
 
 /* P's parts, with FL the windows when its traffic is in flight (flight.c). */
-static void ddl_proc_breakdown(struct ddl_proc *p, const struct ddl_flights *fl)
+static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
+                               const struct ddl_flights *fl)
 {
-	struct ddl_span *blk = NULL, *win = NULL;
-	size_t nb = 0, cb = 0, nw = fl ? fl->n : 0;
+	struct ddl_ivset blk = {0}, data = {0}, win = {0}, ops[DDL_COLL_OPS];
+	memset(ops, 0, sizeof ops);
 	uint32_t tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
+	int host_colls = p->coll.hcoll > 0; /* gloo's own records, and the Python calls of the rest */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int c = ddl_event_class(e->kind);
-			if (!c || c == DDL_CLASS_MARK || c >= DDL_CLASS_LAUNCH)
-				continue; /* GPU calls and their args records are not socket waits */
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
 			uint32_t etid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
-			if (etid == tid)
-				ddl_span_push(&blk, &nb, &cb, (struct ddl_span){a, b, 0});
+			unsigned op = c == DDL_CLASS_HCOLL || (e->kind == DDL_EV_PY_PHASE &&
+			                                       e->fd == DDL_PHASE_COLLECTIVE)
+			              ? ddl_coll_op_of(t, i) : DDL_COLL_OPS;
+			/* a Python call that gloo ran is in gloo's record already */
+			if (op < DDL_COLL_OPS && (c == DDL_CLASS_HCOLL || !host_colls || op == DDL_OP_SEND ||
+			                          op == DDL_OP_RECV))
+				ddl_ivset_push(&ops[op], a, b, 0);
+			if (etid != tid)
+				continue;
+			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_DATA_WAIT)
+				ddl_ivset_push(&data, a, b, 0);
+			else if (ddl_blocks(c))
+				ddl_ivset_push(&blk, a, b, 0);
 		}
 	}
-	nb = ddl_merge(blk, nb, 0);
-	win = nw ? malloc(nw * sizeof *win) : NULL;
-	if (!win)
-		nw = 0; /* without memory: blocked time is idle */
-	for (size_t i = 0; i < nw; i++)
-		win[i] = (struct ddl_span){fl->v[i].a, fl->v[i].b, fl->v[i].remote};
+	ddl_ivset_merge(&blk, 0);
+	ddl_ivset_merge(&data, 0);
+	for (int op = 0; op < DDL_COLL_OPS; op++)
+		ddl_ivset_merge(&ops[op], 0);
+	if (ddl_ivset_subtract(&blk, &data) < 0)
+		ddl_ivset_free(&data); /* without memory: no data stall, rather than counted twice */
+	for (size_t i = 0; fl && i < fl->n; i++)
+		if (ddl_ivset_push(&win, fl->v[i].a, fl->v[i].b, fl->v[i].remote) < 0)
+			break; /* without memory: blocked time is idle */
 	struct ddl_parts sum = {0};
 	double traffic = 0, bytes = 0;
-	size_t bi = 0, wi = 0;
+	int64_t by_op[DDL_COLL_OPS] = {0}, stall_all = 0;
+	size_t bi = 0, wi = 0, di = 0;
 	for (size_t k = 0; k < p->niter; k++) {
 		int64_t a = p->iter[k].start_ns, b = p->iter[k].end_ns;
 		int64_t blocked = 0, net = 0, ic = 0;
-		while (bi < nb && blk[bi].b <= a)
+		int64_t d = ddl_ivset_overlap(&data, &di, a, b, NULL, 0);
+		while (bi < blk.n && blk.v[bi].b <= a)
 			bi++;
-		for (size_t j = bi; j < nb && blk[j].a < b; j++) {
-			int64_t lo = blk[j].a > a ? blk[j].a : a, hi = blk[j].b < b ? blk[j].b : b;
+		for (size_t j = bi; j < blk.n && blk.v[j].a < b; j++) {
+			int64_t lo = blk.v[j].a > a ? blk.v[j].a : a, hi = blk.v[j].b < b ? blk.v[j].b : b;
 			if (hi <= lo)
 				continue;
 			blocked += hi - lo;
 			size_t from = wi;
-			ddl_covered(win, nw, &from, lo, hi, &net, &ic);
+			ddl_stall_piece(&win, &from, ops, lo, hi, &net, &ic, by_op);
 		}
-		while (wi < nw && win[wi].b <= a)
+		stall_all += net + ic;
+		while (wi < win.n && win.v[wi].b <= a)
 			wi++;
-		int64_t tr = 0, tl = 0;
 		size_t from = wi;
-		ddl_covered(win, nw, &from, a, b, &tr, &tl);
-		traffic += (double)(tr + tl) / 1e9;
+		traffic += (double)ddl_ivset_overlap(&win, &from, a, b, NULL, 0) / 1e9;
 		double len = (double)(b - a) / 1e9;
-		sum.network_stall += (double)net / 1e9;
-		sum.interconnect_stall += (double)ic / 1e9;
-		sum.idle += (double)(blocked - net - ic) / 1e9;
-		sum.compute += len - (double)blocked / 1e9;
+		struct ddl_parts it = {.compute = len - (double)(blocked + d) / 1e9,
+		                       .data_stall = (double)d / 1e9,
+		                       .interconnect_stall = (double)ic / 1e9,
+		                       .network_stall = (double)net / 1e9,
+		                       .idle = (double)(blocked - net - ic) / 1e9};
+#define DDL_X_ADD(f) sum.f += it.f;
+		DDL_PARTS(DDL_X_ADD)
+#undef DDL_X_ADD
 		if (p->iter_parts)
-			p->iter_parts[k] = (struct ddl_parts){.compute = len - (double)blocked / 1e9,
-			                                      .interconnect_stall = (double)ic / 1e9,
-			                                      .network_stall = (double)net / 1e9,
-			                                      .idle = (double)(blocked - net - ic) / 1e9};
+			p->iter_parts[k] = it;
 	}
-	free(blk);
-	free(win);
+	ddl_ivset_free(&blk);
+	ddl_ivset_free(&data);
+	ddl_ivset_free(&win);
+	for (int op = 0; op < DDL_COLL_OPS; op++)
+		ddl_ivset_free(&ops[op]);
 	/* bytes sent inside the iterations */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -170,9 +156,16 @@ static void ddl_proc_breakdown(struct ddl_proc *p, const struct ddl_flights *fl)
 	double n = (double)p->niter;
 	p->traffic_s = traffic / n;
 	p->bytes_sent = bytes / n;
+	int64_t put = 0;
+	for (int op = 0; op < DDL_COLL_OPS; op++) {
+		p->coll_stall_s[op] = (double)by_op[op] / 1e9 / n;
+		put += by_op[op];
+	}
+	p->coll_stall_other_s = (double)(stall_all - put) / 1e9 / n;
 #define DDL_X_MEAN(f) p->per_iter.f = sum.f / n;
 	DDL_PARTS(DDL_X_MEAN)
 #undef DDL_X_MEAN
+	ddl_proc_coll_per_iter(r, p);
 }
 
 /*
@@ -299,7 +292,7 @@ void ddl_report_breakdown(struct ddl_report *r)
 		if (ddl_proc_breakdown_gpu(r, p) < 0) {
 			if (!have_fl)
 				have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;
-			ddl_proc_breakdown(p, fl ? &fl[i] : NULL);
+			ddl_proc_breakdown(r, p, fl ? &fl[i] : NULL);
 		}
 		double n = (double)p->niter;
 #define DDL_X_ADD(f) total.f += p->per_iter.f * n;
@@ -345,7 +338,7 @@ void ddl_report_breakdown(struct ddl_report *r)
 static const char *ddl_run_perturb(const struct ddl_traceset *s, const struct ddl_run *run)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->t[i].hdr.run_id, run->id))
+		if (ddl_run_has(s, run, &s->t[i]))
 			return ddl_trace_meta(&s->t[i], "DDLPROF_PERTURB_NET");
 	return NULL;
 }
@@ -372,20 +365,17 @@ const struct ddl_run *ddl_report_run(const struct ddl_traceset *s, const char *i
 	return ddl_traceset_run(s, id);
 }
 
-/* Builds BASE, run RUN of S, with R's settings, as ddlprof-report does. 0 or -1. */
+/* Builds BASE, run RUN of S, with R's settings, as ddlprof-report does
+ * (but for measuring it against a baseline of its own). 0 or -1. */
 static int ddl_report_like(struct ddl_report *base, const struct ddl_report *r,
                            const struct ddl_traceset *s, const struct ddl_run *run)
 {
-	if (ddl_report_build(base, s, run) < 0)
+	struct ddl_analysis o = {NULL, r->iteration_names, r->iteration_names_given, r->data_names,
+	                         r->warmup, 0, NULL, NULL};
+	char err[256];
+	if (ddl_report_analyze(base, s, run, &o, err, sizeof err) < 0)
 		return -1;
 	memcpy(base->bw, r->bw, sizeof base->bw);
-	base->iteration_names = r->iteration_names;
-	base->data_names = r->data_names;
-	base->warmup = r->warmup;
-	ddl_report_gpu(base);
-	ddl_report_align(base);
-	ddl_report_iterations(base, r->iteration_names, r->warmup);
-	ddl_report_breakdown(base);
 	return 0;
 }
 

@@ -21,83 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ivset.h"
 #include "report.h"
 
-struct ddl_iv {
-	int64_t a, b;
-};
-
-struct ddl_ivs {
-	struct ddl_iv *v;
-	size_t n, cap;
-};
-
-static void ddl_iv_push(struct ddl_ivs *s, int64_t a, int64_t b)
-{
-	if (b <= a)
-		return;
-	if (s->n == s->cap) {
-		size_t c = s->cap ? s->cap * 2 : 256;
-		struct ddl_iv *q = realloc(s->v, c * sizeof *q);
-		if (!q)
-			return;
-		s->v = q;
-		s->cap = c;
-	}
-	s->v[s->n++] = (struct ddl_iv){a, b};
-}
-
-static int ddl_iv_cmp(const void *x, const void *y)
-{
-	const struct ddl_iv *p = x, *q = y;
-	return p->a < q->a ? -1 : p->a > q->a;
-}
-
-/* Sorts and merges overlapping intervals. */
-static void ddl_iv_merge(struct ddl_ivs *s)
-{
-	if (!s->n)
-		return;
-	qsort(s->v, s->n, sizeof *s->v, ddl_iv_cmp);
-	size_t m = 0;
-	for (size_t i = 1; i < s->n; i++) {
-		if (s->v[i].a <= s->v[m].b) {
-			if (s->v[i].b > s->v[m].b)
-				s->v[m].b = s->v[i].b;
-		} else {
-			s->v[++m] = s->v[i];
-		}
-	}
-	s->n = m + 1;
-}
-
-/* Does the merged set S cover instant x? */
-static int ddl_iv_covers(const struct ddl_ivs *s, int64_t x)
-{
-	size_t lo = 0, hi = s->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->v[mid].b <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n && s->v[lo].a <= x;
-}
-
-/* Endpoints of S inside (a, b), appended to P. */
-static void ddl_iv_points(const struct ddl_ivs *s, int64_t a, int64_t b, int64_t **p, size_t *n,
+/* Endpoints of merged S inside (a, b), appended to P. */
+static void ddl_iv_points(const struct ddl_ivset *s, int64_t a, int64_t b, int64_t **p, size_t *n,
                           size_t *cap)
 {
-	size_t lo = 0, hi = s->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->v[mid].b <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < s->n && s->v[i].a < b; i++) {
+	for (size_t i = ddl_ivset_find(s, a); i < s->n && s->v[i].a < b; i++) {
 		int64_t x[2] = {s->v[i].a, s->v[i].b};
 		for (int k = 0; k < 2; k++) {
 			if (x[k] <= a || x[k] >= b)
@@ -209,50 +140,11 @@ static int ddl_is_data_range(const char *name, const char *patterns)
 	return 0;
 }
 
-/* Collective calls and bytes per analysed iteration, by the span of their communicator. */
-static void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p)
-{
-	double calls = 0, bytes = 0, intra = 0, inter = 0;
-	for (size_t k = 0; k < p->ntr; k++) {
-		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct ddl_event *e = &t->ev[i];
-			if (ddl_event_class(e->kind) != DDL_CLASS_COLL)
-				continue;
-			int64_t at = ddl_trace_real_ns(t, e->start);
-			size_t lo = 0, hi = p->niter; /* the last iteration starting by `at` */
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-				if (p->iter[mid].start_ns <= at)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (!lo || at >= p->iter[lo - 1].end_ns)
-				continue;
-			const struct ddl_args *a = ddl_event_args(t, i);
-			double b = a ? (double)a->bytes : 0;
-			int span = a ? ddl_comm_span(r, t, a->comm) : DDL_SPAN_UNKNOWN;
-			calls++;
-			bytes += b;
-			if (span == DDL_SPAN_INTRA)
-				intra += b;
-			else if (span == DDL_SPAN_INTER)
-				inter += b;
-		}
-	}
-	double n = p->niter ? (double)p->niter : 1;
-	p->coll_calls = calls / n;
-	p->coll_bytes = bytes / n;
-	p->coll_intra_bytes = intra / n;
-	p->coll_inter_bytes = inter / n;
-}
-
 enum { DDL_P_COMPUTE, DDL_P_NET, DDL_P_IC, DDL_P_DATA, DDL_NP };
 
 int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 {
-	struct ddl_ivs set[DDL_NP];
+	struct ddl_ivset set[DDL_NP];
 	memset(set, 0, sizeof set);
 	size_t ndev = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
@@ -273,8 +165,13 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 					if ((*d)++ == 0)
 						open_at[e->tid] = a;
 				} else if (e->kind == DDL_EV_RANGE_POP && *d > 0 && --(*d) == 0) {
-					ddl_iv_push(&set[DDL_P_DATA], open_at[e->tid], a);
+					ddl_ivset_push(&set[DDL_P_DATA], open_at[e->tid], a, 0);
 				}
+				continue;
+			}
+			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_DATA_WAIT) {
+				/* the training loop waiting for its next batch (the Python hook) */
+				ddl_ivset_push(&set[DDL_P_DATA], a, a + ddl_trace_dur_ns(t, e), 0);
 				continue;
 			}
 			if (cls != DDL_CLASS_DEVICE)
@@ -288,16 +185,16 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 			case DDL_EV_DEV_KERNEL:
 			case DDL_EV_DEV_GRAPH:
 			case DDL_EV_DEV_MEMSET:
-				ddl_iv_push(&set[DDL_P_COMPUTE], a, b);
+				ddl_ivset_push(&set[DDL_P_COMPUTE], a, b, 0);
 				break;
 			case DDL_EV_DEV_MEMCPY: {
 				const struct ddl_args *ar = e->flags & DDL_EVF_ARGS ? ddl_event_args(t, i) : NULL;
 				int op = c ? c->op : ar ? ar->op : 1;
-				ddl_iv_push(&set[op == 1 /* cudaMemcpyHostToDevice */ ? DDL_P_DATA : DDL_P_COMPUTE], a, b);
+				ddl_ivset_push(&set[op == 1 /* cudaMemcpyHostToDevice */ ? DDL_P_DATA : DDL_P_COMPUTE], a, b, 0);
 				break;
 			}
 			case DDL_EV_DEV_COLL:
-				ddl_iv_push(&set[c && c->span == DDL_SPAN_INTRA ? DDL_P_IC : DDL_P_NET], a, b);
+				ddl_ivset_push(&set[c && c->span == DDL_SPAN_INTRA ? DDL_P_IC : DDL_P_NET], a, b, 0);
 				break;
 			default:
 				break;
@@ -307,11 +204,11 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	}
 	if (!ndev) {
 		for (int k = 0; k < DDL_NP; k++)
-			free(set[k].v);
+			ddl_ivset_free(&set[k]);
 		return -1;
 	}
 	for (int k = 0; k < DDL_NP; k++)
-		ddl_iv_merge(&set[k]);
+		ddl_ivset_merge(&set[k], 0);
 	struct ddl_parts sum = {0};
 	double comm = 0;
 	int64_t *pts = NULL;
@@ -337,10 +234,10 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 			if (hi <= lo)
 				continue;
 			int64_t mid = lo + (hi - lo) / 2;
-			if (ddl_iv_covers(&set[DDL_P_NET], mid) || ddl_iv_covers(&set[DDL_P_IC], mid))
+			if (ddl_ivset_covers(&set[DDL_P_NET], mid) || ddl_ivset_covers(&set[DDL_P_IC], mid))
 				comm += (double)(hi - lo) / 1e9;
 			for (int k = 0; k < DDL_NP; k++) {
-				if (ddl_iv_covers(&set[k], mid)) {
+				if (ddl_ivset_covers(&set[k], mid)) {
 					part[k] += hi - lo;
 					break;
 				}
@@ -361,7 +258,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	}
 	free(pts);
 	for (int k = 0; k < DDL_NP; k++)
-		free(set[k].v);
+		ddl_ivset_free(&set[k]);
 	double n = (double)p->niter;
 #define DDL_X_MEAN(f) p->per_iter.f = n > 0 ? sum.f / n : 0;
 	DDL_PARTS(DDL_X_MEAN)

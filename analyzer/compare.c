@@ -23,6 +23,15 @@
  * from the two runs' own breakdowns (they add up to it), and without its
  * compute part: the blocked differential, the change in the time the
  * training thread was blocked, which is what a stall can account for.
+ *
+ * Data stall the same way, as the original work measured it: the job run
+ * on its real input (real) and under ddlprof --data synthetic (synthetic),
+ * where each DataLoader serves its first batch again instead of loading:
+ *
+ *     data = t(real) - t(synthetic)
+ *
+ * beside the real run's direct data stall (its training thread's waits
+ * for the next batch) and the disagreement.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -41,19 +50,20 @@ struct ddl_cmp_run {
 	struct ddl_parts parts; /* direct breakdown, per sample */
 };
 
-static const char *const ddl_labels[3] = {"single", "node", "multi"};
+enum { DDL_CMP_SINGLE, DDL_CMP_NODE, DDL_CMP_MULTI, DDL_CMP_REAL, DDL_CMP_SYNTH };
+static const char *const ddl_labels[DDL_CMP_RUNS] = {"single", "node", "multi", "real", "synthetic"};
 
 /* LABEL=DIR[@SAMPLES]; 0, or -1 with ERR. */
 static int ddl_cmp_parse(struct ddl_cmp_run *runs, const char *spec, char *err, size_t errlen)
 {
 	const char *eq = strchr(spec, '=');
 	int k = -1;
-	for (int i = 0; i < 3 && eq; i++)
+	for (int i = 0; i < DDL_CMP_RUNS && eq; i++)
 		if ((size_t)(eq - spec) == strlen(ddl_labels[i]) && !strncmp(spec, ddl_labels[i], strlen(ddl_labels[i])))
 			k = i;
 	if (k < 0 || !eq[1]) {
-		snprintf(err, errlen, "--compare '%.200s': use single=DIR, node=DIR or multi=DIR "
-		         "(optionally DIR@SAMPLES)", spec);
+		snprintf(err, errlen, "--compare '%.200s': use single=DIR, node=DIR, multi=DIR, real=DIR "
+		         "or synthetic=DIR (optionally DIR@SAMPLES)", spec);
 		return -1;
 	}
 	if (runs[k].path[0]) {
@@ -93,20 +103,13 @@ static int ddl_cmp_load(struct ddl_cmp_run *c, const struct ddl_cmp_opts *o)
 		ddl_traceset_free(&c->set);
 		return -1;
 	}
-	if (ddl_report_build(&c->rep, &c->set, run) < 0 ||
-	    ddl_report_bw(&c->rep, o->bw, err, sizeof err) < 0) {
+	struct ddl_analysis an = {o->bw, o->iter_names, o->iter_names_given, o->data_names,
+	                          o->warmup, 0, NULL, NULL};
+	c->loaded = 1; /* the report is freed with the set, whatever happens next */
+	if (ddl_report_analyze(&c->rep, &c->set, run, &an, err, sizeof err) < 0) {
 		fprintf(stderr, "ddlprof-report: --compare %s: %s\n", c->label, err);
-		ddl_traceset_free(&c->set);
 		return -1;
 	}
-	c->rep.iteration_names = o->iter_names;
-	c->rep.data_names = o->data_names;
-	c->rep.warmup = o->warmup;
-	ddl_report_gpu(&c->rep);
-	ddl_report_align(&c->rep);
-	ddl_report_iterations(&c->rep, o->iter_names, o->warmup);
-	ddl_report_breakdown(&c->rep);
-	c->loaded = 1;
 	if (c->rep.iterations <= 0) {
 		fprintf(stderr, "ddlprof-report: --compare %s: no iterations found in %s\n", c->label,
 		        c->path);
@@ -168,7 +171,12 @@ static void ddl_cmp_change_text(FILE *f, const struct ddl_parts *c, double diff)
 
 static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 {
-	int have[3] = {r[0].loaded, r[1].loaded, r[2].loaded};
+	int have[DDL_CMP_RUNS];
+	for (int k = 0; k < DDL_CMP_RUNS; k++)
+		have[k] = r[k].loaded;
+	double data = have[DDL_CMP_REAL] && have[DDL_CMP_SYNTH] ? r[DDL_CMP_REAL].t - r[DDL_CMP_SYNTH].t
+	                                                         : 0;
+	struct ddl_parts c_data = ddl_cmp_change(&r[DDL_CMP_REAL], &r[DDL_CMP_SYNTH]);
 	double ic = have[0] && have[1] ? r[1].t - r[0].t : 0;
 	double net = have[1] && have[2] ? r[2].t - r[1].t : 0;
 	double comm = have[0] && have[2] ? r[2].t - r[0].t : 0;
@@ -177,7 +185,7 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 	if (json) {
 		json_t *root = json_object(), *runs = json_object(), *d = json_object();
 		json_object_set_new(root, "schema", json_string("ddlprof-compare/1"));
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < DDL_CMP_RUNS; k++) {
 			if (!have[k])
 				continue;
 			json_t *parts = json_object();
@@ -204,6 +212,10 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 			json_object_set_new(d, "communication_stall",
 			                    ddl_cmp_part_json(comm, r[2].parts.network_stall + r[2].parts.interconnect_stall,
 			                                      "multi - single", "multi", &c_comm));
+		if (have[DDL_CMP_REAL] && have[DDL_CMP_SYNTH])
+			json_object_set_new(d, "data_stall",
+			                    ddl_cmp_part_json(data, r[DDL_CMP_REAL].parts.data_stall,
+			                                      "real - synthetic", "real", &c_data));
 		json_object_set_new(root, "differential", d);
 		json_object_set_new(root, "unit", json_string("seconds per sample (per iteration when samples = 1)"));
 		int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
@@ -211,15 +223,17 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 		json_decref(root);
 		return rc;
 	}
-	fprintf(f, "ddlprof differential analysis (ms per %s)\n",
-	        r[0].samples == 1 && r[1].samples == 1 && r[2].samples == 1 ? "iteration" : "sample");
-	fprintf(f, "  %-7s %5s %5s %10s %10s %8s %13s %9s %8s\n", "run", "ranks", "hosts", "iteration",
+	int per_iter = 1;
+	for (int k = 0; k < DDL_CMP_RUNS; k++)
+		per_iter &= !have[k] || r[k].samples == 1;
+	fprintf(f, "ddlprof differential analysis (ms per %s)\n", per_iter ? "iteration" : "sample");
+	fprintf(f, "  %-9s %5s %5s %10s %10s %8s %13s %9s %8s\n", "run", "ranks", "hosts", "iteration",
 	        "compute", "data", "interconnect", "network", "idle");
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < DDL_CMP_RUNS; k++) {
 		if (!have[k])
 			continue;
 		const struct ddl_parts *p = &r[k].parts;
-		fprintf(f, "  %-7s %5d %5d %10.3f %10.3f %8.3f %13.3f %9.3f %8.3f\n", ddl_labels[k],
+		fprintf(f, "  %-9s %5d %5d %10.3f %10.3f %8.3f %13.3f %9.3f %8.3f\n", ddl_labels[k],
 		        r[k].rep.nranks, r[k].rep.nhosts, r[k].t * 1e3, p->compute * 1e3, p->data_stall * 1e3,
 		        p->interconnect_stall * 1e3, p->network_stall * 1e3, p->idle * 1e3);
 	}
@@ -243,36 +257,42 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 		        (comm - r[2].parts.network_stall - r[2].parts.interconnect_stall) * 1e3);
 		ddl_cmp_change_text(f, &c_comm, comm);
 	}
+	if (have[DDL_CMP_REAL] && have[DDL_CMP_SYNTH]) {
+		fprintf(f, "  data stall:         differential %.3f ms (real - synthetic), direct %.3f ms (real "
+		        "run): disagreement %+.3f ms\n", data * 1e3, r[DDL_CMP_REAL].parts.data_stall * 1e3,
+		        (data - r[DDL_CMP_REAL].parts.data_stall) * 1e3);
+		ddl_cmp_change_text(f, &c_data, data);
+	}
 	return ferror(f) ? -1 : 0;
 }
 
 int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f)
 {
-	struct ddl_cmp_run runs[3];
+	struct ddl_cmp_run runs[DDL_CMP_RUNS];
 	memset(runs, 0, sizeof runs);
 	char err[512];
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < DDL_CMP_RUNS; k++)
 		runs[k].label = ddl_labels[k];
 	for (int i = 0; i < nspecs; i++)
 		if (ddl_cmp_parse(runs, specs[i], err, sizeof err) < 0) {
 			fprintf(stderr, "ddlprof-report: %s\n", err);
 			return 2;
 		}
-	int given = 0;
-	for (int k = 0; k < 3; k++)
-		given += runs[k].path[0] != 0;
-	if (given < 2) {
+	int comm = 0, data = 0;
+	for (int k = 0; k < DDL_CMP_RUNS; k++)
+		*(k >= DDL_CMP_REAL ? &data : &comm) += runs[k].path[0] != 0;
+	if (comm == 1 || data == 1 || comm + data < 2) {
 		fprintf(stderr, "ddlprof-report: --compare needs two or three of single=DIR, node=DIR, "
-		        "multi=DIR\n");
+		        "multi=DIR, or both real=DIR and synthetic=DIR\n");
 		return 2;
 	}
 	int status = 0;
-	for (int k = 0; k < 3 && !status; k++)
+	for (int k = 0; k < DDL_CMP_RUNS && !status; k++)
 		if (runs[k].path[0] && ddl_cmp_load(&runs[k], o) < 0)
 			status = 1;
 	if (!status && ddl_cmp_write(runs, o->json, f) < 0)
 		status = 1;
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < DDL_CMP_RUNS; k++) {
 		if (runs[k].loaded)
 			ddl_report_free(&runs[k].rep);
 		if (runs[k].path[0] && (runs[k].loaded || status == 0))

@@ -1,22 +1,110 @@
 /*
- * The GPU side of the report: per process, what CUDA and NCCL did (calls,
- * bytes, device time from event pairs or CUPTI); across processes, every
- * communicator with its members gathered from all traces, and whether it
- * stays inside one machine (interconnect) or spans machines (network).
+ * The GPU and collective side of the report: per process, what CUDA did
+ * (calls, bytes, device time from event pairs or CUPTI) and its collectives
+ * (NCCL's, gloo's, or else the torch.distributed calls the Python hook
+ * saw); across processes, every communicator with its members gathered
+ * from all traces, and whether it stays inside one machine (interconnect)
+ * or spans machines (network).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
 
+const char *ddl_coll_op_name(unsigned op)
+{
+	static const char *const names[DDL_COLL_OPS] = {
+	    "allreduce", "broadcast", "bcast", "reduce", "allgather", "reducescatter",
+	    "alltoall", "gather", "scatter", "send", "recv", "barrier"};
+	return op < DDL_COLL_OPS ? names[op] : NULL;
+}
+
 const char *ddl_nccl_op_name(unsigned kind)
 {
-	static const char *const names[DDL_NCCL_OPS] = {
-	    "allreduce", "broadcast", "bcast", "reduce", "allgather", "reducescatter",
-	    "alltoall", "gather", "scatter", "send", "recv"};
 	if (kind < DDL_EV_NCCL_ALLREDUCE || kind > DDL_EV_NCCL_RECV)
 		return NULL;
-	return names[kind - DDL_EV_NCCL_ALLREDUCE];
+	return ddl_coll_op_name(kind - DDL_EV_NCCL_ALLREDUCE);
+}
+
+unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
+{
+	const struct ddl_event *e = &t->ev[i];
+	switch (e->kind) {
+	case DDL_EV_GLOO_ALLREDUCE: return DDL_OP_ALLREDUCE;
+	case DDL_EV_GLOO_BROADCAST: return DDL_OP_BROADCAST;
+	case DDL_EV_GLOO_REDUCE: return DDL_OP_REDUCE;
+	case DDL_EV_GLOO_ALLGATHER:
+	case DDL_EV_GLOO_ALLGATHERV: return DDL_OP_ALLGATHER;
+	case DDL_EV_GLOO_GATHER: return DDL_OP_GATHER;
+	case DDL_EV_GLOO_SCATTER: return DDL_OP_SCATTER;
+	case DDL_EV_GLOO_ALLTOALL:
+	case DDL_EV_GLOO_ALLTOALLV: return DDL_OP_ALLTOALL;
+	case DDL_EV_GLOO_BARRIER: return DDL_OP_BARRIER;
+	case DDL_EV_PY_PHASE: {
+		/* enum ddl_pyop, 1 .. 11 */
+		static const unsigned py[] = {DDL_COLL_OPS, DDL_OP_ALLREDUCE, DDL_OP_BROADCAST,
+		                              DDL_OP_REDUCE, DDL_OP_ALLGATHER, DDL_OP_GATHER,
+		                              DDL_OP_SCATTER, DDL_OP_REDUCESCATTER, DDL_OP_ALLTOALL,
+		                              DDL_OP_BARRIER, DDL_OP_SEND, DDL_OP_RECV};
+		const struct ddl_args *a = e->fd == DDL_PHASE_COLLECTIVE ? ddl_event_args(t, i) : NULL;
+		return a && a->op < sizeof py / sizeof py[0] ? py[a->op] : DDL_COLL_OPS;
+	}
+	default:
+		if (e->kind >= DDL_EV_NCCL_ALLREDUCE && e->kind <= DDL_EV_NCCL_RECV)
+			return e->kind - DDL_EV_NCCL_ALLREDUCE;
+		return DDL_COLL_OPS;
+	}
+}
+
+/*
+ * Whether event I of T is a collective this process's summary counts:
+ * NCCL's and gloo's always; torch.distributed calls where PY says so: all
+ * of them (DDL_PY_ALL: the process had neither library's records), or
+ * only the point-to-point ones (DDL_PY_P2P: gloo's sends and receives are
+ * not calls of gloo's API, so only the Python calls show them).
+ */
+enum { DDL_PY_NONE, DDL_PY_P2P, DDL_PY_ALL };
+
+static int ddl_counted_coll(const struct ddl_trace *t, size_t i, int py)
+{
+	const struct ddl_event *e = &t->ev[i];
+	int cls = ddl_event_class(e->kind);
+	if (cls == DDL_CLASS_COLL || cls == DDL_CLASS_HCOLL)
+		return 1;
+	if (py == DDL_PY_NONE || e->kind != DDL_EV_PY_PHASE || e->fd != DDL_PHASE_COLLECTIVE)
+		return 0;
+	unsigned op = ddl_coll_op_of(t, i);
+	return py == DDL_PY_ALL || op == DDL_OP_SEND || op == DDL_OP_RECV;
+}
+
+/* What ddl_counted_coll counts of a process's torch.distributed calls. */
+static int ddl_py_counted(const struct ddl_collsum *c)
+{
+	return !c->py_calls ? DDL_PY_NONE : !c->nccl && !c->hcoll ? DDL_PY_ALL
+	       : !c->nccl ? DDL_PY_P2P : DDL_PY_NONE;
+}
+
+/* Adds collective I of T to C. */
+static void ddl_coll_add(const struct ddl_report *r, struct ddl_collsum *c,
+                         const struct ddl_trace *t, size_t i)
+{
+	const struct ddl_args *a = ddl_event_args(t, i);
+	unsigned op = ddl_coll_op_of(t, i);
+	uint64_t b = a ? a->bytes : 0;
+	c->count++;
+	c->bytes += b;
+	c->host_s += (double)ddl_trace_dur_ns(t, &t->ev[i]) / 1e9;
+	if (op < DDL_COLL_OPS) {
+		c->op_count[op]++;
+		c->op_bytes[op] += b;
+	}
+	int span = a ? ddl_comm_span(r, t, a->comm) : DDL_SPAN_UNKNOWN;
+	if (span == DDL_SPAN_INTRA)
+		c->intra_bytes += b;
+	else if (span == DDL_SPAN_INTER)
+		c->inter_bytes += b;
+	else
+		c->unknown_bytes += b;
 }
 
 static struct ddl_commjob *ddl_comm_find(struct ddl_report *r, uint64_t key)
@@ -45,6 +133,8 @@ static void ddl_comms_gather(struct ddl_report *r)
 {
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
+		if (p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD)
+			continue; /* a forked copy of its rank's records, not a member */
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t c = 1; c < t->ncomms; c++) {
@@ -111,6 +201,17 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_event_class(e->kind);
+			if (cls == DDL_CLASS_HCOLL) {
+				ddl_coll_add(r, c, t, i);
+				c->hcoll++;
+				continue;
+			}
+			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_COLLECTIVE) {
+				const struct ddl_args *a = ddl_event_args(t, i);
+				c->py_calls++;
+				c->py_bytes += a ? a->bytes : 0;
+				continue;
+			}
 			if (cls < DDL_CLASS_LAUNCH || cls > DDL_CLASS_DEVICE)
 				continue;
 			p->has_gpu = 1;
@@ -135,23 +236,10 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 				g->syncs++;
 				g->sync_host_s += s;
 				break;
-			case DDL_CLASS_COLL: {
-				unsigned op = e->kind - DDL_EV_NCCL_ALLREDUCE;
-				uint64_t b = a ? a->bytes : 0;
-				c->count++;
-				c->bytes += b;
-				c->host_s += s;
-				c->op_count[op]++;
-				c->op_bytes[op] += b;
-				int span = a ? ddl_comm_span(r, t, a->comm) : DDL_SPAN_UNKNOWN;
-				if (span == DDL_SPAN_INTRA)
-					c->intra_bytes += b;
-				else if (span == DDL_SPAN_INTER)
-					c->inter_bytes += b;
-				else
-					c->unknown_bytes += b;
+			case DDL_CLASS_COLL:
+				ddl_coll_add(r, c, t, i);
+				c->nccl++;
 				break;
-			}
 			case DDL_CLASS_DEVICE:
 				g->device_intervals++;
 				cupti |= (e->flags & DDL_EVF_CUPTI) != 0;
@@ -173,6 +261,53 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 	}
 	g->devices = __builtin_popcountll(devmask);
 	g->backend = cupti && pairs ? "cupti+events" : cupti ? "cupti" : pairs ? "events" : NULL;
+	c->source = c->nccl && c->hcoll ? "nccl+gloo" : c->nccl ? "nccl" : c->hcoll ? "gloo"
+	            : c->py_calls ? "torch" : NULL;
+	int py = ddl_py_counted(c); /* what neither library shows: the calls themselves */
+	for (size_t k = 0; py && k < p->ntr; k++)
+		for (size_t i = 0; i < p->tr[k]->nev; i++)
+			if (p->tr[k]->ev[i].kind == DDL_EV_PY_PHASE && ddl_counted_coll(p->tr[k], i, py))
+				ddl_coll_add(r, c, p->tr[k], i);
+}
+
+void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p)
+{
+	double calls = 0, bytes = 0, intra = 0, inter = 0, op_calls[DDL_COLL_OPS] = {0},
+	       op_bytes[DDL_COLL_OPS] = {0};
+	int py = ddl_py_counted(&p->coll);
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (!ddl_counted_coll(t, i, py))
+				continue;
+			if (ddl_proc_iter_at(p, ddl_trace_real_ns(t, e->start)) == SIZE_MAX)
+				continue;
+			const struct ddl_args *a = ddl_event_args(t, i);
+			double b = a ? (double)a->bytes : 0;
+			int span = a ? ddl_comm_span(r, t, a->comm) : DDL_SPAN_UNKNOWN;
+			calls++;
+			bytes += b;
+			if (span == DDL_SPAN_INTRA)
+				intra += b;
+			else if (span == DDL_SPAN_INTER)
+				inter += b;
+			unsigned op = ddl_coll_op_of(t, i);
+			if (op < DDL_COLL_OPS) {
+				op_calls[op]++;
+				op_bytes[op] += b;
+			}
+		}
+	}
+	double n = p->niter ? (double)p->niter : 1;
+	for (unsigned op = 0; op < DDL_COLL_OPS; op++) {
+		p->coll_op_calls[op] = op_calls[op] / n;
+		p->coll_op_bytes[op] = op_bytes[op] / n;
+	}
+	p->coll_calls = calls / n;
+	p->coll_bytes = bytes / n;
+	p->coll_intra_bytes = intra / n;
+	p->coll_inter_bytes = inter / n;
 }
 
 void ddl_report_gpu(struct ddl_report *r)

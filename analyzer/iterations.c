@@ -1,5 +1,13 @@
 /*
  * Iterations, by the first method that finds any, per process:
+ *  0. steps: the Python hook's optimizer steps. On the thread with the most
+ *     steps, an iteration ends with each step of the optimizer that steps
+ *     least often there (of several that step alike, the one whose first
+ *     step ends last: the iteration's last step); optimizers that follow
+ *     one another, never stepping side by side, count as one. The first
+ *     iteration starts with the last wait for a batch (else forward or
+ *     backward) before it. When --iteration-name is given, markers come
+ *     first instead;
  *  1. markers: on each thread, a range whose name matches one of the
  *     iteration patterns (shell globs, case-insensitive; default
  *     "*step*,*iter*") and is not inside another matching range;
@@ -114,6 +122,133 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 		}
 	}
 	free(open);
+}
+
+static int ddl_cmp_i64(const void *a, const void *b);
+
+/* Iterations from the Python hook's optimizer steps (above); 1 when found. */
+static int ddl_proc_step_iterations(struct ddl_proc *p)
+{
+	struct {
+		uint32_t tid;
+		int64_t opt;
+		size_t n;
+		int64_t first_start, first_end, last_end;
+		int chain;
+	} c[64];
+	size_t nc = 0;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (e->kind != DDL_EV_PY_STEP)
+				continue;
+			uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+			int64_t a = ddl_trace_real_ns(t, e->start), end = a + ddl_trace_dur_ns(t, e);
+			size_t j = 0;
+			while (j < nc && !(c[j].tid == tid && c[j].opt == e->fd))
+				j++;
+			if (j == nc) {
+				if (nc == 64)
+					continue;
+				c[nc++] = (__typeof__(c[0])){tid, e->fd, 0, a, end, end, -1};
+			}
+			c[j].n++;
+			if (end > c[j].last_end)
+				c[j].last_end = end;
+		}
+	}
+	if (!nc)
+		return 0;
+	/* the training thread: the one with the most steps */
+	uint32_t tid = 0;
+	size_t most = 0;
+	for (size_t j = 0; j < nc; j++) {
+		size_t sum = 0;
+		for (size_t q = 0; q < nc; q++)
+			sum += c[q].tid == c[j].tid ? c[q].n : 0;
+		if (sum > most) {
+			most = sum;
+			tid = c[j].tid;
+		}
+	}
+	/* Optimizers that follow one another (a new one made each epoch) are one
+	 * chain; those that step side by side (a GAN's two) are chains of their
+	 * own. The iterations are the steps of the chain with the fewest, of
+	 * several alike the one that steps last in the iteration. */
+	size_t steps[64] = {0};
+	int64_t first_end[64], chain_end[64];
+	int nchains = 0;
+	for (int pass = 0; pass < (int)nc; pass++) {
+		size_t j = SIZE_MAX; /* the earliest optimizer not in a chain yet */
+		for (size_t q = 0; q < nc; q++)
+			if (c[q].tid == tid && c[q].chain < 0 &&
+			    (j == SIZE_MAX || c[q].first_start < c[j].first_start))
+				j = q;
+		if (j == SIZE_MAX)
+			break;
+		int ch = -1;
+		for (int h = 0; h < nchains && ch < 0; h++)
+			if (chain_end[h] <= c[j].first_start)
+				ch = h;
+		if (ch < 0) {
+			ch = nchains++;
+			steps[ch] = 0;
+			first_end[ch] = c[j].first_end;
+		}
+		c[j].chain = ch;
+		steps[ch] += c[j].n;
+		chain_end[ch] = c[j].last_end;
+	}
+	int best = 0;
+	for (int h = 1; h < nchains; h++)
+		if (steps[h] < steps[best] || (steps[h] == steps[best] && first_end[h] > first_end[best]))
+			best = h;
+	int64_t *ends = malloc(steps[best] * sizeof *ends);
+	if (!ends)
+		return 0;
+	size_t n = 0;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev && n < steps[best]; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (e->kind != DDL_EV_PY_STEP ||
+			    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
+				continue;
+			size_t j = 0;
+			while (j < nc && !(c[j].tid == tid && c[j].opt == e->fd))
+				j++;
+			if (j < nc && c[j].chain == best)
+				ends[n++] = ddl_trace_real_ns(t, e->start) + ddl_trace_dur_ns(t, e);
+		}
+	}
+	qsort(ends, n, sizeof *ends, ddl_cmp_i64);
+	/* where the first iteration began: its last batch wait, else its first
+	 * forward or backward, before the first end */
+	int64_t wait = INT64_MIN, other = INT64_MAX;
+	for (size_t k = 0; n && k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (e->kind != DDL_EV_PY_PHASE ||
+			    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
+				continue;
+			int64_t a = ddl_trace_real_ns(t, e->start);
+			if (a >= ends[0])
+				continue;
+			if (e->fd == DDL_PHASE_DATA_WAIT && a > wait)
+				wait = a;
+			else if ((e->fd == DDL_PHASE_FORWARD || e->fd == DDL_PHASE_BACKWARD) && a < other)
+				other = a;
+		}
+	}
+	int64_t first_start = wait != INT64_MIN ? wait : other;
+	if (n && first_start < ends[0])
+		ddl_push_iter(p, first_start, ends[0], tid);
+	for (size_t i = 1; i < n; i++)
+		ddl_push_iter(p, ends[i - 1], ends[i], tid);
+	free(ends);
+	return p->niter > 0;
 }
 
 #define DDL_BINS_MAX 20000
@@ -489,7 +624,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 {
 	size_t total = 0;
 	r->iterations = -1;
-	int by_socket = 0, by_coll = 0, ranked = 0;
+	int by_socket = 0, by_coll = 0, ranked = 0, any_steps = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		ranked |= r->procs[i].rank >= 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -499,9 +634,18 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 			p->iteration_method = "none";
 			continue;
 		}
-		ddl_proc_iterations(p, patterns);
-		ddl_keep_training_thread(p);
-		p->iteration_method = "markers";
+		int by_steps = 0;
+		if (!r->iteration_names_given && ddl_proc_step_iterations(p)) {
+			p->iteration_method = "steps";
+			by_steps = 1;
+		} else {
+			ddl_proc_iterations(p, patterns);
+			ddl_keep_training_thread(p);
+			p->iteration_method = "markers";
+		}
+		if (!p->niter && !by_steps && r->iteration_names_given && ddl_proc_step_iterations(p))
+			p->iteration_method = "steps";
+		any_steps |= p->niter && !strcmp(p->iteration_method, "steps");
 		if (!p->niter && ddl_proc_coll_iterations(p)) {
 			p->iteration_method = "collectives";
 			by_coll = 1;
@@ -533,7 +677,8 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		r->iteration_method = "none";
 		return;
 	}
-	r->iteration_method = by_socket ? "socket" : by_coll ? "collectives" : "markers";
+	r->iteration_method = by_socket ? "socket" : by_coll ? "collectives" : any_steps ? "steps"
+	                                                                                 : "markers";
 	double *all = malloc(total * sizeof *all);
 	if (!all)
 		return;

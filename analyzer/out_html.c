@@ -834,27 +834,27 @@ static void ddl_iter_chart(const struct ddl_report *r, FILE *f)
 /* Collective bytes by operation, all ranks together: horizontal bars. */
 static void ddl_coll_chart(const struct ddl_report *r, FILE *f)
 {
-	uint64_t bytes[DDL_NCCL_OPS] = {0}, count[DDL_NCCL_OPS] = {0}, top = 0;
+	uint64_t bytes[DDL_COLL_OPS] = {0}, count[DDL_COLL_OPS] = {0}, top = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
-		for (unsigned k = 0; k < DDL_NCCL_OPS; k++) {
+		for (unsigned k = 0; k < DDL_COLL_OPS; k++) {
 			bytes[k] += r->procs[i].coll.op_bytes[k];
 			count[k] += r->procs[i].coll.op_count[k];
 		}
-	for (unsigned k = 0; k < DDL_NCCL_OPS; k++)
+	for (unsigned k = 0; k < DDL_COLL_OPS; k++)
 		if (bytes[k] > top)
 			top = bytes[k];
 	if (!top)
 		return;
 	fputs("<h2>Communication by collective</h2>\n<div class=\"note\">Bytes of every rank's NCCL "
 	      "calls over the whole run, by operation.</div>\n<table>\n", f);
-	for (unsigned k = 0; k < DDL_NCCL_OPS; k++) {
+	for (unsigned k = 0; k < DDL_COLL_OPS; k++) {
 		if (!count[k])
 			continue;
 		char b[32];
 		fprintf(f, "<tr><td class=\"l\">%s</td><td>%llu calls</td><td>%s</td><td class=\"l\">"
 		        "<svg width=\"400\" height=\"14\" role=\"img\"><rect x=\"0\" y=\"1\" width=\"%.1f\" "
 		        "height=\"12\" fill=\"#4e79a7\"/></svg></td></tr>\n",
-		        ddl_nccl_op_name(DDL_EV_NCCL_ALLREDUCE + k), (unsigned long long)count[k],
+		        ddl_coll_op_name(k), (unsigned long long)count[k],
 		        ddl_bytes(bytes[k], b, sizeof b), 400.0 * (double)bytes[k] / (double)top);
 	}
 	fputs("</table>\n", f);

@@ -79,13 +79,65 @@ static json_t *ddl_json_coll(const struct ddl_collsum *c)
 	json_object_set_new(j, "device_s", json_real(c->device_s));
 	json_object_set_new(j, "host_s", json_real(c->host_s));
 	json_t *ops = json_object();
-	for (unsigned k = 0; k < DDL_NCCL_OPS; k++)
+	for (unsigned k = 0; k < DDL_COLL_OPS; k++)
 		if (c->op_count[k])
-			json_object_set_new(ops, ddl_nccl_op_name(DDL_EV_NCCL_ALLREDUCE + k),
+			json_object_set_new(ops, ddl_coll_op_name(k),
 			                    json_pack("{s:I, s:I}", "count", (json_int_t)c->op_count[k],
 			                              "bytes", (json_int_t)c->op_bytes[k]));
 	json_object_set_new(j, "by_op", ops);
+	json_object_set_new(j, "source", ddl_jstr(c->source));
+	json_object_set_new(j, "torch_calls", json_integer((json_int_t)c->py_calls));
 	return j;
+}
+
+/* ranks[].collectives_per_iteration: calls, bytes and the stall put down to each operation. */
+static json_t *ddl_json_coll_iter(const struct ddl_proc *p)
+{
+	if (!p->niter)
+		return json_null();
+	json_t *j = json_pack("{s:f, s:f, s:f, s:f}", "calls", p->coll_calls, "bytes", p->coll_bytes,
+	                      "intra_bytes", p->coll_intra_bytes, "inter_bytes", p->coll_inter_bytes);
+	json_t *ops = json_object();
+	for (unsigned op = 0; op < DDL_COLL_OPS; op++)
+		if (p->coll_op_calls[op] > 0)
+			json_object_set_new(ops, ddl_coll_op_name(op),
+			                    json_pack("{s:f, s:f}", "calls", p->coll_op_calls[op], "bytes",
+			                              p->coll_op_bytes[op]));
+	json_object_set_new(j, "by_op", ops);
+	if (!p->gpu_breakdown) {
+		json_t *st = json_object();
+		for (unsigned op = 0; op < DDL_COLL_OPS; op++)
+			if (p->coll_stall_s[op] > 0)
+				json_object_set_new(st, ddl_coll_op_name(op), json_real(p->coll_stall_s[op]));
+		json_object_set_new(st, "none", json_real(p->coll_stall_other_s));
+		json_object_set_new(j, "stall_s", st);
+	}
+	return j;
+}
+
+/* ranks[].input (inputs.c): the data stall split into fetch and prep; null without the hook. */
+static json_t *ddl_json_input(const struct ddl_proc *p)
+{
+	if (!p->in.have)
+		return json_null();
+	json_t *j = json_pack("{s:f, s:f, s:f, s:i, s:I}", "data_stall_s", p->per_iter.data_stall,
+	                      "fetch_s", p->in.fetch_s, "prep_s", p->in.prep_s, "workers", p->in.workers,
+	                      "batches", (json_int_t)p->in.batches);
+	json_object_set_new(j, "batch_s", json_real(p->in.batch_s));
+	json_object_set_new(j, "batch_fetch_s", json_real(p->in.batch_fetch_s));
+	json_object_set_new(j, "workers_busy", json_real(p->in.busy));
+	json_object_set_new(j, "bound", ddl_jstr(p->in.bound));
+	return j;
+}
+
+/* ranks[].phases: the Python hook's phases, mean seconds per iteration; null without it. */
+static json_t *ddl_json_phases(const struct ddl_proc *p)
+{
+	if (!p->niter || !p->phases.have)
+		return json_null();
+	return json_pack("{s:f, s:f, s:f, s:f}", "data_wait_s", p->per_iter.data_stall, "forward_s",
+	                 p->phases.forward_s, "backward_s", p->phases.backward_s, "optimizer_s",
+	                 p->phases.optimizer_s);
 }
 
 /* gpu.correlation (correlate.c): null without CUPTI's call records. */
@@ -218,13 +270,17 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		                       "wall_s", (double)(p->end_real_ns - p->start_real_ns) / 1e9,
 		                       "network", ddl_json_net(&p->net), "threads", threads);
 		json_object_set_new(jp, "command", ddl_jstr(p->command));
+		json_object_set_new(jp, "role", json_string(ddl_role_name(p->role)));
+		const struct ddl_proc *of = ddl_proc_served(r, p);
+		json_object_set_new(jp, "serves_rank", of && of->rank >= 0 ? json_integer(of->rank)
+		                                                           : json_null());
 		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
 		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
 		json_object_set_new(jp, "counters", ddl_json_counters(p->ctr));
-		if (p->has_gpu) {
+		if (p->has_gpu)
 			json_object_set_new(jp, "gpu", ddl_json_gpu(&p->gpu));
+		if (p->has_gpu || p->coll.count || p->coll.py_calls)
 			json_object_set_new(jp, "collectives", ddl_json_coll(&p->coll));
-		}
 		json_array_append_new(procs, jp);
 		for (size_t k = 0; k < p->ntr; k++)
 			for (int j = 0; j < p->tr[k]->nproblems; j++)
@@ -243,6 +299,22 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_t *job = json_pack("{s:i, s:i, s:i, s:f}", "ranks", r->nranks, "hosts", r->nhosts,
 	                        "processes", (int)r->nprocs, "wall_s",
 	                        r->nprocs ? (double)(r->end_real_ns - r->start_real_ns) / 1e9 : 0.0);
+	int nworkers = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		nworkers += r->procs[i].role == DDL_ROLE_WORKER;
+	json_object_set_new(job, "dataloader_workers", json_integer(nworkers));
+	const char *hook = NULL, *skipped = NULL, *data = NULL;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_trace *t = r->procs[i].tr[r->procs[i].ntr - 1];
+		if (r->nranks && r->procs[i].rank < 0)
+			continue; /* a rank's, where there are ranks */
+		hook = hook ? hook : ddl_trace_meta(t, "python_hook");
+		skipped = skipped ? skipped : ddl_trace_meta(t, "python_hook_skipped");
+		data = data ? data : ddl_trace_meta(t, "data");
+	}
+	json_object_set_new(job, "python_hook", ddl_jstr(hook));
+	json_object_set_new(job, "python_hook_skipped", ddl_jstr(skipped));
+	json_object_set_new(job, "data", json_string(data ? data : "real"));
 	int have = r->iterations > 0;
 	json_object_set_new(job, "iterations", json_integer(r->iterations));
 	json_object_set_new(job, "iteration_method", json_string(r->iteration_method));
@@ -292,7 +364,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		tot.timed += c->timed;
 		tot.device_s += c->device_s;
 		tot.host_s += c->host_s;
-		for (unsigned k = 0; k < DDL_NCCL_OPS; k++) {
+		for (unsigned k = 0; k < DDL_COLL_OPS; k++) {
 			tot.op_count[k] += c->op_count[k];
 			tot.op_bytes[k] += c->op_bytes[k];
 		}
@@ -390,6 +462,9 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_object_set_new(jr, "iteration_mean_s", p->niter ? json_real(p->iter_mean_s) : json_null());
 		json_object_set_new(jr, "breakdown_s", p->niter ? ddl_json_parts(&p->per_iter) : json_null());
 		json_object_set_new(jr, "collectives", ddl_json_coll(&p->coll));
+		json_object_set_new(jr, "collectives_per_iteration", ddl_json_coll_iter(p));
+		json_object_set_new(jr, "phases", ddl_json_phases(p));
+		json_object_set_new(jr, "input", ddl_json_input(p));
 		if (p->coll_instances) {
 			json_object_set_new(jr, "imposed_wait_s", json_real(p->imposed_wait_s));
 			json_object_set_new(jr, "late_fraction", json_real(p->late_fraction));

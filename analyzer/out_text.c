@@ -24,6 +24,23 @@ static const char *ddl_human_bytes(uint64_t b, char *buf, size_t n)
 	return buf;
 }
 
+/* A process as the tables name it: "host:pid rank N", "host:pid worker of rank N", ... */
+static const char *ddl_label(const struct ddl_report *r, const struct ddl_proc *p, char *buf,
+                             size_t n)
+{
+	const struct ddl_proc *of = ddl_proc_served(r, p);
+	if (p->rank >= 0)
+		snprintf(buf, n, "%s:%u rank %d", p->host, p->pid, p->rank);
+	else if (of && of->rank >= 0)
+		snprintf(buf, n, "%s:%u %s of rank %d", p->host, p->pid,
+		         p->role == DDL_ROLE_WORKER ? "worker" : "child", of->rank);
+	else if (p->role == DDL_ROLE_LAUNCHER)
+		snprintf(buf, n, "%s:%u launcher", p->host, p->pid);
+	else
+		snprintf(buf, n, "%s:%u", p->host, p->pid);
+	return buf;
+}
+
 static const char *ddl_span_word(int span)
 {
 	return span == DDL_SPAN_INTRA ? "inside one machine"
@@ -52,10 +69,7 @@ static void ddl_gpu_section(const struct ddl_report *r, FILE *f)
 		if (!p->has_gpu)
 			continue;
 		char label[96];
-		if (p->rank >= 0)
-			snprintf(label, sizeof label, "%s:%u rank %d", p->host, p->pid, p->rank);
-		else
-			snprintf(label, sizeof label, "%s:%u", p->host, p->pid);
+		ddl_label(r, p, label, sizeof label);
 		fprintf(f, "  %-28s %9" PRIu64 " %9" PRIu64 " %10.4f %8" PRIu64 " %12s %12s %12s %10.4f\n",
 		        label, p->gpu.launches, p->gpu.kernels_timed, p->gpu.kernel_s, p->coll.count,
 		        ddl_human_bytes(p->coll.bytes, b1, sizeof b1),
@@ -142,6 +156,97 @@ static void ddl_measured_line(const struct ddl_report *r, FILE *f)
 		                                       : "delay= needs a baseline run: --baseline DIR");
 }
 
+/* The Python hook's phases of the training loop, per rank. */
+static void ddl_loop_section(const struct ddl_report *r, FILE *f)
+{
+	int any = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		any |= r->procs[i].niter && r->procs[i].phases.have;
+	if (!any)
+		return;
+	fprintf(f, "\nTraining loop (Python hook; mean ms per iteration)\n");
+	fprintf(f, "  %-28s %10s %10s %10s %10s %10s\n", "rank", "data wait", "forward", "backward",
+	        "optimizer", "other");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter || !p->phases.have)
+			continue;
+		char label[96], fwd[32] = "-";
+		double other = p->iter_mean_s - p->per_iter.data_stall - p->phases.forward_s -
+		               p->phases.backward_s - p->phases.optimizer_s;
+		if (p->phases.forward_s > 0)
+			snprintf(fwd, sizeof fwd, "%.2f", p->phases.forward_s * 1e3);
+		fprintf(f, "  %-28s %10.2f %10s %10.2f %10.2f %10.2f\n", ddl_label(r, p, label, sizeof label),
+		        p->per_iter.data_stall * 1e3, fwd, p->phases.backward_s * 1e3,
+		        p->phases.optimizer_s * 1e3, other * 1e3);
+	}
+	fprintf(f, "  (forward: DistributedDataParallel's; otherwise in other)\n");
+}
+
+/* The input pipeline (inputs.c): data stall split into fetch and prep. */
+static void ddl_inputs_section(const struct ddl_report *r, FILE *f)
+{
+	int any = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		any |= r->procs[i].in.have && r->procs[i].in.batches;
+	if (!any)
+		return;
+	fprintf(f, "\nInput pipeline (data stall split by what the loader did while making batches)\n");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->in.have || !p->in.batches)
+			continue;
+		char label[96], who[64];
+		if (p->in.workers)
+			snprintf(who, sizeof who, "%d worker%s", p->in.workers, p->in.workers == 1 ? "" : "s");
+		else
+			snprintf(who, sizeof who, "no workers (the training thread loads)");
+		fprintf(f, "  %s: data stall %.2f ms = fetch %.2f + prep %.2f (%s-bound); %s, %" PRIu64
+		        " batches of %.2f ms (%.2f reading), busy %.0f%%\n",
+		        ddl_label(r, p, label, sizeof label), p->per_iter.data_stall * 1e3,
+		        p->in.fetch_s * 1e3, p->in.prep_s * 1e3, p->in.bound, who, p->in.batches,
+		        p->in.batch_s * 1e3, p->in.batch_fetch_s * 1e3, p->in.busy * 100);
+		if (p->per_iter.data_stall < 0.05 * p->iter_mean_s)
+			continue;
+		if (!strcmp(p->in.bound, "fetch"))
+			fprintf(f, "    reading the data holds training up: faster storage, or more reads "
+			        "in parallel (more workers), caching, fewer and larger files\n");
+		else if (p->in.busy > 0.9 || !p->in.workers)
+			fprintf(f, "    preparing batches holds training up and the loader is busy: more "
+			        "DataLoader workers (num_workers), or cheaper transforms\n");
+		else
+			fprintf(f, "    preparing batches holds training up: more prefetching (prefetch_factor) "
+			        "or workers, or cheaper transforms\n");
+	}
+}
+
+/* Collectives of CPU jobs (gloo, torch.distributed), per rank and iteration. */
+static void ddl_coll_section(const struct ddl_report *r, FILE *f)
+{
+	int any = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		any |= r->procs[i].niter && !r->procs[i].gpu_breakdown && r->procs[i].coll.count;
+	if (!any)
+		return;
+	char b1[32], b2[32];
+	fprintf(f, "\nCollectives per iteration, and the stall put down to them (ms)\n");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter || p->gpu_breakdown || !p->coll.count)
+			continue;
+		char label[96];
+		fprintf(f, "  %s (%s): %.1f calls, %s (%s across machines)", ddl_label(r, p, label, sizeof label),
+		        p->coll.source, p->coll_calls, ddl_human_bytes((uint64_t)p->coll_bytes, b1, sizeof b1),
+		        ddl_human_bytes((uint64_t)p->coll_inter_bytes, b2, sizeof b2));
+		for (unsigned op = 0; op < DDL_COLL_OPS; op++)
+			if (p->coll_stall_s[op] >= 5e-6)
+				fprintf(f, "; %s %.2f", ddl_coll_op_name(op), p->coll_stall_s[op] * 1e3);
+		if (p->coll_stall_other_s >= 5e-6)
+			fprintf(f, "; no collective %.2f", p->coll_stall_other_s * 1e3);
+		fputc('\n', f);
+	}
+}
+
 /* --backtrace (callsites.c): the stacks whose calls cost the most stall. */
 static void ddl_callsites_section(const struct ddl_report *r, FILE *f)
 {
@@ -225,9 +330,15 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
 	double wall = r->nprocs ? (double)(r->end_real_ns - r->start_real_ns) / 1e9 : 0;
 	fprintf(f, "ddlprof report: run %s\n", r->run->id);
-	fprintf(f, "  %zu process%s on %d host%s, %d rank%s; started %s; %.3f s\n", r->nprocs,
+	int nworkers = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		nworkers += r->procs[i].role == DDL_ROLE_WORKER;
+	char wk[64] = "";
+	if (nworkers)
+		snprintf(wk, sizeof wk, " and %d data loader worker%s", nworkers, nworkers == 1 ? "" : "s");
+	fprintf(f, "  %zu process%s on %d host%s: %d rank%s%s; started %s; %.3f s\n", r->nprocs,
 	        r->nprocs == 1 ? "" : "es", r->nhosts, r->nhosts == 1 ? "" : "s", r->nranks,
-	        r->nranks == 1 ? "" : "s", when, wall);
+	        r->nranks == 1 ? "" : "s", wk, when, wall);
 	for (size_t k = 0; k < r->set->nruns; k++)
 		if (&r->set->runs[k] != r->run)
 			fprintf(f, "  also in these traces: run %s (%zu file%s; --run %s)\n",
@@ -246,7 +357,10 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	if (pert)
 		fprintf(f, "  PERTURBED: the job's sends were slowed on purpose (--perturb-net %s)\n", pert);
 	if (r->iterations > 0) {
-		if (!strcmp(r->iteration_method, "markers"))
+		if (!strcmp(r->iteration_method, "steps"))
+			fprintf(f, "\nIterations (optimizer steps, from the Python hook): %ld per rank after "
+			        "warm-up\n", r->iterations);
+		else if (!strcmp(r->iteration_method, "markers"))
 			fprintf(f, "\nIterations (markers matching %s): %ld per rank after warm-up\n",
 			        r->iteration_names, r->iterations);
 		else if (!strcmp(r->iteration_method, "collectives"))
@@ -282,6 +396,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		fprintf(f, "  %-28s %9.1f%% %9.1f%% %11.1f%% %9.1f%% %9.1f%%\n", "job (share of time)",
 		        r->pct.compute, r->pct.data_stall, r->pct.interconnect_stall, r->pct.network_stall,
 		        r->pct.idle);
+		ddl_loop_section(r, f);
+		ddl_inputs_section(r, f);
+		ddl_coll_section(r, f);
 		if (r->have_sensitivity)
 			fprintf(f, "\nNetwork sensitivity %.2f: predicted iteration %.1f ms in one machine, "
 			        "%.1f ms in a rack (x%.2f), %.1f ms across racks (x%.2f)\n"
@@ -292,8 +409,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		if (r->have_measured)
 			ddl_measured_line(r, f);
 	} else {
-		fprintf(f, "\nIterations: none found (no marker ranges matching %s, and no rhythm in the "
-		        "socket traffic)\n", r->iteration_names);
+		fprintf(f, "\nIterations: none found (no optimizer steps from the Python hook, no marker "
+		        "ranges matching %s, no repeating collectives and no rhythm in the socket "
+		        "traffic)\n", r->iteration_names);
 	}
 
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -316,11 +434,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		char label[96];
-		if (p->rank >= 0)
-			snprintf(label, sizeof label, "%s:%u rank %d", p->host, p->pid, p->rank);
-		else
-			snprintf(label, sizeof label, "%s:%u", p->host, p->pid);
-		ddl_net_row(f, label, &p->net);
+		ddl_net_row(f, ddl_label(r, p, label, sizeof label), &p->net);
 		for (size_t k = 0; k < p->nthreads; k++) {
 			snprintf(label, sizeof label, "  thread %u %s", p->threads[k].tid, p->threads[k].name);
 			ddl_net_row(f, label, &p->threads[k].net);

@@ -40,6 +40,7 @@ static void ddl_usage(FILE *f)
 	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
 	           "                      [--baseline DIR] [-q] [-o FILE [--force]] DIR|FILE...\n"
 	           "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
+	           "       ddlprof-report --compare real=DIR synthetic=DIR [--json] [-o FILE]\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
 }
 
@@ -77,13 +78,13 @@ int main(int argc, char **argv)
 		{"csv", no_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0}};
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
-	char *compare[3];
+	char *compare[DDL_CMP_RUNS];
 	int ncompare = 0;
 	const char *bw = NULL, *fail_if[16], *data_names = "data*,*dataload*,*data_load*,input*";
 	int nfail = 0;
 	const char *baseline = NULL; /* --baseline: the unperturbed run of a --perturb-net run */
 	char err[1024];
-	int quiet = 0, force = 0, c, warmup = 5, idx = 0;
+	int quiet = 0, force = 0, c, warmup = 5, idx = 0, names_given = 0;
 	char *end;
 	while ((c = getopt_long(argc, argv, "o:hq", opts, &idx)) != -1) {
 		switch (c) {
@@ -119,10 +120,12 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			iter_names = optarg;
+			names_given = 1;
 			break;
 		case 'C':
-			if (ncompare == 3) {
-				fprintf(stderr, "ddlprof-report: at most three --compare runs (single, node, multi)\n");
+			if (ncompare == DDL_CMP_RUNS) {
+				fprintf(stderr, "ddlprof-report: at most five --compare runs (single, node, multi, "
+				        "real, synthetic)\n");
 				return 2;
 			}
 			compare[ncompare++] = optarg;
@@ -149,9 +152,9 @@ int main(int argc, char **argv)
 	if (ncompare) {
 		/* --compare single=A node=B multi=C: the runs after the first are operands */
 		for (int i = optind; i < argc; i++) {
-			if (ncompare == 3 || !strchr(argv[i], '=')) {
-				fprintf(stderr, "ddlprof-report: with --compare, name two or three runs as "
-				        "single=DIR node=DIR multi=DIR, not '%s'\n", argv[i]);
+			if (ncompare == DDL_CMP_RUNS || !strchr(argv[i], '=')) {
+				fprintf(stderr, "ddlprof-report: with --compare, name the runs as single=DIR "
+				        "node=DIR multi=DIR, or real=DIR synthetic=DIR, not '%s'\n", argv[i]);
 				return 2;
 			}
 			compare[ncompare++] = argv[i];
@@ -160,7 +163,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ddlprof-report: --compare writes text or --json\n");
 			return 2;
 		}
-		struct ddl_cmp_opts co = {bw, iter_names, data_names, warmup, !strcmp(format, "json")};
+		struct ddl_cmp_opts co = {bw, iter_names, data_names, names_given, warmup,
+		                          !strcmp(format, "json")};
 		char tmp[4200];
 		FILE *f = out ? ddl_open_out(out, force, tmp, sizeof tmp) : stdout;
 		if (!f)
@@ -207,45 +211,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct ddl_report rep;
-	if (ddl_report_build(&rep, &set, run) < 0) {
-		fprintf(stderr, "ddlprof-report: out of memory\n");
-		return 1;
-	}
-	if (ddl_report_bw(&rep, bw, err, sizeof err) < 0) {
+	struct ddl_analysis an = {bw, iter_names, names_given, data_names, warmup, 1, baseline, &prog};
+	int arc = ddl_report_analyze(&rep, &set, run, &an, err, sizeof err);
+	if (arc < 0) {
 		fprintf(stderr, "ddlprof-report: %s\n", err);
 		ddl_report_free(&rep);
 		ddl_traceset_free(&set);
-		return 2;
+		return arc == DDL_ANALYZE_USAGE ? 2 : 1;
 	}
-	rep.iteration_names = iter_names;
-	rep.data_names = data_names;
-	rep.warmup = warmup;
-	enum { NPH = 8 };
-	ddl_progress_phase(&prog, 1, NPH, "GPU calls and communicators");
-	ddl_report_gpu(&rep);
-	ddl_report_correlate(&rep); /* CUPTI: device work tied to its calls */
-	ddl_progress_phase(&prog, 2, NPH, "clock alignment");
-	ddl_report_align(&rep);
-	ddl_progress_phase(&prog, 3, NPH, "iterations");
-	ddl_report_iterations(&rep, iter_names, warmup);
-	ddl_progress_phase(&prog, 4, NPH, "stall breakdown");
-	ddl_report_breakdown(&rep);
-	ddl_progress_phase(&prog, 5, NPH, "stragglers");
-	ddl_report_stragglers(&rep);
-	ddl_progress_phase(&prog, 6, NPH, "perturbation");
-	if (ddl_report_measure(&rep, baseline, err, sizeof err) < 0) {
-		ddl_progress_done(&prog);
-		fprintf(stderr, "ddlprof-report: %s\n", err);
-		ddl_report_free(&rep);
-		ddl_traceset_free(&set);
-		return 1;
-	}
-	ddl_progress_phase(&prog, 7, NPH, "call sites");
-	ddl_report_callsites(&rep); /* --backtrace: the stacks that cost the most stall */
-	ddl_progress_phase(&prog, 8, NPH, "counters and kernels");
-	ddl_report_counters(&rep);  /* --papi: counters per thread and iteration */
-	ddl_report_kernels(&rep);   /* kernels by device time, their names demangled */
-	ddl_progress_done(&prog); /* before any output: stdout may be the same terminal */
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];
@@ -281,9 +254,6 @@ int main(int argc, char **argv)
 		tripped |= ddl_failif_eval(&rep, fail_if[k], stderr);
 	if (tripped && status == 0)
 		status = 3;
-	ddl_callsites_free(&rep);
-	ddl_counters_free(&rep);
-	ddl_kernels_free(&rep);
 	ddl_report_free(&rep);
 	ddl_traceset_free(&set);
 	return status;

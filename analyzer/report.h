@@ -5,6 +5,7 @@
 #ifndef DDL_REPORT_H
 #define DDL_REPORT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "trace_set.h"
@@ -39,16 +40,31 @@ struct ddl_parts {
 #undef DDL_X_PART
 };
 
-/* NCCL work of one process (gpu.c). Bytes are count x type size, as the
- * call gave them; intra and inter by the span of the call's communicator. */
-#define DDL_NCCL_OPS 11 /* DDL_EV_NCCL_ALLREDUCE .. DDL_EV_NCCL_RECV */
+/*
+ * Collectives of one process (gpu.c): NCCL's, gloo's (host collectives),
+ * or, where neither library's calls were seen, the program's own
+ * torch.distributed calls. Bytes are this rank's (count x type size, as
+ * the call gave them); intra and inter by the span of the communicator.
+ */
+enum ddl_op { DDL_OP_ALLREDUCE, DDL_OP_BROADCAST, DDL_OP_BCAST, DDL_OP_REDUCE, DDL_OP_ALLGATHER,
+              DDL_OP_REDUCESCATTER, DDL_OP_ALLTOALL, DDL_OP_GATHER, DDL_OP_SCATTER, DDL_OP_SEND,
+              DDL_OP_RECV, DDL_OP_BARRIER, DDL_COLL_OPS /* allreduce .. recv in NCCL's order,
+                                                           then barrier */ };
 struct ddl_collsum {
 	uint64_t count, bytes, intra_bytes, inter_bytes, unknown_bytes;
-	uint64_t op_count[DDL_NCCL_OPS], op_bytes[DDL_NCCL_OPS];
+	uint64_t op_count[DDL_COLL_OPS], op_bytes[DDL_COLL_OPS];
 	uint64_t timed;      /* with a device interval */
 	double device_s;     /* device time of collectives (or groups of them) */
-	double host_s;       /* time inside the NCCL calls on the host */
+	double host_s;       /* time inside the calls on the host (gloo: the whole operation) */
+	uint64_t nccl, hcoll; /* of count: NCCL's and gloo's */
+	uint64_t py_calls, py_bytes; /* torch.distributed calls the Python hook saw */
+	const char *source;  /* "nccl", "gloo", "nccl+gloo", "torch" or NULL (none) */
 };
+/* An operation's name ("allreduce"), by its index; NULL past the last. */
+const char *ddl_coll_op_name(unsigned op);
+/* The operation index of event I of T (an NCCL, gloo or torch.distributed
+ * call), or DDL_COLL_OPS when it is none. */
+unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i);
 
 /* CUDA work of one process. */
 /*
@@ -94,10 +110,30 @@ struct ddl_threadsum {
 	struct ddl_netsum net;
 };
 
+/* What a process is to the job (report_model.c). */
+enum ddl_role {
+	DDL_ROLE_RANK = 0,    /* a rank: counted and tabulated as one */
+	DDL_ROLE_WORKER,      /* a data loader's worker process, under the rank it serves */
+	DDL_ROLE_CHILD,       /* another process a rank started (fork), under that rank */
+	DDL_ROLE_LAUNCHER,    /* a process that started a rank and did none of its work */
+	DDL_ROLE_OTHER,       /* no rank: mpirun, orted, an agent, a helper of the job */
+};
+const char *ddl_role_name(int role);
+struct ddl_report;
+struct ddl_proc;
+/* The iteration of P (in time order) that instant AT falls in, or SIZE_MAX. */
+size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at);
+/* The rank process a worker or child serves, or NULL. */
+const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct ddl_proc *p);
+
 struct ddl_proc {
 	const char *host;
-	uint32_t pid;
+	uint32_t pid, ppid;
 	int rank, world_size;
+	int role;             /* enum ddl_role */
+	int env_rank;         /* the rank its environment gave (-1 none); rank is -1
+	                       * for every process that is not a rank */
+	uint32_t serves_pid;  /* workers and children: the rank process's pid (same host) */
 	int images;           /* trace files: one per exec image */
 	uint64_t events, dropped; /* recorded, and lost to full buffers */
 	int truncated, corrupt;
@@ -117,7 +153,7 @@ struct ddl_proc {
 	size_t niter;
 	int warmup_skipped;
 	double iter_mean_s;
-	const char *iteration_method; /* "markers", "socket" or "none" */
+	const char *iteration_method; /* "steps", "markers", "collectives", "socket" or "none" */
 	struct ddl_collsum coll;
 	struct ddl_gpusum gpu;
 	int has_gpu;          /* made CUDA or NCCL calls */
@@ -131,6 +167,29 @@ struct ddl_proc {
 	double overlap_s;     /* ... of which hidden under compute */
 	double coll_bytes, coll_intra_bytes, coll_inter_bytes; /* per iteration */
 	double coll_calls;    /* per iteration */
+	double coll_op_calls[DDL_COLL_OPS], coll_op_bytes[DDL_COLL_OPS]; /* per iteration, by operation */
+	/* CPU jobs, per iteration (breakdown.c): the network and interconnect
+	 * stall by the collective operation running then, and the rest */
+	double coll_stall_s[DDL_COLL_OPS], coll_stall_other_s;
+	/* the Python hook's phases, mean per iteration (inputs.c); have: seen */
+	struct {
+		int have;
+		double forward_s, backward_s, optimizer_s;
+	} phases;
+	/* the input pipeline (inputs.c): this rank's data stall split into
+	 * fetch (its loader reading: files, sockets) and prep (the rest of
+	 * making a batch: decoding, transforms, collation), by what its
+	 * loader did; per iteration */
+	struct {
+		int have;           /* batch waits were seen */
+		double fetch_s, prep_s;
+		int workers;        /* loader worker processes serving this rank */
+		uint64_t batches;   /* batches they (or this rank, without workers) made */
+		double batch_s;     /* mean time a batch took them */
+		double batch_fetch_s; /* ... of which reading */
+		double busy;        /* their busy share of the span of the iterations */
+		const char *bound;  /* "fetch" or "prep": what the data stall waits on */
+	} in;
 	struct ddl_ctrsum *ctr; /* counters (--papi, counters.c); NULL when none were asked for */
 };
 
@@ -192,6 +251,7 @@ struct ddl_report {
 	int64_t start_real_ns, end_real_ns;
 	const char *iteration_method; /* "markers", "socket" (any process) or "none" */
 	const char *iteration_names;  /* the patterns used */
+	int iteration_names_given;    /* by --iteration-name: markers before steps */
 	const char *data_names;       /* marker ranges that are data loading */
 	int warmup;
 	long iterations;              /* per rank, the fewest after warm-up */
@@ -257,7 +317,37 @@ struct ddl_report {
 enum { DDL_LEVEL_MACHINE, DDL_LEVEL_RACK, DDL_LEVEL_CLUSTER };
 
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run);
+/* Frees the report and what every stage of the analysis made. */
 void ddl_report_free(struct ddl_report *r);
+
+/* The settings of one analysis (analyze.c). */
+struct ddl_progress;
+struct ddl_analysis {
+	const char *bw;               /* --bw, NULL for the defaults */
+	const char *iteration_names;  /* --iteration-name globs */
+	int iteration_names_given;    /* ... given by the user */
+	const char *data_names;       /* --data-names globs */
+	int warmup;                   /* --warmup */
+	int measure;                  /* measured against predicted (--perturb-net runs) */
+	const char *baseline;         /* --baseline, NULL: the run's own traces */
+	struct ddl_progress *progress; /* NULL: none shown */
+};
+enum {
+	DDL_ANALYZE_NOMEM = -1, /* out of memory */
+	DDL_ANALYZE_USAGE = -2, /* a setting is wrong (--bw) */
+	DDL_ANALYZE_INPUT = -3, /* an input is (the baseline) */
+};
+/*
+ * The pipeline (analyze.c): builds R from run RUN of S and runs every stage
+ * of the analysis in order. Returns 0, or DDL_ANALYZE_* with ERR saying
+ * why; R is to be freed with ddl_report_free either way.
+ */
+int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
+                       const struct ddl_run *run, const struct ddl_analysis *o, char *err,
+                       size_t errlen);
+/* The data loaders (inputs.c), after the breakdown: each rank's data stall
+ * split into fetch and prep by what its loader's workers did. */
+void ddl_report_inputs(struct ddl_report *r);
 /* Finds iterations (iterations.c); PATTERNS are comma-separated globs. */
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
@@ -275,10 +365,12 @@ struct ddl_flights {
 };
 int ddl_report_flights(const struct ddl_report *r, struct ddl_flights **out);
 void ddl_flights_free(struct ddl_flights *f, size_t n);
-/* Differential mode (compare.c): SPECS are LABEL=DIR[@SAMPLES]; returns the exit status. */
+/* Differential mode (compare.c): SPECS are LABEL=DIR[@SAMPLES], LABEL one of
+ * single, node, multi, real, synthetic; returns the exit status. */
+#define DDL_CMP_RUNS 5
 struct ddl_cmp_opts {
 	const char *bw, *iter_names, *data_names;
-	int warmup, json;
+	int iter_names_given, warmup, json;
 };
 int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f);
 /* Aligns the hosts' clocks on the ends of shared collectives (align.c). */
@@ -314,6 +406,9 @@ void ddl_report_correlate_free(struct ddl_report *r);
 int ddl_comm_span(const struct ddl_report *r, const struct ddl_trace *t, uint32_t id);
 /* Short name of an NCCL collective kind ("allreduce"), or NULL. */
 const char *ddl_nccl_op_name(unsigned kind);
+/* Collective calls and bytes per analysed iteration (p->coll_calls ...), by
+ * the span of their communicator (gpu.c), after the iterations. */
+void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p);
 /* The device-timeline breakdown of one process; -1 when it has no device
  * intervals (then the host-side one of breakdown.c applies). */
 int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p);

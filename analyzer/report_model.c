@@ -1,7 +1,12 @@
 /*
  * Builds the report model from a trace set: the traces of one run become
  * processes (host, pid; exec images of one pid merge), and every socket
- * event is added to its process's and thread's network summary.
+ * event is added to its process's and thread's network summary. Each
+ * process gets its role: a rank, or what serves one (a data loader's
+ * worker, as the Python hook says, or another child a rank forked that
+ * inherited its rank), or what started one (a shell that ran the rank's
+ * program, doing no collective itself), or another process of the job.
+ * Only ranks are counted and tabulated as ranks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +37,7 @@ static struct ddl_proc *ddl_proc_get(struct ddl_report *r, const struct ddl_trac
 	memset(p, 0, sizeof *p);
 	p->host = t->hdr.host;
 	p->pid = t->hdr.pid;
+	p->ppid = t->hdr.ppid;
 	p->rank = t->hdr.rank;
 	p->world_size = t->hdr.world_size;
 	p->start_real_ns = INT64_MAX;
@@ -154,6 +160,101 @@ static void ddl_proc_fill(struct ddl_proc *p)
 	free(per);
 }
 
+const char *ddl_role_name(int role)
+{
+	static const char *const names[] = {"rank", "dataloader_worker", "child", "launcher", "other"};
+	return role >= 0 && role < (int)(sizeof names / sizeof names[0]) ? names[role] : "other";
+}
+
+/* Whether P did a rank's work: collectives, NCCL, optimizer steps. */
+static int ddl_proc_active(const struct ddl_proc *p)
+{
+	for (size_t k = 0; k < p->ntr; k++)
+		for (size_t i = 0; i < p->tr[k]->nev; i++) {
+			const struct ddl_event *e = &p->tr[k]->ev[i];
+			int c = ddl_event_class(e->kind);
+			if (c == DDL_CLASS_COLL || c == DDL_CLASS_HCOLL || c == DDL_CLASS_NCCL ||
+			    c == DDL_CLASS_STEP || (c == DDL_CLASS_PHASE && e->fd == DDL_PHASE_COLLECTIVE))
+				return 1;
+		}
+	return 0;
+}
+
+static struct ddl_proc *ddl_proc_by_pid(struct ddl_report *r, const char *host, uint32_t pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == pid && !strcmp(r->procs[i].host, host))
+			return &r->procs[i];
+	return NULL;
+}
+
+size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at)
+{
+	size_t lo = 0, hi = p->niter; /* the last iteration starting by AT */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->iter[mid].start_ns <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && at < p->iter[lo - 1].end_ns ? lo - 1 : SIZE_MAX;
+}
+
+const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct ddl_proc *p)
+{
+	if (!p->serves_pid)
+		return NULL;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == p->serves_pid && !strcmp(r->procs[i].host, p->host))
+			return &r->procs[i];
+	return NULL;
+}
+
+/* The roles (above); then only ranks keep a rank. */
+static void ddl_report_roles(struct ddl_report *r)
+{
+	char *active = calloc(r->nprocs + 1, 1);
+	for (size_t i = 0; active && i < r->nprocs; i++)
+		active[i] = (char)ddl_proc_active(&r->procs[i]);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		const struct ddl_trace *last = p->tr[p->ntr - 1];
+		const char *role = ddl_trace_meta(last, "role");
+		p->env_rank = p->rank;
+		if (role && !strcmp(role, "dataloader_worker")) {
+			const char *sp = ddl_trace_meta(last, "serves_pid");
+			p->role = DDL_ROLE_WORKER;
+			p->serves_pid = sp ? (uint32_t)strtoul(sp, NULL, 10) : p->ppid;
+			continue;
+		}
+		if (p->rank < 0) {
+			p->role = DDL_ROLE_OTHER;
+			continue;
+		}
+		struct ddl_proc *parent = ddl_proc_by_pid(r, p->host, p->ppid);
+		if (!parent || parent->rank != p->rank)
+			continue; /* a rank */
+		if (active && active[i] && !active[parent - r->procs])
+			parent->role = DDL_ROLE_LAUNCHER; /* it only started this rank */
+		else {
+			p->role = DDL_ROLE_CHILD;
+			p->serves_pid = parent->pid;
+		}
+	}
+	free(active);
+	r->nranks = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		if (p->role != DDL_ROLE_RANK)
+			p->rank = -1;
+		int seen = p->rank < 0;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = r->procs[k].rank == p->rank;
+		r->nranks += !seen;
+	}
+}
+
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run)
 {
 	memset(r, 0, sizeof *r);
@@ -163,7 +264,7 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 	r->end_real_ns = INT64_MIN;
 	for (size_t i = 0; i < s->n; i++) {
 		struct ddl_trace *t = &s->t[i];
-		if (strcmp(t->hdr.run_id, run->id))
+		if (!ddl_run_has(s, run, t))
 			continue;
 		struct ddl_proc *p = ddl_proc_get(r, t);
 		if (!p)
@@ -210,17 +311,17 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 		for (size_t k = 0; k < i; k++)
 			seen |= !strcmp(r->procs[k].host, p->host);
 		r->nhosts += !seen;
-		int rseen = p->rank < 0;
-		for (size_t k = 0; k < i && !rseen; k++)
-			rseen = r->procs[k].rank == p->rank;
-		r->nranks += !rseen;
 	}
+	ddl_report_roles(r);
 	qsort(r->procs, r->nprocs, sizeof *r->procs, ddl_cmp_proc);
 	return 0;
 }
 
 void ddl_report_free(struct ddl_report *r)
 {
+	ddl_callsites_free(r);
+	ddl_counters_free(r);
+	ddl_kernels_free(r);
 	ddl_report_correlate_free(r);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].threads);

@@ -558,7 +558,9 @@ const struct ddl_comm_info *ddl_trace_comm(const struct ddl_trace *t, uint32_t i
 const char *ddl_trace_meta(const struct ddl_trace *t, const char *key)
 {
 	size_t k = strlen(key);
-	for (size_t i = 0; i < t->nmeta; i++)
+	/* the last one said: a forked child's trace holds its parent's facts
+	 * first, then its own (a loader worker's role) */
+	for (size_t i = t->nmeta; i-- > 0;)
 		if (!strncmp(t->meta[i], key, k) && t->meta[i][k] == '=')
 			return t->meta[i] + k + 1;
 	return NULL;

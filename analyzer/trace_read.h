@@ -92,6 +92,7 @@ struct ddl_trace {
 	int stream_stopped;        /* on_events asked to stop (the rest is skipped) */
 	int64_t align_ns;          /* added to real-time readings: the host's clock
 	                            * offset found by aligning the run (0 as read) */
+	int run;                   /* its run in a trace set (trace_set.c), -1 none */
 };
 
 /*
@@ -144,7 +145,7 @@ static inline int64_t ddl_ns_sat_add(int64_t a, int64_t b)
 		return b > 0 ? INT64_MAX : INT64_MIN;
 	return s;
 }
-/* The value of a meta key, or NULL. */
+/* The value of a meta key (the last given, when it was given more than once), or NULL. */
 const char *ddl_trace_meta(const struct ddl_trace *t, const char *key);
 
 /*

@@ -1,8 +1,11 @@
 /*
  * Loading a trace directory: lists the *.ddlt files of each directory named
- * (in name order, so output is stable), reads each with the trace reader,
- * and groups them by the run id in their headers. Several directories, as
- * gathered from several hosts, merge into one set.
+ * (in name order, so output is stable), reads each with the trace reader
+ * (a file named twice, or by two paths, once), and groups them into runs:
+ * by the run id in their headers, then, among the traces of one id, by
+ * time: a trace that starts after every earlier one of that id has ended
+ * starts another run. Several directories, as gathered from several hosts,
+ * merge into one set.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,9 +32,28 @@ static int ddl_add_error(struct ddl_traceset *s, const char *msg)
 struct ddl_progress *ddl_traceset_progress;
 static uint64_t ddl_progress_events;
 
+/* Whether PATH is a file read already (by device and inode); else notes it. */
+static int ddl_seen_before(struct ddl_traceset *s, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return 0; /* the reader says why */
+	for (size_t i = 0; i < s->nseen; i++)
+		if (s->seen[i].dev == st.st_dev && s->seen[i].ino == st.st_ino)
+			return 1;
+	struct ddl_seen *q = realloc(s->seen, (s->nseen + 1) * sizeof *q);
+	if (q) {
+		s->seen = q;
+		s->seen[s->nseen++] = (struct ddl_seen){st.st_dev, st.st_ino};
+	}
+	return 0;
+}
+
 static int ddl_add_file(struct ddl_traceset *s, const char *path)
 {
 	char err[512];
+	if (ddl_seen_before(s, path))
+		return 0;
 	struct ddl_trace *t = realloc(s->t, (s->n + 1) * sizeof *t);
 	if (!t)
 		return -1;
@@ -86,28 +108,86 @@ static int ddl_add_dir(struct ddl_traceset *s, const char *dir)
 	return 0;
 }
 
+static int64_t ddl_trace_end_real(const struct ddl_trace *t)
+{
+	int64_t end = t->hdr.start_real_ns;
+	if (t->nclk) {
+		int64_t e = ddl_trace_real_ns(t, t->clk[t->nclk - 1].ticks);
+		if (e > end)
+			end = e;
+	}
+	return end;
+}
+
+/* Trace indices in order of start. */
+static const struct ddl_traceset *ddl_sort_set;
+
+static int ddl_cmp_start(const void *a, const void *b)
+{
+	const struct ddl_trace *x = &ddl_sort_set->t[*(const size_t *)a];
+	const struct ddl_trace *y = &ddl_sort_set->t[*(const size_t *)b];
+	return x->hdr.start_real_ns < y->hdr.start_real_ns ? -1 : x->hdr.start_real_ns > y->hdr.start_real_ns;
+}
+
+static struct ddl_run *ddl_run_new(struct ddl_traceset *s, const char *id)
+{
+	struct ddl_run *q = realloc(s->runs, (s->nruns + 1) * sizeof *q);
+	if (!q)
+		return NULL;
+	s->runs = q;
+	struct ddl_run *r = &s->runs[s->nruns++];
+	memset(r, 0, sizeof *r);
+	snprintf(r->id, sizeof r->id, "%s", id);
+	r->oldest_real_ns = INT64_MAX;
+	r->newest_real_ns = INT64_MIN;
+	r->end_real_ns = INT64_MIN;
+	return r;
+}
+
 static void ddl_group_runs(struct ddl_traceset *s)
 {
+	size_t *order = malloc((s->n ? s->n : 1) * sizeof *order);
+	if (!order)
+		return;
 	for (size_t i = 0; i < s->n; i++) {
-		const struct ddl_file_header *h = &s->t[i].hdr;
-		struct ddl_run *r = NULL;
-		for (size_t k = 0; k < s->nruns; k++)
-			if (!strcmp(s->runs[k].id, h->run_id))
-				r = &s->runs[k];
-		if (!r) {
-			struct ddl_run *q = realloc(s->runs, (s->nruns + 1) * sizeof *q);
-			if (!q)
-				return;
-			s->runs = q;
-			r = &s->runs[s->nruns++];
-			memset(r, 0, sizeof *r);
-			memcpy(r->id, h->run_id, sizeof r->id);
-			r->newest_real_ns = h->start_real_ns;
-		}
-		r->ntraces++;
-		if (h->start_real_ns > r->newest_real_ns)
-			r->newest_real_ns = h->start_real_ns;
+		order[i] = i;
+		s->t[i].run = -1;
 	}
+	ddl_sort_set = s;
+	qsort(order, s->n, sizeof *order, ddl_cmp_start);
+	for (size_t k = 0; k < s->n; k++) {
+		struct ddl_trace *t = &s->t[order[k]];
+		if (t->run >= 0)
+			continue;
+		/* the first trace, by start, of an id not grouped yet: its runs in turn */
+		size_t first = s->nruns;
+		struct ddl_run *r = NULL;
+		for (size_t j = k; j < s->n; j++) {
+			struct ddl_trace *u = &s->t[order[j]];
+			if (u->run >= 0 || strcmp(u->hdr.run_id, t->hdr.run_id))
+				continue;
+			if (!r || u->hdr.start_real_ns > r->end_real_ns) {
+				if (!(r = ddl_run_new(s, t->hdr.run_id)))
+					break;
+			}
+			u->run = (int)(r - s->runs);
+			r->ntraces++;
+			if (u->hdr.start_real_ns < r->oldest_real_ns)
+				r->oldest_real_ns = u->hdr.start_real_ns;
+			if (u->hdr.start_real_ns > r->newest_real_ns)
+				r->newest_real_ns = u->hdr.start_real_ns;
+			int64_t end = ddl_trace_end_real(u);
+			if (end > r->end_real_ns)
+				r->end_real_ns = end;
+		}
+		if (s->nruns - first > 1)
+			for (size_t j = first; j < s->nruns; j++) {
+				s->runs[j].shared = 1;
+				snprintf(s->runs[j].id, sizeof s->runs[j].id, "%s#%zu", t->hdr.run_id,
+				         j - first + 1);
+			}
+	}
+	free(order);
 }
 
 int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, char *err,
@@ -140,12 +220,16 @@ const struct ddl_run *ddl_traceset_run(const struct ddl_traceset *s, const char 
 {
 	const struct ddl_run *best = NULL;
 	for (size_t k = 0; k < s->nruns; k++) {
-		if (id && !strcmp(s->runs[k].id, id))
-			return &s->runs[k];
-		if (!id && (!best || s->runs[k].newest_real_ns > best->newest_real_ns))
-			best = &s->runs[k];
+		const struct ddl_run *r = &s->runs[k];
+		if (id && !strcmp(r->id, id))
+			return r;
+		/* "ID" names the newest of the runs ID#1, ID#2, ... */
+		size_t n = id ? strlen(id) : 0;
+		int named = id && r->shared && !strncmp(r->id, id, n) && r->id[n] == '#';
+		if ((!id || named) && (!best || r->newest_real_ns > best->newest_real_ns))
+			best = r;
 	}
-	return id ? NULL : best;
+	return best;
 }
 
 void ddl_traceset_free(struct ddl_traceset *s)
@@ -157,5 +241,6 @@ void ddl_traceset_free(struct ddl_traceset *s)
 	free(s->t);
 	free(s->runs);
 	free(s->errors);
+	free(s->seen);
 	memset(s, 0, sizeof *s);
 }

@@ -1,16 +1,30 @@
 /*
  * A set of traces: every *.ddlt file of the directories and files named on a
- * command line, grouped by run id.
+ * command line (each file once, however often it is named), grouped into
+ * runs: by the run id in their headers, and, among traces of one id, by
+ * their times (a later job that reused the id, as ranks started by hand on
+ * the same rendezvous do, is a run of its own).
  */
 #ifndef DDL_TRACE_SET_H
 #define DDL_TRACE_SET_H
 
+#include <sys/types.h>
+
 #include "trace_read.h"
 
 struct ddl_run {
-	char id[DDL_RUNID_MAX];
+	char id[DDL_RUNID_MAX + 12]; /* the header's id; "ID#N" (N from 1, oldest first)
+	                              * when several runs share it */
 	size_t ntraces;
+	int64_t oldest_real_ns; /* earliest process start in the run */
 	int64_t newest_real_ns; /* latest process start in the run */
+	int64_t end_real_ns;    /* latest end of its processes */
+	int shared;             /* other runs have the same header id */
+};
+
+struct ddl_seen {
+	dev_t dev;
+	ino_t ino;
 };
 
 struct ddl_traceset {
@@ -20,6 +34,8 @@ struct ddl_traceset {
 	size_t nruns;
 	char **errors; /* files that could not be read at all, with the reason */
 	size_t nerrors;
+	struct ddl_seen *seen; /* the files read, so each is read once */
+	size_t nseen;
 };
 
 /*
@@ -29,8 +45,15 @@ struct ddl_traceset {
  */
 int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, char *err,
                       size_t errlen);
-/* The newest run, or the run named ID; NULL when there is no such run. */
+/* The newest run, or the run named ID (a header's id alone names the newest
+ * of the runs that share it); NULL when there is no such run. */
 const struct ddl_run *ddl_traceset_run(const struct ddl_traceset *s, const char *id);
+/* Whether trace T of S belongs to RUN. */
+static inline int ddl_run_has(const struct ddl_traceset *s, const struct ddl_run *run,
+                              const struct ddl_trace *t)
+{
+	return t->run >= 0 && (size_t)t->run < s->nruns && &s->runs[t->run] == run;
+}
 void ddl_traceset_free(struct ddl_traceset *s);
 /* When set, loading shows its progress there (progress.h). */
 struct ddl_progress;

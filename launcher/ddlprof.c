@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ddlprof/runid.h"
 #include "ddlprof/trace.h"
 
 #define DDL_EXIT_OWN 125
@@ -34,10 +35,12 @@
 static void ddl_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: ddlprof [-o DIR] [--trace LIST] [--run-id ID] [--flush-ms N] [-q] [--]\n"
+	        "usage: ddlprof [-o DIR] [--trace LIST] [--run-id ID] [--python on|off]\n"
+	        "               [--data real|synthetic] [--flush-ms N] [-q] [--]\n"
 	        "               COMMAND [ARGS...]\n"
 	        "  -o, --output DIR   trace directory (default ddlprof-trace), created 0700\n"
-	        "  --trace LIST       families to trace: all, socket, cuda, nccl, nvtx (default all)\n"
+	        "  --trace LIST       families to trace: all, socket, cuda, nccl, nvtx, gloo, file,\n"
+	        "                     python (default all)\n"
 	        "  --run-id ID        run id shared by every rank (default: the scheduler's job id)\n"
 	        "  --flush-ms N       writer period in milliseconds, 1..60000 (default 100)\n"
 	        "  --compress MODE    trace chunk codec: lz4 (default), zstd (smaller, slower to\n"
@@ -51,6 +54,12 @@ static void ddl_usage(FILE *f)
 	        "                     communication and synchronisation call (needs libunwind)\n"
 	        "  --papi EVENTS      read these PAPI counters per thread at each marker event,\n"
 	        "                     e.g. perf::TASK-CLOCK,perf::CONTEXT-SWITCHES (needs libpapi)\n"
+	        "  --python MODE      on (default): Python programs that import torch have their\n"
+	        "                     steps, data loader and torch.distributed calls recorded, with\n"
+	        "                     no change to the program; off: not (as DDLPROF_PYTHON=0)\n"
+	        "  --data MODE        real (default), or synthetic: each DataLoader serves its first\n"
+	        "                     batch again in place of loading, to measure the step without\n"
+	        "                     data stall (compare with ddlprof-report --compare)\n"
 	        "  -q, --quiet        no messages from the launcher (the library still reports\n"
 	        "                     failures, one line each)\n"
 	        "See ddlprof(1).\n");
@@ -77,38 +86,29 @@ static int ddl_valid_trace(const char *list)
 	int n = 0;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
 		if (strcmp(t, "all") && strcmp(t, "socket") && strcmp(t, "cuda") && strcmp(t, "nccl") &&
-		    strcmp(t, "nvtx"))
+		    strcmp(t, "nvtx") && strcmp(t, "gloo") && strcmp(t, "file") && strcmp(t, "python"))
 			return 0;
 	return n > 0;
 }
 
-static void ddl_sanitize(char *s)
+/* Whether LIST (DDLPROF_TRACE's form; NULL: all) names FAMILY. */
+static int ddl_trace_has(const char *list, const char *family)
 {
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("-_.:", *s))
-			*s = '_';
+	if (!list)
+		return 1;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", list);
+	char *save;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (!strcmp(t, "all") || !strcmp(t, family))
+			return 1;
+	return 0;
 }
 
-/* Same precedence as the library: explicit, then the scheduler's job id. */
-static void ddl_run_id(char *out, size_t cap)
+static const char *ddl_env(const char *name)
 {
-	const char *v;
-	char host[DDL_HOST_MAX] = "host";
-	if ((v = getenv("DDLPROF_RUN_ID")) && *v)
-		snprintf(out, cap, "%s", v);
-	else if ((v = getenv("SLURM_JOB_ID")) && *v)
-		snprintf(out, cap, "slurm-%s", v);
-	else if ((v = getenv("TORCHELASTIC_RUN_ID")) && *v)
-		snprintf(out, cap, "torch-%s", v);
-	else if ((v = getenv("OMPI_MCA_ess_base_jobid")) && *v)
-		snprintf(out, cap, "ompi-%s", v);
-	else if ((v = getenv("PMIX_NAMESPACE")) && *v)
-		snprintf(out, cap, "pmix-%s", v);
-	else {
-		gethostname(host, sizeof host - 1);
-		snprintf(out, cap, "local-%.30s-%d-%ld", host, (int)getpid(), (long)time(NULL));
-	}
-	ddl_sanitize(out);
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
 }
 
 /* Creates the missing parents of DIR, as mkdir -p does (mode from umask). */
@@ -330,6 +330,36 @@ static int ddl_find_lib(char *out, size_t cap)
 	return 0;
 }
 
+/*
+ * The Python hook (python/sitecustomize.py) in front of PYTHONPATH, from
+ * LIB's directory: LIBDIR/ddlprof/python. Returns 0, or -1 when it is not
+ * installed there (then Python programs are profiled without it).
+ */
+static int ddl_python_path(const char *lib)
+{
+	char dir[PATH_MAX], probe[PATH_MAX + 32];
+	snprintf(dir, sizeof dir, "%s", lib);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return -1;
+	snprintf(slash, sizeof dir - (size_t)(slash - dir), "/ddlprof/python");
+	snprintf(probe, sizeof probe, "%s/sitecustomize.py", dir);
+	if (access(probe, R_OK) != 0)
+		return -1;
+	const char *old = getenv("PYTHONPATH");
+	size_t n = strlen(dir) + (old ? strlen(old) : 0) + 2;
+	char *v = malloc(n);
+	if (!v)
+		return -1;
+	if (old && *old)
+		snprintf(v, n, "%s:%s", dir, old);
+	else
+		snprintf(v, n, "%s", dir);
+	int rc = setenv("PYTHONPATH", v, 1);
+	free(v);
+	return rc;
+}
+
 /* Runs the command; returns, with a line saying why, only when it cannot:
  * 127 not found, 126 found but not executable. */
 static int ddl_exec(char **cmd)
@@ -352,9 +382,12 @@ int main(int argc, char **argv)
 		{"backtrace", required_argument, NULL, 'B'},
 		{"papi", required_argument, NULL, 'Z'},
 		{"compress", required_argument, NULL, 'L'},
+		{"python", required_argument, NULL, 'Y'},
+		{"data", required_argument, NULL, 'D'},
 		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
 	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL, *perturb = NULL;
 	const char *ksample = NULL, *cupti = NULL, *backtrace = NULL, *papi = NULL, *compress = NULL;
+	const char *python = NULL, *data = NULL;
 	int quiet = 0, c;
 	while ((c = getopt_long(argc, argv, "+o:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -369,6 +402,8 @@ int main(int argc, char **argv)
 		case 'B': backtrace = optarg; break;
 		case 'Z': papi = optarg; break;
 		case 'L': compress = optarg; break;
+		case 'Y': python = optarg; break;
+		case 'D': data = optarg; break;
 		case 'h': ddl_usage(stdout); return 0;
 		case 'V': printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
 		default: ddl_usage(stderr); return DDL_EXIT_OWN;
@@ -380,8 +415,8 @@ int main(int argc, char **argv)
 		return DDL_EXIT_OWN;
 	}
 	if (trace && !ddl_valid_trace(trace)) {
-		fprintf(stderr, "ddlprof: --trace '%s': use a comma list of all, socket, cuda, nccl, nvtx\n",
-		        trace);
+		fprintf(stderr, "ddlprof: --trace '%s': use a comma list of all, socket, cuda, nccl, nvtx, "
+		        "gloo, file, python\n", trace);
 		return DDL_EXIT_OWN;
 	}
 	if (run_id && !ddl_valid_id(run_id)) {
@@ -404,6 +439,14 @@ int main(int argc, char **argv)
 	}
 	if (compress && strcmp(compress, "lz4") && strcmp(compress, "zstd") && strcmp(compress, "none")) {
 		fprintf(stderr, "ddlprof: --compress '%s': lz4, zstd or none\n", compress);
+		return DDL_EXIT_OWN;
+	}
+	if (python && strcmp(python, "on") && strcmp(python, "off")) {
+		fprintf(stderr, "ddlprof: --python '%s': on or off\n", python);
+		return DDL_EXIT_OWN;
+	}
+	if (data && strcmp(data, "real") && strcmp(data, "synthetic")) {
+		fprintf(stderr, "ddlprof: --data '%s': real or synthetic\n", data);
 		return DDL_EXIT_OWN;
 	}
 	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off")) {
@@ -449,10 +492,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof: %s: %s\n", dir, strerror(errno));
 		return DDL_EXIT_OWN;
 	}
-	if (run_id)
+	if (run_id) {
 		snprintf(id, sizeof id, "%s", run_id);
-	else
-		ddl_run_id(id, sizeof id);
+	} else {
+		char host[DDL_HOST_MAX] = "host";
+		gethostname(host, sizeof host - 1);
+		ddl_runid_make(id, sizeof id, ddl_env, host, (long)getpid(), (long)time(NULL));
+	}
 	if (!quiet)
 		ddl_warn_other_runs(absdir, id);
 
@@ -483,6 +529,20 @@ int main(int argc, char **argv)
 	    /* NVTX ranges (nvtx.c): likewise, unless a tool is named already. */
 	    (!getenv("NVTX_INJECTION64_PATH") && setenv("NVTX_INJECTION64_PATH", lib, 1)) ||
 	    (quiet && setenv("DDLPROF_QUIET", "1", 1))) {
+		fprintf(stderr, "ddlprof: cannot set the environment: %s\n", strerror(errno));
+		return DDL_EXIT_OWN;
+	}
+	/* The Python hook: on unless switched off here, by --trace or in the environment. */
+	const char *pyenv = getenv("DDLPROF_PYTHON");
+	int py_on = python ? !strcmp(python, "on") : !(pyenv && !strcmp(pyenv, "0"));
+	if (python && setenv("DDLPROF_PYTHON", py_on ? "1" : "0", 1)) {
+		fprintf(stderr, "ddlprof: cannot set the environment: %s\n", strerror(errno));
+		return DDL_EXIT_OWN;
+	}
+	if (py_on && ddl_trace_has(trace, "python") && ddl_python_path(lib) < 0 && !quiet)
+		fprintf(stderr, "ddlprof: the Python hook is not installed beside %s; Python programs "
+		        "are profiled without it\n", lib);
+	if (data && setenv("DDLPROF_DATA", data, 1)) {
 		fprintf(stderr, "ddlprof: cannot set the environment: %s\n", strerror(errno));
 		return DDL_EXIT_OWN;
 	}

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ddl.h"
+#include "ddlprof/runid.h"
 
 struct ddl_global ddl_g = {.rank = -1, .world_size = -1, .local_rank = -1};
 
@@ -130,13 +131,6 @@ static int ddl_parse_bool(const char *name, int *out)
 	return 0;
 }
 
-/* Run ids and host names become file names: keep them to a safe alphabet. */
-static void ddl_sanitize(char *s)
-{
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.' && *s != ':')
-			*s = '_';
-}
 
 static int ddl_settings_load(struct ddl_settings *c)
 {
@@ -150,6 +144,8 @@ static int ddl_settings_load(struct ddl_settings *c)
 	c->trace_cuda = 1;
 	c->trace_nccl = 1;
 	c->trace_nvtx = 1;
+	c->trace_gloo = 1;
+	c->trace_file = 1;
 	c->kernel_sample = 0; /* kernel segments, not sampled pairs */
 	c->cupti = -1;
 
@@ -212,21 +208,33 @@ static int ddl_settings_load(struct ddl_settings *c)
 	} else if (v) {
 		char list[256];
 		snprintf(list, sizeof list, "%s", v);
-		c->trace_socket = c->trace_cuda = c->trace_nccl = c->trace_nvtx = 0;
+		static const struct {
+			const char *name;
+			size_t off;
+		} fams[] = {
+			{"socket", offsetof(struct ddl_settings, trace_socket)},
+			{"cuda", offsetof(struct ddl_settings, trace_cuda)},
+			{"nccl", offsetof(struct ddl_settings, trace_nccl)},
+			{"nvtx", offsetof(struct ddl_settings, trace_nvtx)},
+			{"gloo", offsetof(struct ddl_settings, trace_gloo)},
+			{"file", offsetof(struct ddl_settings, trace_file)},
+			{"python", 0}, /* the launcher's: the Python hook, not this library */
+		};
+		enum { NFAM = sizeof fams / sizeof fams[0] };
+		for (size_t i = 0; i < NFAM; i++)
+			if (fams[i].off)
+				*(int *)((char *)c + fams[i].off) = 0;
 		for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			int all = !strcmp(tok, "all");
-			if (all || !strcmp(tok, "socket"))
-				c->trace_socket = 1;
-			if (all || !strcmp(tok, "cuda"))
-				c->trace_cuda = 1;
-			if (all || !strcmp(tok, "nccl"))
-				c->trace_nccl = 1;
-			if (all || !strcmp(tok, "nvtx"))
-				c->trace_nvtx = 1;
-			if (!all && strcmp(tok, "socket") && strcmp(tok, "cuda") && strcmp(tok, "nccl") &&
-			    strcmp(tok, "nvtx")) {
+			int all = !strcmp(tok, "all"), known = all;
+			for (size_t i = 0; i < NFAM; i++)
+				if (all || !strcmp(tok, fams[i].name)) {
+					known = 1;
+					if (fams[i].off)
+						*(int *)((char *)c + fams[i].off) = 1;
+				}
+			if (!known) {
 				ddl_warn("DDLPROF_TRACE: unknown family '%.40s' (known: all, socket, cuda, "
-				         "nccl, nvtx); profiling is off", tok);
+				         "nccl, nvtx, gloo, file, python); profiling is off", tok);
 				rc = -EINVAL;
 			}
 		}
@@ -338,33 +346,21 @@ static int32_t ddl_env_int(const char *a, const char *b, const char *c, const ch
 	return -1;
 }
 
-/* The run id: the launcher's, or the scheduler's job id, or a local one. */
-static void ddl_run_id(char *out, size_t cap)
-{
-	const char *v;
-	if ((v = ddl_env("DDLPROF_RUN_ID")))
-		snprintf(out, cap, "%s", v);
-	else if ((v = ddl_env("SLURM_JOB_ID")))
-		snprintf(out, cap, "slurm-%s", v);
-	else if ((v = ddl_env("TORCHELASTIC_RUN_ID")))
-		snprintf(out, cap, "torch-%s", v);
-	else if ((v = ddl_env("OMPI_MCA_ess_base_jobid")))
-		snprintf(out, cap, "ompi-%s", v);
-	else if ((v = ddl_env("PMIX_NAMESPACE")))
-		snprintf(out, cap, "pmix-%s", v);
-	else
-		snprintf(out, cap, "local-%s-%d", ddl_g.host, (int)getpid());
-	ddl_sanitize(out);
-}
-
 void ddl_meta(const char *key, const char *val)
 {
-	static uint32_t seq;
+	static _Atomic uint32_t seq;
 	char buf[1100];
 	int n = snprintf(buf, sizeof buf, "%s=%s", key, val);
 	if (n < 0)
 		return;
-	ddl_strings_add(DDL_STR_META, seq++, 0, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+	ddl_strings_add(DDL_STR_META, atomic_fetch_add(&seq, 1), 0, buf,
+	                (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+uint32_t ddl_comm_id_new(void)
+{
+	static _Atomic uint32_t last;
+	return atomic_fetch_add(&last, 1) + 1;
 }
 
 /* Command line, directory and the launch variables that explain a rank. */
@@ -419,6 +415,7 @@ static void ddl_atfork_child(void)
 	ddl_gpu_after_fork_child();
 	ddl_unwind_after_fork_child();
 	ddl_papi_after_fork_child();
+	ddl_gloo_after_fork_child();
 	if (!atomic_load(&ddl_g.enabled))
 		return;
 	int rc = ddl_writer_start();
@@ -455,12 +452,12 @@ void ddl_init(void)
 		snprintf(ddl_g.host, sizeof ddl_g.host, "%s", hv);
 	else if (gethostname(ddl_g.host, sizeof ddl_g.host - 1) != 0)
 		snprintf(ddl_g.host, sizeof ddl_g.host, "unknown");
-	ddl_sanitize(ddl_g.host);
+	ddl_runid_sanitize(ddl_g.host);
 	if (ddl_settings_load(&ddl_g.cfg) < 0 || ddl_dir_check(&ddl_g.cfg) < 0) {
 		ddl_g.initialised = 1;
 		return;
 	}
-	ddl_run_id(ddl_g.cfg.run_id, sizeof ddl_g.cfg.run_id);
+	ddl_runid_make(ddl_g.cfg.run_id, sizeof ddl_g.cfg.run_id, ddl_env, ddl_g.host, (long)getpid(), 0);
 	ddl_g.rank = ddl_env_int("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID");
 	ddl_g.world_size = ddl_env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS");
 	ddl_g.local_rank =
@@ -494,7 +491,9 @@ void ddl_init(void)
 	pthread_atfork(ddl_atfork_prepare, ddl_atfork_parent, ddl_atfork_child);
 	atomic_store(&ddl_g.enabled, (ddl_g.cfg.trace_socket ? DDL_FAM_SOCKET | DDL_FAM_SYNC : 0) |
 	                                 (ddl_g.cfg.trace_cuda ? DDL_FAM_CUDA : 0) |
-	                                 (ddl_g.cfg.trace_nccl ? DDL_FAM_NCCL : 0) | DDL_FAM_MARK);
+	                                 (ddl_g.cfg.trace_nccl ? DDL_FAM_NCCL : 0) |
+	                                 (ddl_g.cfg.trace_gloo ? DDL_FAM_GLOO : 0) |
+	                                 (ddl_g.cfg.trace_file ? DDL_FAM_FILE : 0) | DDL_FAM_MARK);
 }
 
 __attribute__((destructor(101))) static void ddl_destructor(void)

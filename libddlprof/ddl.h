@@ -94,7 +94,17 @@
 	X(daemon, int, (int, int)) \
 	X(pthread_cond_wait, int, (pthread_cond_t *, pthread_mutex_t *)) \
 	X(pthread_cond_timedwait, int, (pthread_cond_t *, pthread_mutex_t *, const struct timespec *)) \
-	X(pthread_cond_clockwait, int, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))
+	X(pthread_cond_clockwait, int, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *)) \
+	X(open, int, (const char *, int, ...)) \
+	X(open64, int, (const char *, int, ...)) \
+	X(openat, int, (int, const char *, int, ...)) \
+	X(openat64, int, (int, const char *, int, ...)) \
+	X(pread, ssize_t, (int, void *, size_t, off_t)) \
+	X(pread64, ssize_t, (int, void *, size_t, off_t)) \
+	X(preadv, ssize_t, (int, const struct iovec *, int, off_t)) \
+	X(preadv64, ssize_t, (int, const struct iovec *, int, off_t)) \
+	X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t)) \
+	X(__pread64_chk, ssize_t, (int, void *, size_t, off_t, size_t))
 
 struct ddl_real {
 #define DDL_X_FIELD(n, r, p) r(*n) p;
@@ -103,6 +113,13 @@ struct ddl_real {
 };
 extern struct ddl_real ddl_real DDL_HIDDEN;
 void ddl_real_resolve(void) DDL_HIDDEN;
+/*
+ * The real NAME where RTLD_NEXT cannot see it: a library loaded RTLD_LOCAL
+ * (by a Python extension, say) is not in the global scope, though its users
+ * bind to our exports; then every loaded object but ours is asked in turn.
+ * NULL when no object has it. Cold path: once per wrapper.
+ */
+void *ddl_real_find(const char *name) DDL_HIDDEN;
 
 /* DDLPROF_COMPRESS: the writer falls back to the other codec, then none,
  * when the library of the one asked for cannot be loaded (writer.c). */
@@ -120,6 +137,8 @@ struct ddl_settings {
 	int trace_cuda;          /* "cuda" in DDLPROF_TRACE */
 	int trace_nccl;          /* "nccl" in DDLPROF_TRACE */
 	int trace_nvtx;          /* "nvtx" in DDLPROF_TRACE: NVTX injection (nvtx.c) */
+	int trace_gloo;          /* "gloo" in DDLPROF_TRACE: gloo's collectives (gloo.c) */
+	int trace_file;          /* "file" in DDLPROF_TRACE: reads and opens of files */
 	unsigned kernel_sample;  /* DDLPROF_KERNEL_SAMPLE: time 1 launch in N (0 never) */
 	int cupti;               /* DDLPROF_CUPTI: -1 auto (when a GPU is present), 0, 1 */
 	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
@@ -133,6 +152,8 @@ struct ddl_settings {
 #define DDL_FAM_SYNC   4u /* condition-variable waits: where a training thread blocks */
 #define DDL_FAM_CUDA   8u /* CUDA runtime and driver calls */
 #define DDL_FAM_NCCL  16u /* NCCL calls */
+#define DDL_FAM_GLOO  32u /* gloo's collectives (gloo.c) */
+#define DDL_FAM_FILE  64u /* reads and opens of regular files (file.c, socket.c) */
 
 /* Global state. enabled is read on every call: the families recording. */
 struct ddl_global {
@@ -190,6 +211,14 @@ struct ddl_thread {
 	int name_emitted;
 	struct ddl_thread *next;
 	size_t map_bytes;
+	/* the Python hook's open phases (python.c): their start ticks */
+	int py_depth;
+	unsigned py_in;          /* outermost forward, backward, step open (python.c) */
+	uint64_t py_t0[16];
+	/* gloo.c: a communicator key the Python hook named for the contexts
+	 * this thread creates next (a torch process group), 0 none */
+	uint64_t gloo_key;
+	unsigned gloo_key_n;
 };
 
 extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
@@ -390,6 +419,14 @@ extern int ddl_perturb_on DDL_HIDDEN;
 void ddl_perturb(uint64_t bytes) DDL_HIDDEN;
 int ddl_perturb_parse(const char *spec) DDL_HIDDEN;
 
+/* ---- file.c ---- */
+void ddl_file_init(void) DDL_HIDDEN;
+/* socket.c: a descriptor open() gave: whatever the table knew of that number is stale */
+void ddl_fd_opened(int fd) DDL_HIDDEN;
+
+/* ---- gloo.c ---- */
+void ddl_gloo_after_fork_child(void) DDL_HIDDEN;
+
 /* ---- marker.c ---- */
 /* Interns a name (marker, kernel) into the string table: its id, 0 if full. */
 uint32_t ddl_name_intern(const char *name) DDL_HIDDEN;
@@ -399,6 +436,8 @@ void ddl_gpu_after_fork_child(void) DDL_HIDDEN;
 void ddl_gpu_stop(void) DDL_HIDDEN;
 
 /* ---- core.c ---- */
+/* A new communicator id for DDL_STR_COMM (NCCL, gloo, torch groups): 1, 2, ... */
+uint32_t ddl_comm_id_new(void) DDL_HIDDEN;
 /* A key=value fact about the process, in the trace's string table. */
 void ddl_meta(const char *key, const char *val) DDL_HIDDEN;
 /* Turn profiling off for good in this process, with one line on stderr. */

@@ -28,49 +28,11 @@ _Atomic int ddl_gpu_started;
 
 static pthread_mutex_t ddl_gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/*
- * The real NAME. RTLD_NEXT searches the global scope only: a CUDA runtime
- * or NCCL loaded RTLD_LOCAL (by a Python extension, say) is not there,
- * though its users bind to our exports. Then every loaded object but ours
- * is asked in turn. Cold path: once per wrapper.
- */
-struct ddl_sym_search {
-	const char *name;
-	void *self_base;
-	void *found;
-};
-
-static int ddl_sym_visit(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	struct ddl_sym_search *q = arg;
-	if (q->found || !info->dlpi_name || !info->dlpi_name[0] ||
-	    (void *)info->dlpi_addr == q->self_base)
-		return 0;
-	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return 0;
-	void *f = dlsym(h, q->name);
-	Dl_info di;
-	if (f && dladdr(f, &di) && di.dli_fbase != q->self_base)
-		q->found = f;
-	dlclose(h);
-	return q->found != NULL;
-}
-
 void *ddl_gpu_next(const char *name)
 {
 	if (ddl_unlikely(!ddl_g.initialised))
 		ddl_init();
-	void *f = dlsym(RTLD_NEXT, name);
-	if (f)
-		return f;
-	Dl_info self;
-	if (!dladdr((void *)ddl_gpu_next, &self))
-		return NULL;
-	struct ddl_sym_search q = {name, self.dli_fbase, NULL};
-	dl_iterate_phdr(ddl_sym_visit, &q);
-	return q.found;
+	return ddl_real_find(name);
 }
 
 /*

@@ -23,7 +23,8 @@ static pthread_mutex_t ddl_comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	ncclComm_t handle[DDL_COMM_MAX];
 	uint64_t key[DDL_COMM_MAX];
-	uint32_t n; /* ids 1..n in use */
+	uint32_t id[DDL_COMM_MAX]; /* the trace's communicator id (ddl_comm_id_new) */
+	uint32_t n; /* slots 1..n in use */
 } ddl_comms;
 
 static uint64_t ddl_fnv(uint64_t h, const void *p, size_t n)
@@ -58,14 +59,20 @@ static uint32_t ddl_comm_find(ncclComm_t c)
 	uint32_t id = 0;
 	for (uint32_t i = ddl_comms.n; i >= 1 && !id; i--)
 		if (ddl_comms.handle[i - 1] == c)
-			id = i;
+			id = ddl_comms.id[i - 1];
 	pthread_mutex_unlock(&ddl_comm_lock);
 	return id;
 }
 
 static uint64_t ddl_comm_key(uint32_t id)
 {
-	return id && id <= DDL_COMM_MAX ? ddl_comms.key[id - 1] : 0;
+	uint64_t key = 0;
+	pthread_mutex_lock(&ddl_comm_lock);
+	for (uint32_t i = ddl_comms.n; id && i >= 1 && !key; i--)
+		if (ddl_comms.id[i - 1] == id)
+			key = ddl_comms.key[i - 1];
+	pthread_mutex_unlock(&ddl_comm_lock);
+	return key;
 }
 
 /* Asks NCCL itself for what it knows of C. */
@@ -106,9 +113,11 @@ static uint32_t ddl_comm_add(ncclComm_t c, uint64_t key, uint64_t parent, int co
 	pthread_mutex_lock(&ddl_comm_lock);
 	uint32_t id = 0;
 	if (ddl_comms.n < DDL_COMM_MAX) {
-		id = ++ddl_comms.n;
-		ddl_comms.handle[id - 1] = c;
-		ddl_comms.key[id - 1] = key;
+		uint32_t slot = ddl_comms.n++;
+		id = ddl_comm_id_new();
+		ddl_comms.handle[slot] = c;
+		ddl_comms.key[slot] = key;
+		ddl_comms.id[slot] = id;
 	}
 	pthread_mutex_unlock(&ddl_comm_lock);
 	if (!id)

@@ -6,6 +6,7 @@
  * kernel's noise.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 #include "ddl.h"
@@ -50,4 +51,41 @@ DDL_EXPORT void *ddl_real_set(const char *name, void *fn)
 		}
 	}
 	return NULL;
+}
+
+struct ddl_sym_search {
+	const char *name;
+	void *self_base;
+	void *found;
+};
+
+static int ddl_sym_visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct ddl_sym_search *q = arg;
+	if (q->found || !info->dlpi_name || !info->dlpi_name[0] ||
+	    (void *)info->dlpi_addr == q->self_base)
+		return 0;
+	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	void *f = dlsym(h, q->name);
+	Dl_info di;
+	if (f && dladdr(f, &di) && di.dli_fbase != q->self_base)
+		q->found = f;
+	dlclose(h);
+	return q->found != NULL;
+}
+
+void *ddl_real_find(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (f)
+		return f;
+	Dl_info self;
+	if (!dladdr((void *)ddl_real_find, &self))
+		return NULL;
+	struct ddl_sym_search q = {name, self.dli_fbase, NULL};
+	dl_iterate_phdr(ddl_sym_visit, &q);
+	return q.found;
 }

@@ -37,6 +37,7 @@
 #define DDL_FD_SOCK     2u /* socket, peer not looked up yet */
 #define DDL_FD_PEERED   3u /* socket, peer index final (may be 0) */
 #define DDL_FD_EPSOCK   (1u << 31)
+#define DDL_FD_REG      (1u << 2)  /* NOTSOCK entries: a regular file (file reads are recorded) */
 #define DDL_FD_STATE(v) ((v) & 3u)
 #define DDL_FD_PEER(v)  ((v) >> 2) /* PEERED entries never carry DDL_FD_EPSOCK */
 
@@ -293,10 +294,11 @@ static uint32_t ddl_fd_probe(int fd, uint32_t v)
 			return DDL_FD_UNKNOWN; /* bad descriptor: ask again next time */
 		}
 		if (!S_ISSOCK(st.st_mode)) {
-			ddl_fd_set(fd, DDL_FD_NOTSOCK | (v & DDL_FD_EPSOCK));
+			uint32_t nv = DDL_FD_NOTSOCK | (S_ISREG(st.st_mode) ? DDL_FD_REG : 0);
+			ddl_fd_set(fd, nv | (v & DDL_FD_EPSOCK));
 			ddl_guard_off(g);
 			errno = saved;
-			return DDL_FD_NOTSOCK;
+			return nv;
 		}
 	}
 	struct sockaddr_storage ss;
@@ -349,11 +351,28 @@ static inline int ddl_fd_is_sock(int fd)
 	return DDL_FD_STATE(ddl_fd_get(fd)) == DDL_FD_PEERED;
 }
 
+/* What a read or write on FD is, for recording: DDL_FAM_SOCKET, DDL_FAM_FILE
+ * (reads of a regular file), or 0 (a pipe, a terminal: not recorded); and
+ * only when that family is being recorded. */
+static inline unsigned ddl_fd_family(int fd, int reading)
+{
+	uint32_t v = ddl_fd_get(fd);
+	unsigned f = DDL_FD_STATE(v) == DDL_FD_PEERED ? DDL_FAM_SOCKET
+	             : reading && DDL_FD_STATE(v) == DDL_FD_NOTSOCK && (v & DDL_FD_REG) ? DDL_FAM_FILE
+	                                                                                 : 0;
+	return f & atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed);
+}
+
 /* The descriptor was closed or replaced: forget what we knew. */
 static void ddl_fd_forget(int fd)
 {
 	if (fd >= 0 && (unsigned)fd < DDL_FD_MAX)
 		atomic_store_explicit(&ddl_fdtab[fd], DDL_FD_UNKNOWN, memory_order_relaxed);
+}
+
+void ddl_fd_opened(int fd)
+{
+	ddl_fd_forget(fd);
 }
 
 void ddl_socket_init(void)
@@ -617,23 +636,27 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	return r;
 }
 
-/* ---- read/write family, recorded only on sockets ---- */
+/* ---- read/write family, recorded on sockets (and reads on regular files) ---- */
 
 DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET | DDL_FAM_FILE);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.read))
 			ddl_real_resolve();
 		return ddl_real.read(fd, buf, len);
 	}
-	if (!ddl_fd_is_sock(fd)) {
+	unsigned fam = ddl_fd_family(fd, 1);
+	if (!fam) {
 		return ddl_real.read(fd, buf, len);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.read(fd, buf, len);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put_call(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	if (fam == DDL_FAM_FILE)
+		ddl_ring_put(t, DDL_EV_FILE_READ, 0, t0, t1, r < 0 ? -errno : r, fd, 0);
+	else
+		ddl_ring_put_call(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -659,19 +682,23 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET | DDL_FAM_FILE);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.readv))
 			ddl_real_resolve();
 		return ddl_real.readv(fd, iov, n);
 	}
-	if (!ddl_fd_is_sock(fd)) {
+	unsigned fam = ddl_fd_family(fd, 1);
+	if (!fam) {
 		return ddl_real.readv(fd, iov, n);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.readv(fd, iov, n);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put_call(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	if (fam == DDL_FAM_FILE)
+		ddl_ring_put(t, DDL_EV_FILE_READ, 0, t0, t1, r < 0 ? -errno : r, fd, 0);
+	else
+		ddl_ring_put_call(t, DDL_EV_READV, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 
@@ -701,19 +728,23 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
  */
 DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_SOCKET | DDL_FAM_FILE);
 	if (!t) {
 		if (ddl_unlikely(!ddl_real.__read_chk))
 			ddl_real_resolve();
 		return ddl_real.__read_chk(fd, buf, len, buflen);
 	}
-	if (!ddl_fd_is_sock(fd)) {
+	unsigned fam = ddl_fd_family(fd, 1);
+	if (!fam) {
 		return ddl_real.__read_chk(fd, buf, len, buflen);
 	}
 	uint64_t t0 = ddl_clock_now();
 	ssize_t r = ddl_real.__read_chk(fd, buf, len, buflen);
 	uint64_t t1 = ddl_clock_now();
-	ddl_ring_put_call(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
+	if (fam == DDL_FAM_FILE)
+		ddl_ring_put(t, DDL_EV_FILE_READ, 0, t0, t1, r < 0 ? -errno : r, fd, 0);
+	else
+		ddl_ring_put_call(t, DDL_EV_READ, 0, t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
 }
 

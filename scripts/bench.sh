@@ -89,3 +89,4 @@ rm -rf "$T/ev8m"
 [ "$ONLY" = reader ] && exit 0
 echo "-- scheduler simulator"
 bench/sim_bench.sh | sed 's/^/   /'
+B=$B bench/torch_step.sh

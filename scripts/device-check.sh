@@ -156,6 +156,12 @@ EOF2
 	$B/bin/ddlprof-report "$W/ddp" | head -60
 	$B/bin/ddlprof-report --json -o "$OUT/ddp.json" --force "$W/ddp"
 	srcs "$W/ddp"
+	say "PyTorch DDP on NCCL with a DataLoader (2 workers, 2 ms a sample), under the Python hook"
+	MASTER_ADDR=127.0.0.1 MASTER_PORT=29534 WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 \
+		timeout 180 $B/bin/ddlprof -o "$W/ddpdl" -- $PY examples/pytorch_ddp.py --steps 40 \
+		--workers 2 --sample-ms 2 --batch 64 2>&1 | tail -2
+	$B/bin/ddlprof-report "$W/ddpdl" | sed -n "1,/Network sensitivity/p"
+	$B/bin/ddlprof-report --json -o "$OUT/ddpdl.json" --force "$W/ddpdl"
 else
 	echo "PyTorch with CUDA: not here (skipped)"
 fi
@@ -166,5 +172,5 @@ if [ -x $B/tests/ddltest ]; then
 	[ "$Q" = 1 ] && T="gpu_real emu_launch"
 	DDLT_PYTHON=$PY timeout 300 $B/tests/ddltest $T 2>&1 | grep -v "^    [a-z-]*: rank\|waits\|makes the others" | tail -40
 fi
-(cd "$W" && ls -d synth synth-ev torch ddp rc lcupti1 2>/dev/null | xargs -r tar -czf "$OUT/traces.tar.gz") && ls -la "$OUT/traces.tar.gz"
+(cd "$W" && ls -d synth synth-ev torch ddp ddpdl rc lcupti1 2>/dev/null | xargs -r tar -czf "$OUT/traces.tar.gz") && ls -la "$OUT/traces.tar.gz"
 say "done in $(($(date +%s) - t0)) s"

@@ -901,8 +901,8 @@ int test_e2e_pytorch_two_hosts(void)
 	char *dir = tmpdir();
 	snprintf(cmd, sizeof cmd,
 	         "export MASTER_ADDR=10.99.0.1 MASTER_PORT=29577 WORLD_SIZE=2; "
-	         "RANK=1 GLOO_SOCKET_IFNAME=%s1 %s run 1 %s -q -o %s/t --run-id pt -- /usr/bin/python3 %s --steps 16 & "
-	         "RANK=0 GLOO_SOCKET_IFNAME=%s0 %s run 0 %s -q -o %s/t --run-id pt -- /usr/bin/python3 %s --steps 16; "
+	         "RANK=1 GLOO_SOCKET_IFNAME=%s1 %s run 1 %s -q -o %s/t --run-id pt --python off -- /usr/bin/python3 %s --steps 16 & "
+	         "RANK=0 GLOO_SOCKET_IFNAME=%s0 %s run 0 %s -q -o %s/t --run-id pt --python off -- /usr/bin/python3 %s --steps 16; "
 	         "s=$?; wait $! || s=1; exit $s",
 	         prefix, script, tbuild("bin/ddlprof"), dir, py, prefix, script, tbuild("bin/ddlprof"), dir, py);
 	char *run[] = {"/bin/sh", "-c", cmd, NULL};
@@ -926,7 +926,8 @@ int test_e2e_pytorch_two_hosts(void)
 	char t[PATH_MAX];
 	snprintf(t, sizeof t, "%s/t", dir);
 	json_t *rep = treport(t, NULL);
-	/* no markers: the steps come from the rhythm of the traffic */
+	/* no markers and no Python hook (--python off): the steps come from the
+	 * rhythm of the traffic (the hook's steps: tests/t_torch.c) */
 	json_t *job = json_object_get(rep, "job");
 	const char *method = json_string_value(json_object_get(job, "iteration_method"));
 	/* the median: a pair of steps now and then taken for one moves the mean */
@@ -1373,7 +1374,8 @@ int test_e2e_pytorch_differential(void)
 			json_t *rep = treport(runs[k], NULL);
 			const char *m = json_string_value(
 				json_object_get(json_object_get(rep, "job"), "iteration_method"));
-			CHECK(m && !strcmp(m, "markers"), "%s: iteration_method %s", runs[k], m ? m : "null");
+			/* the Python hook's optimizer steps, before the script's own markers */
+			CHECK(m && !strcmp(m, "steps"), "%s: iteration_method %s", runs[k], m ? m : "null");
 			json_decref(rep);
 		}
 		CHECK(ddl_pytorch_figures(node, &fn) == 0 && ddl_pytorch_figures(runs[0], &fm[0]) == 0 &&

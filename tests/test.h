@@ -164,7 +164,16 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sim_dally_timers) \
 	X(sim_dally_lag) \
 	X(sim_iterations) \
-	X(sim_output_numbers)
+	X(sim_output_numbers) \
+	X(ivset_against_bitmap) \
+	X(torch_ddp_models) \
+	X(torch_dataloader_stall) \
+	X(torch_two_hosts) \
+	X(torch_collectives) \
+	X(torch_transparency) \
+	X(torch_hook_off) \
+	X(torch_synthetic_data) \
+	X(torch_optimizers)
 
 #define DDL_X_DECL(n) int test_##n(void);
 DDL_TESTS(DDL_X_DECL)

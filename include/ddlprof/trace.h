@@ -25,7 +25,9 @@
  * additions never need it. Readers refuse files whose min_reader is above
  * their own DDL_FORMAT_VERSION and read every older file.
  */
-#define DDL_FORMAT_VERSION    3 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4) */
+#define DDL_FORMAT_VERSION    4 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4); 4: gloo
+                                 * collectives, file reads, the Python hook's steps
+                                 * and phases (new kinds and classes, DDL_FEAT_FILE) */
 #define DDL_FORMAT_MIN_READER 1 /* for zstd and raw files */
 /* LZ4 files: a reader of version 1 or 2 would skip every events chunk and
  * show an empty job as damaged; it refuses the file instead, saying why. */
@@ -44,6 +46,7 @@
 #define DDL_FEAT_CUDA   (1u << 2) /* CUDA runtime/driver interception was on */
 #define DDL_FEAT_NCCL   (1u << 3) /* NCCL interception was on */
 #define DDL_FEAT_LZ4    (1u << 4) /* some chunks may be LZ4-compressed (version 3) */
+#define DDL_FEAT_FILE   (1u << 5) /* file reads were recorded (version 4) */
 
 enum ddl_clock_source {
 	DDL_CLOCK_MONOTONIC = 1, /* ticks are CLOCK_MONOTONIC nanoseconds */
@@ -118,6 +121,12 @@ enum ddl_class {
 	DDL_CLASS_API,      /* a CUDA API call as the device back end saw it (CUPTI's
 	                     * runtime and driver records): ties host calls, ours
 	                     * or not, to device intervals; not a call of ours */
+	DDL_CLASS_HCOLL,    /* a collective that runs on the calling thread (gloo's):
+	                     * its event spans the whole operation (version 4) */
+	DDL_CLASS_FILE,     /* a read from (or an open of) a regular file (version 4) */
+	DDL_CLASS_STEP,     /* the Python hook: one optimizer step, the iteration's end */
+	DDL_CLASS_PHASE,    /* the Python hook: a phase of the training thread (data
+	                     * wait, forward, backward, ...) or of a loader worker */
 };
 
 #define DDL_EVENT_KINDS(X) \
@@ -201,7 +210,22 @@ enum ddl_class {
 	X(RANGE_END, "range_end", DDL_CLASS_MARK) \
 	X(STACK, "stack", DDL_CLASS_ARGS) \
 	X(COUNTER, "counter", DDL_CLASS_ARGS) \
-	X(CUDA_API, "cuda_api", DDL_CLASS_API)
+	X(CUDA_API, "cuda_api", DDL_CLASS_API) \
+	X(GLOO_ALLREDUCE, "gloo_allreduce", DDL_CLASS_HCOLL) \
+	X(GLOO_BROADCAST, "gloo_broadcast", DDL_CLASS_HCOLL) \
+	X(GLOO_REDUCE, "gloo_reduce", DDL_CLASS_HCOLL) \
+	X(GLOO_ALLGATHER, "gloo_allgather", DDL_CLASS_HCOLL) \
+	X(GLOO_ALLGATHERV, "gloo_allgatherv", DDL_CLASS_HCOLL) \
+	X(GLOO_GATHER, "gloo_gather", DDL_CLASS_HCOLL) \
+	X(GLOO_SCATTER, "gloo_scatter", DDL_CLASS_HCOLL) \
+	X(GLOO_ALLTOALL, "gloo_alltoall", DDL_CLASS_HCOLL) \
+	X(GLOO_ALLTOALLV, "gloo_alltoallv", DDL_CLASS_HCOLL) \
+	X(GLOO_BARRIER, "gloo_barrier", DDL_CLASS_HCOLL) \
+	X(FILE_READ, "file_read", DDL_CLASS_FILE) \
+	X(FILE_PREAD, "file_pread", DDL_CLASS_FILE) \
+	X(FILE_OPEN, "file_open", DDL_CLASS_FILE) \
+	X(PY_STEP, "step", DDL_CLASS_STEP) \
+	X(PY_PHASE, "phase", DDL_CLASS_PHASE)
 
 /* Kinds 0xf0 to 0xff are never written to a file: the library keeps them for its own use. */
 enum ddl_event_kind {
@@ -302,6 +326,44 @@ struct ddl_stackrec {
  * counters are read at each of its marker events (range push and pop,
  * marks, NVTX ranges), just before the marker's own event.
  */
+
+/*
+ * Host collectives (class HCOLL, gloo's): start and dur span the whole
+ * operation on the thread that ran it (a gloo worker of the process group);
+ * result = 0, fd = -1, peer = 0. The args record that follows gives bytes
+ * (this rank's contribution: the reduced buffer, the broadcast or gathered
+ * input), dtype = bytes per element, comm = the communicator (DDL_STR_COMM,
+ * how=gloo), peer = the root rank or -1; corr and aux are 0.
+ *
+ * File reads (class FILE): read, readv, pread and preadv on a regular file,
+ * and opens of files (not of /dev/shm): result = bytes read (opens: the
+ * descriptor) or -errno, fd = the descriptor, peer = 0.
+ *
+ * The Python hook (class STEP and PHASE), through the entry points of
+ * include/ddlprof/python.h: a step event spans one optimizer's step() call
+ * and ends an iteration; result = the process's step count, fd = the
+ * optimizer (0, 1, ... in order of first step). A phase event spans one
+ * phase: fd = enum ddl_phase, result = its value (below). A phase of
+ * DDL_PHASE_COLLECTIVE (a torch.distributed call) has an args record as a
+ * host collective's, op = enum ddl_pyop, with comm a DDL_STR_COMM of
+ * how=torch naming the process group's ranks.
+ */
+enum ddl_phase {
+	DDL_PHASE_DATA_WAIT = 1,  /* the training thread in next() on a DataLoader
+	                           * iterator; result = the batch number */
+	DDL_PHASE_FORWARD = 2,    /* DistributedDataParallel.forward */
+	DDL_PHASE_BACKWARD = 3,   /* the outermost backward() on the thread */
+	DDL_PHASE_BATCH = 4,      /* a loader fetching and collating one batch (a
+	                           * worker process, or the training thread when
+	                           * the loader has none); result = batch index */
+	DDL_PHASE_COLLECTIVE = 5, /* a torch.distributed call; result = 1 async */
+};
+
+enum ddl_pyop {
+	DDL_PYOP_ALLREDUCE = 1, DDL_PYOP_BROADCAST, DDL_PYOP_REDUCE, DDL_PYOP_ALLGATHER,
+	DDL_PYOP_GATHER, DDL_PYOP_SCATTER, DDL_PYOP_REDUCESCATTER, DDL_PYOP_ALLTOALL,
+	DDL_PYOP_BARRIER, DDL_PYOP_SEND, DDL_PYOP_RECV,
+};
 
 /* String records: {id, kind, len, value} then len bytes of text, no NUL. */
 enum ddl_str_kind {

@@ -93,23 +93,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct ddl_run *run = ddl_report_run(&set, NULL);
 	if (run) {
 		struct ddl_report rep;
-		if (ddl_report_build(&rep, &set, run) < 0)
+		struct ddl_analysis an = {size & 1 ? "machine=100,rack=25,cluster=10" : NULL,
+		                          "*step*,*iter*", 0, "data*", (int)(size % 3), 1, NULL, NULL};
+		int rc = ddl_report_analyze(&rep, &set, run, &an, err, sizeof err);
+		if (rc == DDL_ANALYZE_NOMEM || rc == DDL_ANALYZE_USAGE)
 			abort();
-		if (ddl_report_bw(&rep, size & 1 ? "machine=100,rack=25,cluster=10" : NULL, err,
-		                  sizeof err) < 0)
-			abort();
-		rep.iteration_names = "*step*,*iter*";
-		rep.data_names = "data*";
-		rep.warmup = size % 3;
-		ddl_report_gpu(&rep);
-		ddl_report_align(&rep);
-		ddl_report_iterations(&rep, rep.iteration_names, rep.warmup);
-		ddl_report_breakdown(&rep);
-		ddl_report_stragglers(&rep);
-		if (ddl_report_measure(&rep, NULL, err, sizeof err) == 0) {
-			ddl_report_callsites(&rep);
-			ddl_report_counters(&rep);
-			ddl_report_kernels(&rep);
+		if (rc == 0) {
 			fr_json(ddl_out_json, &rep);
 			fr_json(ddl_out_chrome, &rep);
 			int (*const other[])(const struct ddl_report *, FILE *) = {
@@ -128,9 +117,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			if (devnull)
 				fclose(devnull);
-			ddl_callsites_free(&rep);
-			ddl_counters_free(&rep);
-			ddl_kernels_free(&rep);
 		}
 		ddl_report_free(&rep);
 	}

@@ -1,0 +1,66 @@
+/*
+ * The analysis pipeline: the one sequence of stages every entry point runs
+ * (ddlprof-report, its --compare runs, the baseline of a --perturb-net run,
+ * the report fuzzer), so that none of them sees a different analysis:
+ *
+ *   model (report_model.c: processes, roles)  -> GPU calls and communicators
+ *   (gpu.c, correlate.c) -> clock alignment (align.c) -> iterations
+ *   (iterations.c) -> stall attribution (breakdown.c, breakdown_gpu.c,
+ *   inputs.c) -> stragglers (align.c) -> measured against predicted
+ *   (breakdown.c) -> call sites, counters, kernels.
+ *
+ * Outputs (out_*.c) only read what this leaves in the report.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "progress.h"
+#include "report.h"
+
+int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
+                       const struct ddl_run *run, const struct ddl_analysis *o, char *err,
+                       size_t errlen)
+{
+	struct ddl_progress quiet, *prog = o->progress;
+	if (!prog) {
+		ddl_progress_init(&quiet, "", 1);
+		prog = &quiet;
+	}
+	if (ddl_report_build(r, s, run) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return DDL_ANALYZE_NOMEM;
+	}
+	if (ddl_report_bw(r, o->bw, err, errlen) < 0)
+		return DDL_ANALYZE_USAGE;
+	r->iteration_names = o->iteration_names;
+	r->iteration_names_given = o->iteration_names_given;
+	r->data_names = o->data_names;
+	r->warmup = o->warmup;
+	enum { NPH = 8 };
+	ddl_progress_phase(prog, 1, NPH, "GPU calls and communicators");
+	ddl_report_gpu(r);
+	ddl_report_correlate(r); /* CUPTI: device work tied to its calls */
+	ddl_progress_phase(prog, 2, NPH, "clock alignment");
+	ddl_report_align(r);
+	ddl_progress_phase(prog, 3, NPH, "iterations");
+	ddl_report_iterations(r, o->iteration_names, o->warmup);
+	ddl_progress_phase(prog, 4, NPH, "stall breakdown");
+	ddl_report_breakdown(r);
+	ddl_report_inputs(r); /* the data loaders: fetch against prep */
+	ddl_progress_phase(prog, 5, NPH, "stragglers");
+	ddl_report_stragglers(r);
+	if (o->measure) {
+		ddl_progress_phase(prog, 6, NPH, "perturbation");
+		if (ddl_report_measure(r, o->baseline, err, errlen) < 0) {
+			ddl_progress_done(prog);
+			return DDL_ANALYZE_INPUT;
+		}
+	}
+	ddl_progress_phase(prog, 7, NPH, "call sites");
+	ddl_report_callsites(r); /* --backtrace: the stacks that cost the most stall */
+	ddl_progress_phase(prog, 8, NPH, "counters and kernels");
+	ddl_report_counters(r);  /* --papi: counters per thread and iteration */
+	ddl_report_kernels(r);   /* kernels by device time, their names demangled */
+	ddl_progress_done(prog); /* before any output: stdout may be the same terminal */
+	return 0;
+}

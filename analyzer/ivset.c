@@ -1,0 +1,134 @@
+/*
+ * Interval sets (ivset.h): push, sort-and-merge, subtract, and the
+ * questions the stall attribution asks of them (what covers an instant,
+ * how much of a span is covered, by tag). Merged sets answer by binary
+ * search or, asked in time order, by resuming where the last answer ended.
+ */
+#include <stdlib.h>
+
+#include "ivset.h"
+
+int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag)
+{
+	if (b <= a)
+		return 0;
+	if (s->n == s->cap) {
+		size_t c = s->cap ? s->cap * 2 : 256;
+		struct ddl_iv *q = realloc(s->v, c * sizeof *q);
+		if (!q) {
+			s->nomem = 1;
+			return -1;
+		}
+		s->v = q;
+		s->cap = c;
+	}
+	s->v[s->n++] = (struct ddl_iv){a, b, tag};
+	return 0;
+}
+
+static int ddl_iv_cmp(const void *x, const void *y)
+{
+	const struct ddl_iv *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+void ddl_ivset_merge(struct ddl_ivset *s, int64_t gap)
+{
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof *s->v, ddl_iv_cmp);
+	size_t m = 0;
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->v[i].a <= s->v[m].b + gap) {
+			if (s->v[i].b > s->v[m].b)
+				s->v[m].b = s->v[i].b;
+			s->v[m].tag |= s->v[i].tag;
+		} else {
+			s->v[++m] = s->v[i];
+		}
+	}
+	s->n = m + 1;
+}
+
+int ddl_ivset_subtract(struct ddl_ivset *s, const struct ddl_ivset *t)
+{
+	if (!s->n || !t->n)
+		return 0;
+	struct ddl_ivset out = {0};
+	size_t j = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		int64_t a = s->v[i].a, b = s->v[i].b;
+		while (j < t->n && t->v[j].b <= a)
+			j++;
+		for (size_t k = j; k < t->n && t->v[k].a < b && a < b; k++) {
+			if (t->v[k].a > a && ddl_ivset_push(&out, a, t->v[k].a, s->v[i].tag) < 0) {
+				free(out.v);
+				return -1;
+			}
+			if (t->v[k].b > a)
+				a = t->v[k].b;
+		}
+		if (a < b && ddl_ivset_push(&out, a, b, s->v[i].tag) < 0) {
+			free(out.v);
+			return -1;
+		}
+	}
+	free(s->v);
+	*s = out;
+	return 0;
+}
+
+size_t ddl_ivset_find(const struct ddl_ivset *s, int64_t x)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->v[mid].b <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int ddl_ivset_covers(const struct ddl_ivset *s, int64_t x)
+{
+	size_t i = ddl_ivset_find(s, x);
+	return i < s->n && s->v[i].a <= x;
+}
+
+int64_t ddl_ivset_overlap(const struct ddl_ivset *s, size_t *from, int64_t a, int64_t b,
+                          int64_t *by_tag, int ntags)
+{
+	size_t i = from ? *from : ddl_ivset_find(s, a);
+	while (i < s->n && s->v[i].b <= a)
+		i++;
+	if (from)
+		*from = i;
+	int64_t sum = 0;
+	for (; i < s->n && s->v[i].a < b; i++) {
+		int64_t lo = s->v[i].a > a ? s->v[i].a : a, hi = s->v[i].b < b ? s->v[i].b : b;
+		if (hi <= lo)
+			continue;
+		sum += hi - lo;
+		if (by_tag && s->v[i].tag >= 0 && s->v[i].tag < ntags)
+			by_tag[s->v[i].tag] += hi - lo;
+	}
+	return sum;
+}
+
+int64_t ddl_ivset_length(const struct ddl_ivset *s)
+{
+	int64_t sum = 0;
+	for (size_t i = 0; i < s->n; i++)
+		sum += s->v[i].b - s->v[i].a;
+	return sum;
+}
+
+void ddl_ivset_free(struct ddl_ivset *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+	s->nomem = 0;
+}

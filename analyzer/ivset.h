@@ -1,0 +1,49 @@
+/*
+ * Sets of time intervals, the analyzer's one implementation: the stall
+ * attribution (breakdown.c, breakdown_gpu.c) and the input pipeline
+ * (inputs.c) build them from events and ask what they cover. An interval
+ * is [a, b) in nanoseconds with a tag (what it is: remote traffic, a
+ * collective's operation); a merged set is sorted and disjoint.
+ */
+#ifndef DDL_IVSET_H
+#define DDL_IVSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ddl_iv {
+	int64_t a, b;
+	int tag;
+};
+
+struct ddl_ivset {
+	struct ddl_iv *v;
+	size_t n, cap;
+	int nomem; /* a push failed: the set lacks intervals */
+};
+
+/* Appends [A, B) (nothing when B <= A). 0, or -1 without memory (then
+ * S->nomem is set and the set stays as it was). */
+int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag);
+/* Sorts S and merges intervals that overlap or are less than GAP apart;
+ * a merged interval's tag is the OR of its parts' tags. */
+void ddl_ivset_merge(struct ddl_ivset *s, int64_t gap);
+/* Merged S less merged T (tags kept), in place. 0, or -1 without memory. */
+int ddl_ivset_subtract(struct ddl_ivset *s, const struct ddl_ivset *t);
+/* Whether merged S covers instant X. */
+int ddl_ivset_covers(const struct ddl_ivset *s, int64_t x);
+/* The first interval of merged S that ends after X (S->n when none). */
+size_t ddl_ivset_find(const struct ddl_ivset *s, int64_t x);
+/*
+ * Nanoseconds of [A, B) covered by merged S, in total; with BY_TAG (entries
+ * for tags 0 .. NTAGS-1) also by tag, intervals of other tags counted in the
+ * total only. *FROM (may be NULL) is where to start looking: ask in order
+ * of A and the search resumes where it stopped.
+ */
+int64_t ddl_ivset_overlap(const struct ddl_ivset *s, size_t *from, int64_t a, int64_t b,
+                          int64_t *by_tag, int ntags);
+/* Length of merged S, in nanoseconds. */
+int64_t ddl_ivset_length(const struct ddl_ivset *s);
+void ddl_ivset_free(struct ddl_ivset *s);
+
+#endif

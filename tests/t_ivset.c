@@ -1,0 +1,78 @@
+/*
+ * The analyzer's interval sets (analyzer/ivset.c), against the plainest
+ * model there is: a bitmap of the instants 0..N-1, for random sets.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ivset.h"
+#include "test.h"
+
+#define DDL_N 2000
+
+static void ddl_fill(struct ddl_ivset *s, unsigned char *map, int tag, unsigned *seed, int count)
+{
+	for (int i = 0; i < count; i++) {
+		int a = (int)(rand_r(seed) % DDL_N), len = (int)(rand_r(seed) % 60);
+		int b = a + len > DDL_N ? DDL_N : a + len;
+		ddl_ivset_push(s, a, b, tag);
+		for (int x = a; x < b; x++)
+			map[x] |= (unsigned char)(1 << tag);
+	}
+}
+
+int test_ivset_against_bitmap(void)
+{
+	unsigned seed = 12345;
+	for (int round = 0; round < 200; round++) {
+		struct ddl_ivset s = {0}, t = {0};
+		unsigned char ms[DDL_N] = {0}, mt[DDL_N] = {0};
+		ddl_fill(&s, ms, 0, &seed, (int)(rand_r(&seed) % 40));
+		ddl_fill(&s, ms, 1, &seed, (int)(rand_r(&seed) % 10));
+		ddl_fill(&t, mt, 0, &seed, (int)(rand_r(&seed) % 40));
+		ddl_ivset_merge(&s, 0);
+		ddl_ivset_merge(&t, 0);
+		for (size_t i = 1; i < s.n; i++)
+			CHECK(s.v[i - 1].b < s.v[i].a, "round %d: merged set not disjoint", round);
+		int64_t len = 0;
+		for (int x = 0; x < DDL_N; x++) {
+			len += ms[x] != 0;
+			CHECK(ddl_ivset_covers(&s, x) == (ms[x] != 0), "round %d: covers(%d)", round, x);
+		}
+		CHECK(ddl_ivset_length(&s) == len, "round %d: length", round);
+		/* overlap of random spans, in order (resuming) and not, by tag */
+		size_t from = 0;
+		int a = 0;
+		for (int k = 0; k < 30; k++) {
+			a += (int)(rand_r(&seed) % 80);
+			int b = a + (int)(rand_r(&seed) % 200);
+			int64_t want = 0;
+			for (int x = a; x < b && x < DDL_N; x++)
+				want += ms[x] != 0;
+			int64_t by[4] = {0};
+			int64_t got = ddl_ivset_overlap(&s, &from, a, b, by, 4);
+			CHECK(got == want, "round %d: overlap [%d,%d) %lld, want %lld", round, a, b,
+			      (long long)got, (long long)want);
+			CHECK(ddl_ivset_overlap(&s, NULL, a, b, NULL, 0) == want, "round %d: overlap anew", round);
+			/* a merged interval's tag is the OR of its parts' (0 to 3 here) */
+			CHECK(by[0] + by[1] + by[2] + by[3] == got, "round %d: tags add up", round);
+		}
+		/* subtract */
+		CHECK(ddl_ivset_subtract(&s, &t) == 0, "subtract");
+		for (int x = 0; x < DDL_N; x++)
+			CHECK(ddl_ivset_covers(&s, x) == (ms[x] && !mt[x]), "round %d: s - t at %d", round, x);
+		ddl_ivset_free(&s);
+		ddl_ivset_free(&t);
+	}
+	/* merging with a gap joins what is closer than it */
+	struct ddl_ivset g = {0};
+	ddl_ivset_push(&g, 10, 20, 1);
+	ddl_ivset_push(&g, 25, 30, 2);
+	ddl_ivset_push(&g, 40, 50, 0);
+	ddl_ivset_push(&g, 5, 5, 0); /* empty: not kept */
+	ddl_ivset_merge(&g, 5);
+	CHECK(g.n == 2 && g.v[0].a == 10 && g.v[0].b == 30 && g.v[0].tag == 3 && g.v[1].a == 40,
+	      "gap merge: %zu intervals", g.n);
+	ddl_ivset_free(&g);
+	return DDL_PASS;
+}
