@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ivset.h"
 #include "report.h"
 
 struct ddl_cend {
@@ -73,7 +74,7 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 		for (size_t i = 0; i < t->nev; i++)
 			nd += t->ev[i].kind == DDL_EV_DEV_COLL && (t->ev[i].flags & DDL_EVF_EVPAIR);
 		struct ddl_dend *dv = nd ? malloc(nd * sizeof *dv) : NULL;
-		if (!dv)
+		if (nd && !dv)
 			continue;
 		nd = 0;
 		for (size_t i = 0; i < t->nev; i++) {
@@ -83,14 +84,17 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 				                             ddl_trace_real_ns(t, d->start),
 				                             ddl_trace_real_ns(t, d->start) + ddl_trace_dur_ns(t, d)};
 		}
-		qsort(dv, nd, sizeof *dv, ddl_dend_cmp);
+		if (nd)
+			qsort(dv, nd, sizeof *dv, ddl_dend_cmp);
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			if (ddl_event_class(e->kind) != DDL_CLASS_COLL)
+			int cls = ddl_event_class(e->kind);
+			if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
 				continue;
 			const struct ddl_args *a = ddl_event_args(t, i);
 			const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
-			if (!ci || (a->flags & DDL_ARGF_GROUPED) || !(a->flags & DDL_ARGF_TIMED))
+			if (!ci || (cls == DDL_CLASS_COLL &&
+			            ((a->flags & DDL_ARGF_GROUPED) || !(a->flags & DDL_ARGF_TIMED))))
 				continue;
 			int s = 0;
 			while (s < nseq && seqs[s].key != ci->key)
@@ -101,8 +105,14 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 				seqs[nseq].key = ci->key;
 				seqs[nseq++].seq = 0;
 			}
+			/* a gloo collective's own span is its time on the wire; an NCCL
+			 * call's, its device interval */
+			struct ddl_dend own = {0, ddl_trace_real_ns(t, e->start),
+			                       ddl_trace_real_ns(t, e->start) + ddl_trace_dur_ns(t, e)};
 			struct ddl_dend want = {(uint64_t)e->tid << 32 | a->corr, 0, 0};
-			const struct ddl_dend *hit = bsearch(&want, dv, nd, sizeof *dv, ddl_dend_cmp);
+			const struct ddl_dend *hit = cls == DDL_CLASS_HCOLL ? &own
+			                             : nd ? bsearch(&want, dv, nd, sizeof *dv, ddl_dend_cmp)
+			                                  : NULL;
 			if (hit) {
 				if (*n == *cap) {
 					size_t c = *cap ? *cap * 2 : 1024;
@@ -289,9 +299,13 @@ void ddl_report_stragglers(struct ddl_report *r)
 	if (!n)
 		return;
 	qsort(v, n, sizeof *v, ddl_cend_cmp);
+	/* the others' waits for each rank, as time: collectives in flight
+	 * together (gloo's buckets, started as DDP's backward makes them) make
+	 * the others wait once, not once each */
+	struct ddl_ivset *waits = calloc(r->nprocs, sizeof *waits);
 	double *imposed = calloc(r->nprocs, sizeof *imposed);
 	size_t *times = calloc(r->nprocs, sizeof *times), *seen = calloc(r->nprocs, sizeof *seen);
-	for (size_t a = 0; imposed && times && seen && a < n;) {
+	for (size_t a = 0; waits && imposed && times && seen && a < n;) {
 		size_t b = a;
 		while (b < n && v[b].key == v[a].key && v[b].seq == v[a].seq)
 			b++;
@@ -307,11 +321,17 @@ void ddl_report_stragglers(struct ddl_report *r)
 				if (k != last && v[k].start_ns > next)
 					next = v[k].start_ns;
 			double w = (double)(v[last].start_ns - next) / 1e9;
-			imposed[v[last].proc] += w;
+			ddl_ivset_push(&waits[v[last].proc], next, v[last].start_ns, 0);
 			times[v[last].proc] += w >= 0.0002;
 		}
 		a = b;
 	}
+	for (size_t i = 0; waits && imposed && i < r->nprocs; i++) {
+		ddl_ivset_merge(&waits[i], 0);
+		imposed[i] = (double)ddl_ivset_length(&waits[i]) / 1e9;
+		ddl_ivset_free(&waits[i]);
+	}
+	free(waits);
 	double floor_s = 0.0005;
 	if (r->iter_mean_s * 0.02 > floor_s)
 		floor_s = r->iter_mean_s * 0.02;
@@ -326,7 +346,8 @@ void ddl_report_stragglers(struct ddl_report *r)
 		if (p->late_fraction > 1)
 			p->late_fraction = 1;
 	}
-	/* and it must stand out: more than twice the ranks' median */
+	/* and it must stand out: more than twice the ranks' median (the lower
+	 * one: of two ranks, the other's) */
 	double *w = malloc((r->nprocs + 1) * sizeof *w);
 	size_t nw = 0;
 	for (size_t i = 0; w && i < r->nprocs; i++)
@@ -335,7 +356,7 @@ void ddl_report_stragglers(struct ddl_report *r)
 	double med = 0;
 	if (nw) {
 		qsort(w, nw, sizeof *w, ddl_dbl_cmp);
-		med = w[nw / 2];
+		med = w[(nw - 1) / 2];
 	}
 	for (size_t i = 0; w && i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];

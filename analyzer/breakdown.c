@@ -31,8 +31,7 @@ static int ddl_sent_in_iteration(const struct ddl_proc *p, const struct ddl_trac
 	       ddl_proc_iter_at(p, ddl_trace_real_ns(t, e->start)) != SIZE_MAX;
 }
 
-/* Classes of the calls in which a training thread is blocked. */
-static int ddl_blocks(int cls)
+int ddl_class_blocks(int cls)
 {
 	return cls == DDL_CLASS_TX || cls == DDL_CLASS_RX || cls == DDL_CLASS_WAIT ||
 	       cls == DDL_CLASS_CONN || cls == DDL_CLASS_SYNC || cls == DDL_CLASS_FILE;
@@ -91,7 +90,7 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 				continue;
 			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_DATA_WAIT)
 				ddl_ivset_push(&data, a, b, 0);
-			else if (ddl_blocks(c))
+			else if (ddl_class_blocks(c))
 				ddl_ivset_push(&blk, a, b, 0);
 		}
 	}

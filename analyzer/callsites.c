@@ -29,95 +29,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ivset.h"
 #include "report.h"
 
-/* ---- intervals ---- */
-
-struct ddl_win {
-	int64_t a, b;
-	int remote;
-};
-
-struct ddl_wins {
-	struct ddl_win *v;
-	size_t n, cap;
-};
-
-static void ddl_win_push(struct ddl_wins *w, int64_t a, int64_t b, int remote)
-{
-	if (b <= a)
-		return;
-	if (w->n == w->cap) {
-		size_t c = w->cap ? w->cap * 2 : 256;
-		struct ddl_win *q = realloc(w->v, c * sizeof *q);
-		if (!q)
-			return;
-		w->v = q;
-		w->cap = c;
-	}
-	w->v[w->n++] = (struct ddl_win){a, b, remote};
-}
-
-static int ddl_win_cmp(const void *x, const void *y)
-{
-	const struct ddl_win *p = x, *q = y;
-	return p->a < q->a ? -1 : p->a > q->a;
-}
-
-/* Sorts and merges windows that overlap or are closer than GAP. */
-static void ddl_win_merge(struct ddl_wins *w, int64_t gap)
-{
-	if (!w->n)
-		return;
-	qsort(w->v, w->n, sizeof *w->v, ddl_win_cmp);
-	size_t m = 0;
-	for (size_t i = 1; i < w->n; i++) {
-		if (w->v[i].a <= w->v[m].b + gap) {
-			if (w->v[i].b > w->v[m].b)
-				w->v[m].b = w->v[i].b;
-			w->v[m].remote |= w->v[i].remote;
-		} else {
-			w->v[++m] = w->v[i];
-		}
-	}
-	w->n = m + 1;
-}
-
-/* A minus B, both merged; the result is merged and keeps A's remote flag. */
-static void ddl_win_minus(const struct ddl_wins *a, const struct ddl_wins *b, struct ddl_wins *out)
-{
-	size_t j = 0;
-	for (size_t i = 0; i < a->n; i++) {
-		int64_t lo = a->v[i].a, hi = a->v[i].b;
-		while (j < b->n && b->v[j].b <= lo)
-			j++;
-		for (size_t k = j; k < b->n && b->v[k].a < hi && lo < hi; k++) {
-			if (b->v[k].a > lo)
-				ddl_win_push(out, lo, b->v[k].a, a->v[i].remote);
-			if (b->v[k].b > lo)
-				lo = b->v[k].b;
-		}
-		ddl_win_push(out, lo, hi, a->v[i].remote);
-	}
-}
-
-/* Nanoseconds of [a,b) covered by W (merged), split into remote and local. */
-static void ddl_win_cover(const struct ddl_wins *w, int64_t a, int64_t b, int64_t *remote,
+/* Nanoseconds of [a,b) covered by W (merged), split into remote (tag 1) and local. */
+static void ddl_win_cover(const struct ddl_ivset *w, int64_t a, int64_t b, int64_t *remote,
                           int64_t *local)
 {
-	size_t lo = 0, hi = w->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (w->v[mid].b <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < w->n && w->v[i].a < b; i++) {
-		int64_t x = w->v[i].a > a ? w->v[i].a : a, y = w->v[i].b < b ? w->v[i].b : b;
-		if (y > x)
-			*(w->v[i].remote ? remote : local) += y - x;
-	}
+	int64_t by[2] = {0, 0};
+	ddl_ivset_overlap(w, NULL, a, b, by, 2);
+	*remote += by[1];
+	*local += by[0];
 }
 
 /* ---- stacks, merged by their frames ---- */
@@ -286,9 +208,9 @@ static void ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t 
 struct ddl_stallmap {
 	int device;              /* from the device timeline */
 	uint32_t train_tid;      /* the training thread: the only one that stalls */
-	struct ddl_wins traffic; /* host: traffic windows; device: exposed network collectives */
-	struct ddl_wins ic;      /* device: exposed interconnect collectives */
-	struct ddl_wins nested;  /* its calls made inside another of its recorded calls */
+	struct ddl_ivset traffic; /* host: traffic windows; device: exposed network collectives */
+	struct ddl_ivset ic;      /* device: exposed interconnect collectives */
+	struct ddl_ivset nested;  /* its calls made inside another of its recorded calls */
 };
 
 /* A call of the host, as opposed to markers, device intervals, records and
@@ -307,7 +229,7 @@ static int ddl_host_call(int cls)
  */
 static void ddl_stallmap_nested(const struct ddl_proc *p, struct ddl_stallmap *m)
 {
-	struct ddl_wins all = {0};
+	struct ddl_ivset all = {0};
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
@@ -316,11 +238,10 @@ static void ddl_stallmap_nested(const struct ddl_proc *p, struct ddl_stallmap *m
 			    t->threads[e->tid].tid != m->train_tid)
 				continue;
 			int64_t a = ddl_trace_real_ns(t, e->start);
-			ddl_win_push(&all, a, a + ddl_trace_dur_ns(t, e), 0);
+			ddl_ivset_push(&all, a, a + ddl_trace_dur_ns(t, e), 0);
 		}
 	}
-	if (all.n)
-		qsort(all.v, all.n, sizeof *all.v, ddl_win_cmp);
+	ddl_ivset_sort(&all);
 	int64_t reach = INT64_MIN;
 	for (size_t i = 0; i < all.n; i++) {
 		/* among equal starts the longer one comes first, as the outer call */
@@ -333,7 +254,7 @@ static void ddl_stallmap_nested(const struct ddl_proc *p, struct ddl_stallmap *m
 			for (size_t y = i; y <= j; y++)
 				widest &= all.v[y].b < b || (all.v[y].b == b && y >= x);
 			if (b <= reach || !widest)
-				ddl_win_push(&m->nested, all.v[x].a, b, 0);
+				ddl_ivset_push(&m->nested, all.v[x].a, b, 0);
 		}
 		for (size_t x = i; x <= j; x++)
 			if (all.v[x].b > reach)
@@ -341,8 +262,7 @@ static void ddl_stallmap_nested(const struct ddl_proc *p, struct ddl_stallmap *m
 		i = j;
 	}
 	free(all.v);
-	if (m->nested.n)
-		qsort(m->nested.v, m->nested.n, sizeof *m->nested.v, ddl_win_cmp);
+	ddl_ivset_sort(&m->nested);
 }
 
 static int ddl_is_nested(const struct ddl_stallmap *m, int64_t a, int64_t b)
@@ -361,17 +281,37 @@ static int ddl_is_nested(const struct ddl_stallmap *m, int64_t a, int64_t b)
 	return 0;
 }
 
-/* As breakdown.c: the windows when the process's traffic is in flight (flight.c). */
-static void ddl_stallmap_host(const struct ddl_flights *fl, struct ddl_stallmap *m)
+/* As breakdown.c: the windows when the process's traffic is in flight
+ * (flight.c), less the training thread's waits for its next batch, which
+ * are data stall. */
+static void ddl_stallmap_host(const struct ddl_proc *p, const struct ddl_flights *fl,
+                              struct ddl_stallmap *m)
 {
+	struct ddl_ivset fly = {0}, data = {0};
 	for (size_t i = 0; fl && i < fl->n; i++)
-		ddl_win_push(&m->traffic, fl->v[i].a, fl->v[i].b, fl->v[i].remote);
+		ddl_ivset_push(&fly, fl->v[i].a, fl->v[i].b, fl->v[i].remote);
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_DATA_WAIT && e->tid < t->nthreads &&
+			    t->threads[e->tid].tid == m->train_tid) {
+				int64_t a = ddl_trace_real_ns(t, e->start);
+				ddl_ivset_push(&data, a, a + ddl_trace_dur_ns(t, e), 0);
+			}
+		}
+	}
+	ddl_ivset_merge(&data, 0);
+	if (ddl_ivset_minus(&fly, &data, &m->traffic) < 0) /* both merged: flights come so */
+		ddl_ivset_free(&m->traffic);
+	ddl_ivset_free(&fly);
+	ddl_ivset_free(&data);
 }
 
 static void ddl_stallmap_device(const struct ddl_report *r, const struct ddl_proc *p,
                                 struct ddl_stallmap *m)
 {
-	struct ddl_wins busy = {0}, net = {0}, ic = {0}, tmp = {0};
+	struct ddl_ivset busy = {0}, net = {0}, ic = {0}, tmp = {0};
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		struct ddl_devcalls dc;
@@ -384,22 +324,22 @@ static void ddl_stallmap_device(const struct ddl_report *r, const struct ddl_pro
 			ddl_device_info(t, i, &dc, &d);
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
 			if (d.part == DDL_DEV_INTER)
-				ddl_win_push(&net, a, b, 1);
+				ddl_ivset_push(&net, a, b, 1);
 			else if (d.part == DDL_DEV_INTRA)
-				ddl_win_push(&ic, a, b, 0);
+				ddl_ivset_push(&ic, a, b, 0);
 			else
-				ddl_win_push(&busy, a, b, 0);
+				ddl_ivset_push(&busy, a, b, 0);
 		}
 		ddl_devcalls_free(&dc);
 	}
-	ddl_win_merge(&busy, 0);
-	ddl_win_merge(&net, 0);
-	ddl_win_merge(&ic, 0);
-	ddl_win_minus(&net, &busy, &m->traffic); /* network, where nothing computes */
+	ddl_ivset_merge(&busy, 0);
+	ddl_ivset_merge(&net, 0);
+	ddl_ivset_merge(&ic, 0);
+	ddl_ivset_minus(&net, &busy, &m->traffic); /* network, where nothing computes */
 	for (size_t i = 0; i < net.n; i++)
-		ddl_win_push(&busy, net.v[i].a, net.v[i].b, 0);
-	ddl_win_merge(&busy, 0);
-	ddl_win_minus(&ic, &busy, &tmp); /* interconnect, where neither does */
+		ddl_ivset_push(&busy, net.v[i].a, net.v[i].b, 0);
+	ddl_ivset_merge(&busy, 0);
+	ddl_ivset_minus(&ic, &busy, &tmp); /* interconnect, where neither does */
 	m->ic = tmp;
 	free(busy.v);
 	free(net.v);
@@ -412,8 +352,8 @@ static void ddl_call_stall(const struct ddl_proc *p, const struct ddl_stallmap *
 {
 	if (!p->niter || tid != m->train_tid || ddl_is_nested(m, a, b))
 		return; /* only the training thread stalls, once in each instant */
-	if (!m->device && (cls == DDL_CLASS_MARK || cls >= DDL_CLASS_LAUNCH))
-		return; /* as breakdown.c: its socket calls and waits */
+	if (!m->device && !ddl_class_blocks(cls))
+		return; /* as breakdown.c: the calls it blocks in */
 	size_t lo = 0, hi = p->niter; /* the first iteration ending after a */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -706,7 +646,7 @@ void ddl_report_callsites(struct ddl_report *r)
 			} else {
 				if (!have_fl)
 					have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;
-				ddl_stallmap_host(fl ? &fl[i] : NULL, &m);
+				ddl_stallmap_host(p, fl ? &fl[i] : NULL, &m);
 			}
 		}
 		for (size_t k = 0; k < p->ntr; k++) {

@@ -68,7 +68,8 @@ int ddl_hostcalls_build(const struct ddl_trace *t, struct ddl_hostcalls *h)
 			h->tids_known |= a && a->bytes && (uint32_t)a->bytes == ddl_os_tid(t, e->tid);
 		}
 	}
-	qsort(h->v, h->n, sizeof *h->v, ddl_cmp_host);
+	if (h->n) /* qsort takes no null array, even of nothing */
+		qsort(h->v, h->n, sizeof *h->v, ddl_cmp_host);
 	return 0;
 }
 

@@ -139,8 +139,8 @@ void ddl_report_inputs(struct ddl_report *r)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
 		memset(&p->in, 0, sizeof p->in);
-		if (p->role != DDL_ROLE_RANK || !p->niter)
-			continue;
+		if (!p->niter || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD)
+			continue; /* the job's own: ranks, or a job without ranks */
 		ddl_proc_phases(p);
 		if (!ddl_proc_waited(p))
 			continue;

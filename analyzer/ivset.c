@@ -32,11 +32,17 @@ static int ddl_iv_cmp(const void *x, const void *y)
 	return p->a < q->a ? -1 : p->a > q->a;
 }
 
+void ddl_ivset_sort(struct ddl_ivset *s)
+{
+	if (s->n)
+		qsort(s->v, s->n, sizeof *s->v, ddl_iv_cmp);
+}
+
 void ddl_ivset_merge(struct ddl_ivset *s, int64_t gap)
 {
 	if (!s->n)
 		return;
-	qsort(s->v, s->n, sizeof *s->v, ddl_iv_cmp);
+	ddl_ivset_sort(s);
 	size_t m = 0;
 	for (size_t i = 1; i < s->n; i++) {
 		if (s->v[i].a <= s->v[m].b + gap) {
@@ -50,28 +56,33 @@ void ddl_ivset_merge(struct ddl_ivset *s, int64_t gap)
 	s->n = m + 1;
 }
 
-int ddl_ivset_subtract(struct ddl_ivset *s, const struct ddl_ivset *t)
+int ddl_ivset_minus(const struct ddl_ivset *s, const struct ddl_ivset *t, struct ddl_ivset *out)
 {
-	if (!s->n || !t->n)
-		return 0;
-	struct ddl_ivset out = {0};
 	size_t j = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		int64_t a = s->v[i].a, b = s->v[i].b;
 		while (j < t->n && t->v[j].b <= a)
 			j++;
 		for (size_t k = j; k < t->n && t->v[k].a < b && a < b; k++) {
-			if (t->v[k].a > a && ddl_ivset_push(&out, a, t->v[k].a, s->v[i].tag) < 0) {
-				free(out.v);
+			if (t->v[k].a > a && ddl_ivset_push(out, a, t->v[k].a, s->v[i].tag) < 0)
 				return -1;
-			}
 			if (t->v[k].b > a)
 				a = t->v[k].b;
 		}
-		if (a < b && ddl_ivset_push(&out, a, b, s->v[i].tag) < 0) {
-			free(out.v);
+		if (a < b && ddl_ivset_push(out, a, b, s->v[i].tag) < 0)
 			return -1;
-		}
+	}
+	return 0;
+}
+
+int ddl_ivset_subtract(struct ddl_ivset *s, const struct ddl_ivset *t)
+{
+	if (!s->n || !t->n)
+		return 0;
+	struct ddl_ivset out = {0};
+	if (ddl_ivset_minus(s, t, &out) < 0) {
+		free(out.v);
+		return -1;
 	}
 	free(s->v);
 	*s = out;

@@ -28,6 +28,10 @@ int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag);
 /* Sorts S and merges intervals that overlap or are less than GAP apart;
  * a merged interval's tag is the OR of its parts' tags. */
 void ddl_ivset_merge(struct ddl_ivset *s, int64_t gap);
+/* Sorts S by start, as it is (no merging). */
+void ddl_ivset_sort(struct ddl_ivset *s);
+/* Appends merged A less merged B to OUT (A's tags kept). 0, or -1 without memory. */
+int ddl_ivset_minus(const struct ddl_ivset *a, const struct ddl_ivset *b, struct ddl_ivset *out);
 /* Merged S less merged T (tags kept), in place. 0, or -1 without memory. */
 int ddl_ivset_subtract(struct ddl_ivset *s, const struct ddl_ivset *t);
 /* Whether merged S covers instant X. */

@@ -796,9 +796,9 @@ static void ddl_process(struct ddl_cw *w, const struct ddl_report *r, size_t i)
 {
 	const struct ddl_proc *p = &r->procs[i];
 	w->pid = ddl_chrome_pid(r, i);
-	char name[160];
-	if (p->rank >= 0)
-		snprintf(name, sizeof name, "rank %d on %s (pid %u)", p->rank, p->host, p->pid);
+	char name[160], what[64];
+	if (*ddl_proc_what(r, p, what, sizeof what))
+		snprintf(name, sizeof name, "%s on %s (pid %u)", what, p->host, p->pid);
 	else
 		snprintf(name, sizeof name, "%s (pid %u)", p->host, p->pid);
 	ddl_cw_meta(w, "process_name", w->pid, name, 0);

@@ -83,10 +83,11 @@ static const char *ddl_bytes(uint64_t b, char *buf, size_t n)
 	return buf;
 }
 
-static void ddl_proc_label(FILE *f, const struct ddl_proc *p)
+static void ddl_proc_label(FILE *f, const struct ddl_report *r, const struct ddl_proc *p)
 {
-	if (p->rank >= 0)
-		fprintf(f, "rank %d", p->rank);
+	char what[64];
+	if (*ddl_proc_what(r, p, what, sizeof what))
+		fputs(what, f);
 	else
 		fprintf(f, "pid %u", p->pid);
 }
@@ -222,7 +223,7 @@ static void ddl_breakdown_table(const struct ddl_report *r, FILE *f)
 		if (!p->niter)
 			continue;
 		fputs("<tr class=\"rank\"><td class=\"l\">", f);
-		ddl_proc_label(f, p);
+		ddl_proc_label(f, r, p);
 		fputs("</td><td class=\"l\">", f);
 		ddl_h(f, p->host);
 		fprintf(f, "</td><td>%u</td><td>%zu</td><td>%.2f</td>", p->pid, p->niter, p->iter_mean_s * 1e3);
@@ -452,7 +453,7 @@ static void ddl_timeline(const struct ddl_report *r, const struct ddl_proc *p, F
 		return;
 	double ms = (double)(tl.b - tl.a) / 1e6;
 	fputs("<h3>", f);
-	ddl_proc_label(f, p);
+	ddl_proc_label(f, r, p);
 	fputs(" on ", f);
 	ddl_h(f, p->host);
 	fprintf(f, ": iteration %zu, %.2f ms (the median)</h3>\n", it + (size_t)p->warmup_skipped, ms);
@@ -675,7 +676,7 @@ static void ddl_gpu_tables(const struct ddl_report *r, FILE *f)
 		if (!p->has_gpu)
 			continue;
 		fputs("<tr><td class=\"l\">", f);
-		ddl_proc_label(f, p);
+		ddl_proc_label(f, r, p);
 		fputs("</td><td class=\"l\">", f);
 		ddl_h(f, p->host);
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%.4f</td><td>%" PRIu64 "</td>"
@@ -736,7 +737,7 @@ static void ddl_net_table(const struct ddl_report *r, FILE *f)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		fputs("<tr><td class=\"l\">", f);
-		ddl_proc_label(f, p);
+		ddl_proc_label(f, r, p);
 		if (p->rank >= 0)
 			fprintf(f, " (pid %u)", p->pid);
 		fputs("</td><td class=\"l\">", f);
@@ -825,7 +826,7 @@ static void ddl_iter_chart(const struct ddl_report *r, FILE *f)
 			fprintf(f, "%.1f,%.1f ", x, y);
 		}
 		fputs("\"><title>", f);
-		ddl_proc_label(f, p);
+		ddl_proc_label(f, r, p);
 		fputs("</title></polyline>", f);
 	}
 	fputs("</svg>\n", f);

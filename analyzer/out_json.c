@@ -274,6 +274,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		const struct ddl_proc *of = ddl_proc_served(r, p);
 		json_object_set_new(jp, "serves_rank", of && of->rank >= 0 ? json_integer(of->rank)
 		                                                           : json_null());
+		json_object_set_new(jp, "serves_pid", of ? json_integer(of->pid) : json_null());
 		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
 		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
 		json_object_set_new(jp, "counters", ddl_json_counters(p->ctr));

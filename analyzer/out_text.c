@@ -28,16 +28,9 @@ static const char *ddl_human_bytes(uint64_t b, char *buf, size_t n)
 static const char *ddl_label(const struct ddl_report *r, const struct ddl_proc *p, char *buf,
                              size_t n)
 {
-	const struct ddl_proc *of = ddl_proc_served(r, p);
-	if (p->rank >= 0)
-		snprintf(buf, n, "%s:%u rank %d", p->host, p->pid, p->rank);
-	else if (of && of->rank >= 0)
-		snprintf(buf, n, "%s:%u %s of rank %d", p->host, p->pid,
-		         p->role == DDL_ROLE_WORKER ? "worker" : "child", of->rank);
-	else if (p->role == DDL_ROLE_LAUNCHER)
-		snprintf(buf, n, "%s:%u launcher", p->host, p->pid);
-	else
-		snprintf(buf, n, "%s:%u", p->host, p->pid);
+	char what[64];
+	ddl_proc_what(r, p, what, sizeof what);
+	snprintf(buf, n, "%s:%u%s%s", p->host, p->pid, *what ? " " : "", what);
 	return buf;
 }
 
@@ -291,7 +284,8 @@ static void ddl_counters_section(const struct ddl_report *r, FILE *f)
 		const struct ddl_ctrsum *c = p->ctr;
 		if (!c)
 			continue;
-		fprintf(f, "  %s:%u rank %d%s%s\n", p->host, p->pid, p->rank,
+		char label[96];
+		fprintf(f, "  %s%s%s\n", ddl_label(r, p, label, sizeof label),
 		        c->domain ? ", counting " : "", c->domain ? c->domain : "");
 		if (c->error)
 			fprintf(f, "    no counters: %s\n", c->error);
@@ -373,10 +367,11 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		        r->iter_p50_s * 1e3, r->iter_p99_s * 1e3);
 		for (size_t i = 0; i < r->nprocs; i++) {
 			const struct ddl_proc *p = &r->procs[i];
+			char label[96];
 			if (p->niter)
-				fprintf(f, "  %s:%u rank %d: %zu iterations (%s; %d warm-up skipped), mean %.3f ms\n",
-				        p->host, p->pid, p->rank, p->niter, p->iteration_method, p->warmup_skipped,
-				        p->iter_mean_s * 1e3);
+				fprintf(f, "  %s: %zu iterations (%s; %d warm-up skipped), mean %.3f ms\n",
+				        ddl_label(r, p, label, sizeof label), p->niter, p->iteration_method,
+				        p->warmup_skipped, p->iter_mean_s * 1e3);
 		}
 		fprintf(f, "\nWhere an iteration's time goes (%s; mean ms per iteration)\n",
 		        r->nprocs && r->procs[0].gpu_breakdown ? "device timeline" : "training thread");
@@ -387,8 +382,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			if (!p->niter)
 				continue;
 			char label[96];
-			snprintf(label, sizeof label, "%s:%u rank %d", p->host, p->pid, p->rank);
-			fprintf(f, "  %-28s %10.2f %10.2f %12.2f %10.2f %10.2f\n", label,
+			fprintf(f, "  %-28s %10.2f %10.2f %12.2f %10.2f %10.2f\n", ddl_label(r, p, label, sizeof label),
 			        p->per_iter.compute * 1e3, p->per_iter.data_stall * 1e3,
 			        p->per_iter.interconnect_stall * 1e3, p->per_iter.network_stall * 1e3,
 			        p->per_iter.idle * 1e3);
@@ -416,10 +410,16 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (p->straggler)
-			fprintf(f, "\nStraggler: %s:%u rank %d: last to its collectives in %.0f%% of the "
-			        "iterations, it makes the others wait %.3f ms an iteration\n", p->host, p->pid,
-			        p->rank, p->late_fraction * 100, p->imposed_wait_s * 1e3);
+		if (p->straggler) {
+			char label[96];
+			fprintf(f, "\nStraggler: %s: last to its collectives in %.0f%% of the iterations, it "
+			        "makes the others wait %.3f ms an iteration\n", ddl_label(r, p, label, sizeof label),
+			        p->late_fraction * 100, p->imposed_wait_s * 1e3);
+			if (p->niter && p->per_iter.data_stall > 0.25 * p->imposed_wait_s &&
+			    p->per_iter.data_stall > 0.05 * p->iter_mean_s)
+				fprintf(f, "  it waits %.3f ms an iteration for its data (see Input pipeline)\n",
+				        p->per_iter.data_stall * 1e3);
+		}
 	}
 	if (r->has_gpu) {
 		ddl_gpu_section(r, f);

@@ -123,6 +123,10 @@ struct ddl_report;
 struct ddl_proc;
 /* The iteration of P (in time order) that instant AT falls in, or SIZE_MAX. */
 size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at);
+/* What P is, as the outputs name it: "rank N", "worker of rank N" (of pid
+ * N, in a job without ranks), "child of rank N", "launcher", or "" for
+ * another process; into BUF (N bytes). */
+const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, char *buf, size_t n);
 /* The rank process a worker or child serves, or NULL. */
 const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct ddl_proc *p);
 
@@ -351,6 +355,10 @@ void ddl_report_inputs(struct ddl_report *r);
 /* Finds iterations (iterations.c); PATTERNS are comma-separated globs. */
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
+/* Whether calls of class CLS block the thread that makes them (socket
+ * calls and waits, condition variables, file reads): what a CPU job's
+ * training thread stalls in (breakdown.c). */
+int ddl_class_blocks(int cls);
 void ddl_report_breakdown(struct ddl_report *r);
 /* When each process's socket traffic is in flight, seen from both ends of
  * its connections (flight.c): *OUT gets r->nprocs window lists, each

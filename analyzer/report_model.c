@@ -8,6 +8,7 @@
  * program, doing no collective itself), or another process of the job.
  * Only ranks are counted and tabulated as ranks.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,6 +210,23 @@ const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct 
 		if (r->procs[i].pid == p->serves_pid && !strcmp(r->procs[i].host, p->host))
 			return &r->procs[i];
 	return NULL;
+}
+
+const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, char *buf, size_t n)
+{
+	const struct ddl_proc *of = ddl_proc_served(r, p);
+	const char *role = p->role == DDL_ROLE_WORKER ? "worker" : "child";
+	if (p->rank >= 0)
+		snprintf(buf, n, "rank %d", p->rank);
+	else if (of && of->rank >= 0)
+		snprintf(buf, n, "%s of rank %d", role, of->rank);
+	else if (of)
+		snprintf(buf, n, "%s of pid %u", role, of->pid);
+	else if (p->role == DDL_ROLE_LAUNCHER)
+		snprintf(buf, n, "launcher");
+	else
+		buf[0] = 0;
+	return buf;
 }
 
 /* The roles (above); then only ranks keep a rank. */

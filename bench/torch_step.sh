@@ -5,8 +5,8 @@
 # RUNS times with ddlprof, alternating; each run's median step (steps 6 on,
 # as the job measures it, rank 0: a step now and then loses the CPU to the
 # other rank on two cores), the median of each side, and the ratio.
-# Then the hook's import cost under python -X importtime, and import torch
-# with and without it. Figures, not pass/fail.
+# Then the hook's import cost under python -X importtime, and how long it
+# takes to arm itself once torch is imported. Figures, not pass/fail.
 #   bench/torch_step.sh        B names the build folder (default build)
 set -eu
 cd "$(dirname "$0")/.."
@@ -91,12 +91,9 @@ done >"$T/imp"
 echo "   sitecustomize (with the user's own it runs): $(awk '{print $1}' "$T/imp" | med) us" \
 	" the hook's modules, once torch is imported: $(awk '{print $2}' "$T/imp" | med) us"
 for i in $(seq "$RUNS"); do
-	s=$(date +%s%N)
-	$PY -c "import torch"
-	m=$(date +%s%N)
-	$B/bin/ddlprof -q -o "$T/trimp2" -- $PY -c "import torch"
-	e=$(date +%s%N)
-	echo "$(((m - s) / 1000000)) $(((e - m) / 1000000))"
-done >"$T/torch"
-echo "   python -c 'import torch': $(awk '{print $1}' "$T/torch" | med) ms without, $(awk '{print $2}' "$T/torch" | med) ms" \
-	"with ddlprof (the library, the hook and its patching)"
+	$B/bin/ddlprof -q -o "$T/trarm$i" -- $PY -c "import torch"
+	$B/bin/ddlprof-report --json "$T/trarm$i" | $PY -c 'import json, sys
+print(json.load(sys.stdin)["job"]["python_hook"].split("armed in ")[1].split()[0])'
+	rm -rf "$T/trarm$i"
+done >"$T/arm"
+echo "   arming the hook once torch is imported (its modules and its patches; median of $RUNS): $(med <"$T/arm") ms"

@@ -117,6 +117,16 @@ DDL_EXPORT void ddlprof_py_group_end(void)
 		t->gloo_key = 0;
 }
 
+DDL_EXPORT void ddlprof_py_thread(const char *name)
+{
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	if (!t || !name)
+		return;
+	t->busy = 1; /* the string table's lock */
+	ddl_strings_add(DDL_STR_THREAD, t->idx, (uint32_t)t->tid, name, strnlen(name, 64));
+	t->busy = 0;
+}
+
 DDL_EXPORT void ddlprof_py_meta(const char *key, const char *value)
 {
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);

@@ -237,7 +237,9 @@ int test_docs_install(void)
 	static const char *const files[] = {"bin/ddlprof", "bin/ddlprof-report",
 	                                    "bin/ddlprof-recommend", "bin/ddlprof-sim",
 	                                    "lib/libddlprof.so", "include/ddlprof/ddlprof.h",
-	                                    "include/ddlprof/trace.h",
+	                                    "include/ddlprof/trace.h", "include/ddlprof/python.h",
+	                                    "lib/ddlprof/python/sitecustomize.py",
+	                                    "lib/ddlprof/python/ddlprof_hook/__init__.py",
 	                                    "share/ddlprof/catalog/aws.json"};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		snprintf(p, sizeof p, "%s/%s", prefix, files[i]);
@@ -261,6 +263,15 @@ int test_docs_install(void)
 	char *show[] = {ddlprof, "-q", "-o", t, "--", "/bin/sh", "-c", "printf %s \"$LD_PRELOAD\"", NULL};
 	CHECK(trun(show, NULL, 30, &r) == 0 && docs_status(&r) == 0, "installed ddlprof: %s", r.err);
 	CHECK(!strncmp(r.out, lib, strlen(lib)), "LD_PRELOAD is '%s', not %s", r.out, lib);
+	trun_free(&r);
+	/* ... and puts the installed Python hook in front of PYTHONPATH */
+	char hook[PATH_MAX + 32];
+	snprintf(hook, sizeof hook, "%s/lib/ddlprof/python", prefix);
+	char *showpy[] = {ddlprof, "-q", "-o", t, "--", "/bin/sh", "-c", "printf %s \"$PYTHONPATH\"", NULL};
+	char *keep[] = {"PYTHONPATH=/somewhere/else", NULL};
+	CHECK(trun(showpy, keep, 30, &r) == 0 && docs_status(&r) == 0, "installed ddlprof: %s", r.err);
+	snprintf(p, sizeof p, "%s:/somewhere/else", hook);
+	CHECK(!strcmp(r.out, p), "PYTHONPATH is '%s', not %s", r.out, p);
 	trun_free(&r);
 
 	/* A job under it, reported and projected by the installed tools. */

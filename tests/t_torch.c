@@ -323,10 +323,12 @@ int test_torch_two_hosts(void)
 	snprintf(script, sizeof script, "%s", tbuild("../scripts/netns-hosts.sh"));
 	snprintf(nsenv, sizeof nsenv, "DDL_NETNS_PREFIX=%s", ns);
 	char *env[] = {nsenv, NULL}, *down[] = {script, "down", NULL};
-	static const char *const rates[2] = {NULL, "200mbit"};
+	/* the MLP unlimited and limited (the differential), then a CNN limited */
+	static const char *const rates[3] = {NULL, "200mbit", "200mbit"};
+	static const char *const models[3] = {"mlp", "mlp", "cnn"};
 	double step[2] = {0}, net = 0;
 	char *dir = tmpdir();
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		struct ddl_run_result d;
 		trun(down, env, 30, &d);
 		trun_free(&d);
@@ -344,8 +346,10 @@ int test_torch_two_hosts(void)
 		char t[4200], prefix[4200], what[64], *err = NULL;
 		snprintf(t, sizeof t, "%s/t%d", dir, k);
 		snprintf(prefix, sizeof prefix, "%s/job%d", dir, k);
-		snprintf(what, sizeof what, "two hosts, %s", rates[k] ? rates[k] : "unlimited");
-		int rc = ddl_torch_run(t, "", "--model mlp --loader memory --workers 2", prefix, 2, ns, &err);
+		snprintf(what, sizeof what, "two hosts, %s, %s", models[k], rates[k] ? rates[k] : "unlimited");
+		char args[128];
+		snprintf(args, sizeof args, "--model %s --loader memory --workers 2", models[k]);
+		int rc = ddl_torch_run(t, "", args, prefix, 2, ns, &err);
 		trun(down, env, 30, &d);
 		trun_free(&d);
 		CHECK(rc == 0, "%s: the job failed: %s", what, err ? err : "");
@@ -357,7 +361,8 @@ int test_torch_two_hosts(void)
 		for (int rank = 0; rank < 2; rank++) {
 			struct ddl_job o;
 			CHECK(ddl_job_load(prefix, rank, &o) == 0, "rank %d's own figures", rank);
-			step[k] += o.step / 2;
+			if (k < 2)
+				step[k] += o.step / 2;
 			json_t *r = ddl_rank(rep, rank);
 			if (k == 1)
 				net += ddl_num(r, "breakdown_s.network_stall") / 2;
@@ -777,5 +782,92 @@ int test_torch_optimizers(void)
 		trm(dir);
 		free(dir);
 	}
+	return DDL_PASS;
+}
+
+/* One rank's loader is four times as slow: it is the straggler, every
+ * iteration, and its own data stall says why. */
+int test_torch_straggler(void)
+{
+	if (!ddl_have_torch())
+		return DDL_SKIP;
+	char *dir, prefix[4200];
+	json_t *rep;
+	int rc = ddl_torch_case("slow rank 1", "",
+	                        "--model mlp --loader fetch --item-ms 1 --workers 1 --slow-rank 1", &dir,
+	                        prefix, sizeof prefix, &rep);
+	if (rc == DDL_PASS) {
+		json_t *st = json_object_get(json_object_get(rep, "job"), "stragglers");
+		double w1 = ddl_num(ddl_rank(rep, 1), "imposed_wait_s");
+		double d1 = ddl_num(ddl_rank(rep, 1), "breakdown_s.data_stall");
+		double d0 = ddl_num(ddl_rank(rep, 0), "breakdown_s.data_stall");
+		char *sts = json_dumps(st, JSON_COMPACT);
+		fprintf(stderr, "    stragglers %s; rank 1 makes the other wait %.2f ms an iteration, its data "
+		        "stall %.2f ms (rank 0's %.2f)\n", sts ? sts : "?", w1 * 1e3, d1 * 1e3, d0 * 1e3);
+		free(sts);
+		CHECK(json_array_size(st) == 1 && json_integer_value(json_array_get(st, 0)) == 1,
+		      "the straggler is rank 1");
+		CHECK(d1 > 2 * d0 && w1 > 0.5 * d1, "rank 1's data stall and wait");
+	}
+	ddl_torch_done(dir, rep);
+	return rc;
+}
+
+/*
+ * The hook's entry points from C (tests/progs/pysteps, no torch): a loop
+ * of 12 steps with phases of known length, and a forked loader worker that
+ * reads a file for each batch. The report's iterations, phases, data stall
+ * and roles are what the loop did and measured.
+ */
+int test_pyhook_entry_points(void)
+{
+	char *dir = tmpdir(), t[4200];
+	snprintf(t, sizeof t, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--",
+	                (char *)tbuild("tests/progs/pysteps"), (char *)tbuild("lib/libddlprof.so"), NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "pysteps failed: %s", r.err);
+	double step = 0, wait = 0;
+	CHECK(sscanf(r.out, "pysteps: 12 steps, %lf ms a step, %lf ms waiting", &step, &wait) == 2,
+	      "pysteps: %s", r.out);
+	trun_free(&r);
+	json_t *rep = treport(t, NULL);
+	CHECK(rep, "no report");
+	json_t *job = json_object_get(rep, "job");
+	const char *m = json_string_value(json_object_get(job, "iteration_method"));
+	CHECK(m && !strcmp(m, "steps") && json_integer_value(json_object_get(job, "iterations")) == 7,
+	      "%s, %lld iterations", m ? m : "?", json_integer_value(json_object_get(job, "iterations")));
+	json_t *ranks = json_object_get(rep, "ranks");
+	CHECK(json_array_size(ranks) == 1, "%zu rows of ranks", json_array_size(ranks));
+	json_t *me = json_array_get(ranks, 0);
+	double mean = ddl_num(me, "iteration_mean_s") * 1e3, ds = ddl_num(me, "breakdown_s.data_stall") * 1e3;
+	double fwd = ddl_num(me, "phases.forward_s") * 1e3, bwd = ddl_num(me, "phases.backward_s") * 1e3;
+	double opt = ddl_num(me, "phases.optimizer_s") * 1e3;
+	fprintf(stderr, "    step %.3f ms by the loop, %.3f found; wait %.3f ms, data stall %.3f; forward "
+	        "%.3f (3), backward %.3f (4), optimizer %.3f (1)\n", step, mean, wait, ds, fwd, bwd, opt);
+	CHECK(fabs(mean - step) < 0.05 * step, "iteration %.3f ms, the loop's %.3f", mean, step);
+	CHECK(fabs(ds - wait) < fmax(0.15 * wait, 1), "data stall %.3f ms, the loop waited %.3f", ds, wait);
+	CHECK(fabs(fwd - 3) < 0.5 && fabs(bwd - 4) < 0.5 && fabs(opt - 1) < 0.3, "phases");
+	json_t *in = json_object_get(me, "input");
+	CHECK(json_integer_value(json_object_get(in, "workers")) == 1 &&
+	      json_integer_value(json_object_get(in, "batches")) == 7 &&
+	      ddl_num(in, "batch_fetch_s") > 0 && ddl_num(in, "batch_fetch_s") < ddl_num(in, "batch_s") &&
+	      !strcmp(json_string_value(json_object_get(in, "bound")) ?: "", "prep"),
+	      "the loader's batches");
+	json_t *procs = json_object_get(rep, "processes");
+	int workers = 0;
+	for (size_t i = 0; i < json_array_size(procs); i++) {
+		json_t *p = json_array_get(procs, i);
+		if (!strcmp(json_string_value(json_object_get(p, "role")) ?: "", "dataloader_worker")) {
+			workers++;
+			CHECK(json_integer_value(json_object_get(p, "serves_pid")) ==
+			      json_integer_value(json_object_get(me, "pid")), "the worker's process");
+		}
+	}
+	CHECK(workers == 1, "%d workers", workers);
+	json_decref(rep);
+	trm(dir);
+	free(dir);
 	return DDL_PASS;
 }

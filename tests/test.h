@@ -166,6 +166,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sim_iterations) \
 	X(sim_output_numbers) \
 	X(ivset_against_bitmap) \
+	X(pyhook_entry_points) \
 	X(torch_ddp_models) \
 	X(torch_dataloader_stall) \
 	X(torch_two_hosts) \
@@ -173,7 +174,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(torch_transparency) \
 	X(torch_hook_off) \
 	X(torch_synthetic_data) \
-	X(torch_optimizers)
+	X(torch_optimizers) \
+	X(torch_straggler)
 
 #define DDL_X_DECL(n) int test_##n(void);
 DDL_TESTS(DDL_X_DECL)

@@ -47,6 +47,9 @@ void ddlprof_py_group_end(void);
 /* The optimizer object at OBJ is new (an address used before is used again):
  * its steps are counted as another optimizer's. */
 void ddlprof_py_forget(void *obj);
+/* Names the calling thread in the trace (what the thread is to the
+ * program: "pin_memory"); the program's own name for it is not changed. */
+void ddlprof_py_thread(const char *name);
 /* A key=value fact about the process (the hook's "role", say). */
 void ddlprof_py_meta(const char *key, const char *value);
 /*

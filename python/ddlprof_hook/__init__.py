@@ -57,6 +57,7 @@ def _bind():
         "ddlprof_py_group_end": (None, []),
         "ddlprof_py_meta": (None, [ctypes.c_char_p, ctypes.c_char_p]),
         "ddlprof_py_forget": (None, [ctypes.c_void_p]),
+        "ddlprof_py_thread": (None, [ctypes.c_char_p]),
         "ddlprof_py_wrap": (ctypes.py_object, [ctypes.py_object, ctypes.c_char_p, ctypes.c_int]),
     }
     for name, (res, args) in sigs.items():
@@ -142,17 +143,21 @@ def arm():
     global lib
     if lib is not None:
         return
+    import time  # torch imported it already
+
+    t0 = time.perf_counter()
     lib = _bind()
     if lib is None:
         return
     torch = sys.modules.get("torch")
-    meta("python_hook", "torch %s, python %d.%d" % (getattr(torch, "__version__", "?"),
-                                                    sys.version_info[0], sys.version_info[1]))
     from . import data, dist, steps
 
     steps.arm(torch)
     data.arm(torch)
     dist.arm(torch)
+    meta("python_hook", "torch %s, python %d.%d, armed in %.1f ms"
+         % (getattr(torch, "__version__", "?"), sys.version_info[0], sys.version_info[1],
+            1e3 * (time.perf_counter() - t0)))
     if _skipped:
         meta("python_hook_skipped", ", ".join(_skipped))
     if os.environ.get("DDLPROF_DATA") == "synthetic":

@@ -2,7 +2,8 @@
 
 * The training thread's wait for the next batch: every __next__ of a
   DataLoader iterator (single- and multi-process, pin-memory thread
-  included), a DATA_WAIT phase whose value is the batch's number.
+  included), a DATA_WAIT phase whose value is the batch's number. The
+  pin-memory thread is named so in the trace.
 * A loader's work on one batch, fetch and collate together: the dataset
   fetcher's fetch(), a BATCH phase, in a worker process or, with no workers,
   inside the training thread's wait. The report splits it into fetch (the
@@ -17,7 +18,7 @@
 """
 import os
 
-from . import PHASE_BATCH, PHASE_DATA_WAIT, meta, patch, wrap
+from . import PHASE_BATCH, PHASE_DATA_WAIT, WRAP_CALL, meta, patch, wrap
 
 
 def _wrap_next_synthetic(orig, keep):
@@ -69,6 +70,13 @@ def _say_role(*args):
         meta("serves_pid", os.getppid())
 
 
+def _pin_thread(*args, **kwargs):
+    """The pin-memory thread, as it starts: named so in the trace."""
+    from . import lib
+
+    lib.ddlprof_py_thread(b"pin_memory")
+
+
 def arm(torch):
     dl = torch.utils.data.dataloader
     if os.environ.get("DDLPROF_DATA") == "synthetic":
@@ -81,6 +89,10 @@ def arm(torch):
     else:
         patch(dl._BaseDataLoaderIter, "__next__", lambda o: wrap(o, PHASE_DATA_WAIT),
               "_BaseDataLoaderIter.__next__")
+    pin = getattr(torch.utils.data._utils, "pin_memory", None)
+    if pin is not None:
+        patch(pin, "_pin_memory_loop", lambda o: wrap(o, WRAP_CALL, 0, _pin_thread, method=False),
+              "_pin_memory_loop")
     fetch = torch.utils.data._utils.fetch
     for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
         cls = getattr(fetch, name, None)

@@ -16,6 +16,7 @@ broadcasts its buffers), lstm. Loaders: memory (tensors made up front),
 prep (each sample costs --item-ms of CPU in the worker), fetch (each sample
 is read from a storage server over TCP that answers after --item-ms, as
 remote storage would), none (no DataLoader: one batch made each step).
+--slow-rank R makes rank R's samples cost four times as much.
 """
 import argparse
 import hashlib
@@ -128,12 +129,15 @@ def main():
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--item-ms", type=float, default=1.0)
+    ap.add_argument("--slow-rank", type=int, default=-1, help="this rank's samples cost 4 times as much")
     ap.add_argument("--out", default=None, help="write the JSON line here too")
     a = ap.parse_args()
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    if rank == a.slow_rank:
+        a.item_ms *= 4
     torch.manual_seed(0)
     model = make_model(a.model, a.width)
     ddp = nn.parallel.DistributedDataParallel(model)
