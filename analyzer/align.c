@@ -24,6 +24,7 @@ struct ddl_cend {
 	int64_t start_ns, end_ns; /* on the device, as the trace's clock reads it */
 	int host;       /* index into the report's host list */
 	int proc;       /* index into the report's processes */
+	int by_start;   /* numbered by start time (gloo's: run from several threads) */
 };
 
 static int ddl_cend_cmp(const void *a, const void *b)
@@ -34,6 +35,17 @@ static int ddl_cend_cmp(const void *a, const void *b)
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
 	return x->host - y->host;
+}
+
+/* By numbering (call order first), communicator, start. */
+static int ddl_cend_start_cmp(const void *a, const void *b)
+{
+	const struct ddl_cend *x = a, *y = b;
+	if (x->by_start != y->by_start)
+		return x->by_start - y->by_start;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
 static int ddl_dbl_cmp(const void *a, const void *b)
@@ -59,10 +71,17 @@ static int ddl_dend_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Ends of one process's collectives, by communicator and sequence. */
+/*
+ * Ends of one process's collectives, by communicator and sequence: an NCCL
+ * call's number is its place in the calling thread's order; a gloo
+ * collective's, its place by start time among the process's on that
+ * communicator (ProcessGroupGloo runs them from several threads, and the
+ * trace holds each thread's in turn).
+ */
 static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend **v,
                           size_t *n, size_t *cap)
 {
+	size_t n0 = *n;
 	struct {
 		uint64_t key, seq;
 	} seqs[64];
@@ -123,11 +142,23 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 					*cap = c;
 				}
 				(*v)[(*n)++] = (struct ddl_cend){ci->key, seqs[s].seq, hit->start_ns, hit->end_ns,
-				                                 host, proc};
+				                                 host, proc, cls == DDL_CLASS_HCOLL};
 			}
 			seqs[s].seq++;
 		}
 		free(dv);
+	}
+	if (*n - n0 < 2)
+		return;
+	qsort(*v + n0, *n - n0, sizeof **v, ddl_cend_start_cmp);
+	uint64_t seq = 0;
+	for (size_t i = n0; i < *n; i++) {
+		struct ddl_cend *c = &(*v)[i];
+		if (!c->by_start)
+			continue;
+		if (i > n0 && (!c[-1].by_start || c[-1].key != c->key))
+			seq = 0;
+		c->seq = seq++;
 	}
 }
 

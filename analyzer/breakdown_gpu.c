@@ -147,6 +147,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	struct ddl_ivset set[DDL_NP];
 	memset(set, 0, sizeof set);
 	size_t ndev = 0;
+	uint32_t train = p->niter ? p->iter[0].tid : 0; /* 0: not known, any thread's */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		size_t nc = 0;
@@ -170,8 +171,11 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 				continue;
 			}
 			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_DATA_WAIT) {
-				/* the training loop waiting for its next batch (the Python hook) */
-				ddl_ivset_push(&set[DDL_P_DATA], a, a + ddl_trace_dur_ns(t, e), 0);
+				/* the training loop waiting for its next batch (the Python hook);
+				 * the pin-memory thread's waits are not the loop's */
+				uint32_t os = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+				if (!train || os == train)
+					ddl_ivset_push(&set[DDL_P_DATA], a, a + ddl_trace_dur_ns(t, e), 0);
 				continue;
 			}
 			if (cls != DDL_CLASS_DEVICE)

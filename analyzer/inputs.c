@@ -95,6 +95,7 @@ static void ddl_proc_phases(struct ddl_proc *p)
 	uint32_t tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
 	int64_t a = p->iter[0].start_ns, b = p->iter[p->niter - 1].end_ns;
 	double fwd = 0, bwd = 0, opt = 0;
+	struct ddl_ivset wait = {0}; /* a wait inside another counts once */
 	int seen = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -108,7 +109,9 @@ static void ddl_proc_phases(struct ddl_proc *p)
 			if (ea < a || eb > b)
 				continue;
 			double d = (double)(eb - ea) / 1e9;
-			if (cls == DDL_CLASS_STEP)
+			if (cls == DDL_CLASS_PHASE && e->fd == DDL_PHASE_DATA_WAIT)
+				ddl_ivset_push(&wait, ea, eb, 0);
+			else if (cls == DDL_CLASS_STEP)
 				opt += d;
 			else if (e->fd == DDL_PHASE_FORWARD)
 				fwd += d;
@@ -117,6 +120,9 @@ static void ddl_proc_phases(struct ddl_proc *p)
 		}
 	}
 	double n = (double)p->niter;
+	ddl_ivset_merge(&wait, 0);
+	p->phases.data_wait_s = (double)ddl_ivset_length(&wait) / 1e9 / n;
+	ddl_ivset_free(&wait);
 	p->phases.have = seen;
 	p->phases.forward_s = fwd / n;
 	p->phases.backward_s = bwd / n;

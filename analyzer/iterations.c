@@ -175,9 +175,11 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 	/* Optimizers that follow one another (a new one made each epoch) are one
 	 * chain; those that step side by side (a GAN's two) are chains of their
 	 * own. The iterations are the steps of the chain with the fewest, of
-	 * several alike the one that steps last in the iteration. */
+	 * several alike the one that steps last in the iteration; of the chains
+	 * that span half the steps' time at least (not an optimizer used a few
+	 * times, for a warm-up or a probe). */
 	size_t steps[64] = {0};
-	int64_t first_end[64], chain_end[64];
+	int64_t first_end[64], chain_start[64], chain_end[64];
 	int nchains = 0;
 	for (int pass = 0; pass < (int)nc; pass++) {
 		size_t j = SIZE_MAX; /* the earliest optimizer not in a chain yet */
@@ -195,15 +197,24 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 			ch = nchains++;
 			steps[ch] = 0;
 			first_end[ch] = c[j].first_end;
+			chain_start[ch] = c[j].first_start;
 		}
 		c[j].chain = ch;
 		steps[ch] += c[j].n;
 		chain_end[ch] = c[j].last_end;
 	}
-	int best = 0;
-	for (int h = 1; h < nchains; h++)
-		if (steps[h] < steps[best] || (steps[h] == steps[best] && first_end[h] > first_end[best]))
-			best = h;
+	int64_t from = INT64_MAX, to = INT64_MIN;
+	for (int h = 0; h < nchains; h++) {
+		from = chain_start[h] < from ? chain_start[h] : from;
+		to = chain_end[h] > to ? chain_end[h] : to;
+	}
+	int best = -1;
+	for (int all = 0; all < 2 && best < 0; all++) /* then, none spanning half, any */
+		for (int h = 0; h < nchains; h++)
+			if ((all || 2 * (chain_end[h] - chain_start[h]) >= to - from) &&
+			    (best < 0 || steps[h] < steps[best] ||
+			     (steps[h] == steps[best] && first_end[h] > first_end[best])))
+				best = h;
 	int64_t *ends = malloc(steps[best] * sizeof *ends);
 	if (!ends)
 		return 0;
@@ -521,10 +532,60 @@ struct ddl_collcall {
 	uint64_t sig;
 };
 
+/* The thread whose collectives E's are: its own for NCCL's; for gloo's,
+ * all of the process's as one (ProcessGroupGloo runs them on its threads
+ * in turn), or ~0 for other events. */
+#define DDL_GLOO_THREADS 0xFFFFFFFFu
+static uint32_t ddl_coll_thread(const struct ddl_trace *t, const struct ddl_event *e)
+{
+	int cls = ddl_event_class(e->kind);
+	if (cls == DDL_CLASS_HCOLL)
+		return DDL_GLOO_THREADS;
+	if (cls != DDL_CLASS_COLL)
+		return 0;
+	return e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+}
+
+static int ddl_collcall_cmp(const void *a, const void *b)
+{
+	const struct ddl_collcall *x = a, *y = b;
+	return x->a < y->a ? -1 : x->a > y->a;
+}
+
+/* The shortest period after which 95% of the calls V[1..N) repeat, or 0. */
+static size_t ddl_sig_period(const struct ddl_collcall *v, size_t n)
+{
+	for (size_t P = 1; P <= n / 2 && P <= 8192; P++) {
+		size_t same = 0;
+		for (size_t i = 1; i + P < n; i++)
+			same += v[i].sig == v[i + P].sig;
+		if ((double)same >= 0.95 * (double)(n - P - 1))
+			return P;
+	}
+	return 0;
+}
+
+/* The same, past the set-up's calls (parameters broadcast, a rendezvous'
+ * allgather): from the first call, else from the 1st, 2nd, 4th ... 64th
+ * (a quarter of the calls at most); where the loop is taken to start in
+ * *FROM. */
+static size_t ddl_loop_period(const struct ddl_collcall *v, size_t n, size_t *from)
+{
+	for (size_t f = 0; f <= n / 4 && f <= 64; f = f ? 2 * f : 1) {
+		size_t P = ddl_sig_period(v + f, n - f);
+		if (P) {
+			*from = f;
+			return P;
+		}
+	}
+	*from = 0;
+	return 0;
+}
+
 /* Iterations from the repeating sequence of collectives; 1 when found. */
 static int ddl_proc_coll_iterations(struct ddl_proc *p)
 {
-	/* the thread with most collectives */
+	/* the thread with most collectives (gloo's threads as one) */
 	uint32_t best = 0;
 	size_t best_n = 0;
 	uint32_t tids[64];
@@ -532,9 +593,10 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	for (size_t k = 0; k < p->ntr; k++)
 		for (size_t i = 0; i < p->tr[k]->nev; i++) {
 			const struct ddl_event *e = &p->tr[k]->ev[i];
-			if (ddl_event_class(e->kind) != DDL_CLASS_COLL)
+			int cls = ddl_event_class(e->kind);
+			if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
 				continue;
-			uint32_t tid = e->tid < p->tr[k]->nthreads ? p->tr[k]->threads[e->tid].tid : 0;
+			uint32_t tid = ddl_coll_thread(p->tr[k], e);
 			size_t j = 0;
 			while (j < nt && tids[j] != tid)
 				j++;
@@ -557,10 +619,8 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev && n < best_n; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			if (ddl_event_class(e->kind) != DDL_CLASS_COLL)
-				continue;
-			uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
-			if (tid != best)
+			int cls = ddl_event_class(e->kind);
+			if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) || ddl_coll_thread(t, e) != best)
 				continue;
 			const struct ddl_args *a = ddl_event_args(t, i);
 			const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
@@ -571,10 +631,14 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			v[n++] = (struct ddl_collcall){at, at + ddl_trace_dur_ns(t, e), sig};
 		}
 	}
-	/* A step's first call follows a long pause (its compute): mark calls after
-	 * a pause of at least half the 95th-percentile pause, so steps whose
-	 * calls all look alike (equal buckets) still show their period. */
-	int64_t *gaps = malloc(n * sizeof *gaps);
+	qsort(v, n, sizeof *v, ddl_collcall_cmp); /* gloo's threads' in turn */
+	/* The period of the calls as they are: buckets of different sizes
+	 * show it. When every call looks alike (equal buckets), a step's first
+	 * call is told by the long pause before it (its compute): calls after a
+	 * pause of at least half the 95th-percentile pause are marked. */
+	size_t from;
+	size_t period = ddl_loop_period(v, n, &from);
+	int64_t *gaps = period == 1 ? malloc(n * sizeof *gaps) : NULL;
 	if (gaps) {
 		for (size_t i = 1; i < n; i++)
 			gaps[i - 1] = v[i].a - v[i - 1].b;
@@ -585,16 +649,11 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			if (p95 > 0 && v[i].a - v[i - 1].b >= p95 / 2)
 				v[i].sig ^= 0x5bd1e9955bd1e995ull;
 		/* the first call has no pause before it: like its successors a period on */
+		period = ddl_loop_period(v, n, &from);
 	}
-	size_t period = 0;
-	for (size_t P = 1; P <= n / 2 && P <= 8192 && !period; P++) {
-		size_t same = 0;
-		for (size_t i = 1; i + P < n; i++)
-			same += v[i].sig == v[i + P].sig;
-		if ((double)same >= 0.95 * (double)(n - P - 1))
-			period = P;
-	}
-	if (!period || n / period < 2) {
+	const struct ddl_collcall *w = v + from; /* the loop's calls */
+	size_t nw = n - from;
+	if (!period || nw / period < 2) {
 		free(v);
 		return 0;
 	}
@@ -604,9 +663,9 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	for (size_t j = 0; j < period; j++) {
 		double gap = 0;
 		size_t m = 0;
-		for (size_t i = j; i < n; i += period)
+		for (size_t i = j; i < nw; i += period)
 			if (i > 0) {
-				gap += (double)(v[i].a - v[i - 1].b);
+				gap += (double)(w[i].a - w[i - 1].b);
 				m++;
 			}
 		if (m && gap / (double)m > best_gap) {
@@ -614,8 +673,8 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			phase = j;
 		}
 	}
-	for (size_t i = phase; i + period < n; i += period)
-		ddl_push_iter(p, v[i].a, v[i + period].a, best);
+	for (size_t i = phase; i + period < nw; i += period) /* gloo's: the main thread's loop */
+		ddl_push_iter(p, w[i].a, w[i + period].a, best == DDL_GLOO_THREADS ? 0 : best);
 	free(v);
 	return p->niter > 0;
 }
@@ -629,8 +688,10 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		ranked |= r->procs[i].rank >= 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
-		if (ranked && p->rank < 0) {
-			/* a launcher among ranks (mpirun, a job's own parent): not a rank's steps */
+		if ((ranked && p->rank < 0) || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD ||
+		    p->role == DDL_ROLE_LAUNCHER) {
+			/* a launcher among ranks (mpirun, a job's own parent), a loader's
+			 * worker, a rank's child: not a rank's steps */
 			p->iteration_method = "none";
 			continue;
 		}

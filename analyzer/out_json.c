@@ -135,7 +135,7 @@ static json_t *ddl_json_phases(const struct ddl_proc *p)
 {
 	if (!p->niter || !p->phases.have)
 		return json_null();
-	return json_pack("{s:f, s:f, s:f, s:f}", "data_wait_s", p->per_iter.data_stall, "forward_s",
+	return json_pack("{s:f, s:f, s:f, s:f}", "data_wait_s", p->phases.data_wait_s, "forward_s",
 	                 p->phases.forward_s, "backward_s", p->phases.backward_s, "optimizer_s",
 	                 p->phases.optimizer_s);
 }

@@ -165,12 +165,12 @@ static void ddl_loop_section(const struct ddl_report *r, FILE *f)
 		if (!p->niter || !p->phases.have)
 			continue;
 		char label[96], fwd[32] = "-";
-		double other = p->iter_mean_s - p->per_iter.data_stall - p->phases.forward_s -
+		double other = p->iter_mean_s - p->phases.data_wait_s - p->phases.forward_s -
 		               p->phases.backward_s - p->phases.optimizer_s;
 		if (p->phases.forward_s > 0)
 			snprintf(fwd, sizeof fwd, "%.2f", p->phases.forward_s * 1e3);
 		fprintf(f, "  %-28s %10.2f %10s %10.2f %10.2f %10.2f\n", ddl_label(r, p, label, sizeof label),
-		        p->per_iter.data_stall * 1e3, fwd, p->phases.backward_s * 1e3,
+		        p->phases.data_wait_s * 1e3, fwd, p->phases.backward_s * 1e3,
 		        p->phases.optimizer_s * 1e3, other * 1e3);
 	}
 	fprintf(f, "  (forward: DistributedDataParallel's; otherwise in other)\n");

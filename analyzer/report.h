@@ -175,10 +175,11 @@ struct ddl_proc {
 	/* CPU jobs, per iteration (breakdown.c): the network and interconnect
 	 * stall by the collective operation running then, and the rest */
 	double coll_stall_s[DDL_COLL_OPS], coll_stall_other_s;
-	/* the Python hook's phases, mean per iteration (inputs.c); have: seen */
+	/* the Python hook's phases on the training thread, mean per iteration
+	 * (inputs.c); have: seen */
 	struct {
 		int have;
-		double forward_s, backward_s, optimizer_s;
+		double data_wait_s, forward_s, backward_s, optimizer_s;
 	} phases;
 	/* the input pipeline (inputs.c): this rank's data stall split into
 	 * fetch (its loader reading: files, sockets) and prep (the rest of

@@ -167,7 +167,8 @@ const char *ddl_role_name(int role)
 	return role >= 0 && role < (int)(sizeof names / sizeof names[0]) ? names[role] : "other";
 }
 
-/* Whether P did a rank's work: collectives, NCCL, optimizer steps. */
+/* Whether P did a rank's work: collectives, NCCL, optimizer steps, marker
+ * ranges (a program's own iterations). */
 static int ddl_proc_active(const struct ddl_proc *p)
 {
 	for (size_t k = 0; k < p->ntr; k++)
@@ -175,7 +176,8 @@ static int ddl_proc_active(const struct ddl_proc *p)
 			const struct ddl_event *e = &p->tr[k]->ev[i];
 			int c = ddl_event_class(e->kind);
 			if (c == DDL_CLASS_COLL || c == DDL_CLASS_HCOLL || c == DDL_CLASS_NCCL ||
-			    c == DDL_CLASS_STEP || (c == DDL_CLASS_PHASE && e->fd == DDL_PHASE_COLLECTIVE))
+			    c == DDL_CLASS_STEP || e->kind == DDL_EV_RANGE_PUSH ||
+			    (c == DDL_CLASS_PHASE && e->fd == DDL_PHASE_COLLECTIVE))
 				return 1;
 		}
 	return 0;

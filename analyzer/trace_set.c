@@ -108,11 +108,18 @@ static int ddl_add_dir(struct ddl_traceset *s, const char *dir)
 	return 0;
 }
 
+/* Where T ends: its last clock sample, or its last event's end past it
+ * (a trace cut short, by a crash or a kill, has no closing sample). */
 static int64_t ddl_trace_end_real(const struct ddl_trace *t)
 {
 	int64_t end = t->hdr.start_real_ns;
 	if (t->nclk) {
 		int64_t e = ddl_trace_real_ns(t, t->clk[t->nclk - 1].ticks);
+		if (e > end)
+			end = e;
+	}
+	for (size_t i = 0; i < t->nev; i++) {
+		int64_t e = ddl_trace_real_ns(t, t->ev[i].start) + ddl_trace_dur_ns(t, &t->ev[i]);
 		if (e > end)
 			end = e;
 	}

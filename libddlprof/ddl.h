@@ -154,6 +154,9 @@ struct ddl_settings {
 #define DDL_FAM_NCCL  16u /* NCCL calls */
 #define DDL_FAM_GLOO  32u /* gloo's collectives (gloo.c) */
 #define DDL_FAM_FILE  64u /* reads and opens of regular files (file.c, socket.c) */
+/* The Python hook's entry points (python.c): recorded whenever markers
+ * are, but no marker event of the API's, so no counter reading (--papi) */
+#define DDL_FAM_PY    (DDL_FAM_MARK | 0x80000000u)
 
 /* Global state. enabled is read on every call: the families recording. */
 struct ddl_global {
@@ -421,8 +424,9 @@ int ddl_perturb_parse(const char *spec) DDL_HIDDEN;
 
 /* ---- file.c ---- */
 void ddl_file_init(void) DDL_HIDDEN;
-/* socket.c: a descriptor open() gave: whatever the table knew of that number is stale */
-void ddl_fd_opened(int fd) DDL_HIDDEN;
+/* socket.c: a descriptor open() gave: whatever the table knew of that number
+ * is stale; not DATA (/proc, /sys, /dev), its reads are never recorded */
+void ddl_fd_opened(int fd, int data) DDL_HIDDEN;
 
 /* ---- gloo.c ---- */
 void ddl_gloo_after_fork_child(void) DDL_HIDDEN;

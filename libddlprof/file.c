@@ -34,9 +34,10 @@ static void ddl_open_done(struct ddl_thread *t, const char *path, uint64_t t0, i
 {
 	uint64_t t1 = ddl_clock_now();
 	int err = errno;
+	int data = ddl_data_path(path);
 	if (r >= 0)
-		ddl_fd_opened(r);
-	if (t && ddl_data_path(path))
+		ddl_fd_opened(r, data);
+	if (t && data)
 		ddl_ring_put(t, DDL_EV_FILE_OPEN, 0, t0, t1, r < 0 ? -err : r, r, 0);
 	errno = err;
 }

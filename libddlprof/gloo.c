@@ -28,6 +28,7 @@
  * file is built with unwind tables (-fexceptions), and nothing of ours is
  * held across the real call.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -63,28 +64,78 @@ static const char *const ddl_gloo_sym[DDL_GLOO_NFN] = {
 	"_ZN4gloo10rendezvous7Context15connectFullMeshERNS0_5StoreERSt10shared_ptrINS_9transport6DeviceEE",
 };
 
-static void *_Atomic ddl_gloo_real[DDL_GLOO_NFN];
+/*
+ * The real functions, per calling object: the definition the caller would
+ * have bound to without us (its own, or its dependencies': libtorch's
+ * libgloo), so that two copies of gloo in one process (another framework
+ * bundling its own) each get their own. Keyed by the call's return
+ * address (a handful of call sites), with the object's base to share one
+ * lookup between sites of one object. Entries are added under a lock and
+ * read without one; a full table still answers, by lookup.
+ */
+#define DDL_GLOO_SITES 32
+static struct {
+	const void *site[DDL_GLOO_SITES];
+	void *base[DDL_GLOO_SITES];
+	void *fn[DDL_GLOO_SITES];
+	_Atomic unsigned n;
+} ddl_gloo_real[DDL_GLOO_NFN];
+static pthread_mutex_t ddl_gloo_real_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* What the object holding CALLER has for SYM, or NULL (then the process's first). */
+static void *ddl_gloo_lookup(const char *sym, const void *caller, void **base)
+{
+	Dl_info di, self;
+	*base = NULL;
+	if (!dladdr(caller, &di) || !dladdr((void *)ddl_gloo_lookup, &self))
+		return NULL;
+	*base = di.dli_fbase;
+	void *h = di.dli_fname && di.dli_fname[0] ? dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+	void *f = h ? dlsym(h, sym) : NULL;
+	if (h)
+		dlclose(h);
+	Dl_info fi;
+	if (f && dladdr(f, &fi) && fi.dli_fbase == self.dli_fbase)
+		f = NULL; /* ours, found through the global scope */
+	return f;
+}
 
 /*
- * The real function; found once. It cannot be missing (the caller bound to
- * our export because a gloo was loaded that has it); if it were, no call
- * could go on, and the process stops with a line saying why.
+ * The real function of OP for a call returning to CALLER; found once per
+ * calling object. It cannot be missing (the caller bound to our export
+ * because a gloo was loaded that has it); if it were, no call could go
+ * on, and the process stops with a line saying why.
  */
-static void *ddl_gloo_next(int op)
+static void *ddl_gloo_next(int op, const void *caller)
 {
-	void *f = atomic_load_explicit(&ddl_gloo_real[op], memory_order_acquire);
-	if (ddl_likely(f))
-		return f;
+	unsigned n = atomic_load_explicit(&ddl_gloo_real[op].n, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (ddl_gloo_real[op].site[i] == caller)
+			return ddl_gloo_real[op].fn[i];
 	if (ddl_unlikely(!ddl_g.initialised))
 		ddl_init();
-	f = ddl_real_find(ddl_gloo_sym[op]);
+	void *base;
+	void *f = ddl_gloo_lookup(ddl_gloo_sym[op], caller, &base);
+	for (unsigned i = 0; i < n && !f && base; i++)
+		if (ddl_gloo_real[op].base[i] == base)
+			f = ddl_gloo_real[op].fn[i];
+	if (!f)
+		f = ddl_real_find(ddl_gloo_sym[op]);
 	if (!f) {
 		ddl_warn("cannot find gloo's %s past libddlprof; the program cannot go on",
 		         ddl_gloo_sym[op]);
 		ddl_real_resolve();
 		ddl_real._exit(127);
 	}
-	atomic_store_explicit(&ddl_gloo_real[op], f, memory_order_release);
+	pthread_mutex_lock(&ddl_gloo_real_lock);
+	n = atomic_load_explicit(&ddl_gloo_real[op].n, memory_order_relaxed);
+	if (n < DDL_GLOO_SITES) {
+		ddl_gloo_real[op].site[n] = caller;
+		ddl_gloo_real[op].base[n] = base;
+		ddl_gloo_real[op].fn[n] = f;
+		atomic_store_explicit(&ddl_gloo_real[op].n, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&ddl_gloo_real_lock);
 	return f;
 }
 
@@ -167,18 +218,19 @@ static uint64_t ddl_gfnv(uint64_t h, const void *p, size_t n)
 }
 
 /*
- * The communicator id of context CTX, recorded on first sight (KEY 0: a
- * key from its size and order). Newest first: addresses are reused.
- * Called with the thread marked busy (the string table's lock).
+ * The communicator id of context CTX, recorded on first sight, or anew
+ * with FRESH (a context being made: its address may be a freed one's);
+ * KEY 0: a key from its size and order. Newest first: addresses are
+ * reused. Called with the thread marked busy (the string table's lock).
  */
-static uint32_t ddl_gloo_comm(uintptr_t ctx, uint64_t key)
+static uint32_t ddl_gloo_comm(uintptr_t ctx, uint64_t key, int fresh)
 {
 	int rank, size;
 	if (!ctx || ddl_ctx_read(ctx, &rank, &size) < 0)
 		return 0;
 	uint32_t id = 0;
 	pthread_mutex_lock(&ddl_gloo_lock);
-	for (unsigned i = ddl_gctx.n; i >= 1 && !id && !key; i--)
+	for (unsigned i = ddl_gctx.n; i >= 1 && !id && !fresh; i--)
 		if (ddl_gctx.ctx[i - 1] == ctx)
 			id = ddl_gctx.id[i - 1];
 	unsigned seq = 0;
@@ -216,11 +268,12 @@ static uint32_t ddl_gloo_comm(uintptr_t ctx, uint64_t key)
 static int ddl_gloo_describe(int op, uintptr_t opts, struct ddl_args *a)
 {
 	uint64_t o[17]; /* the options' first 136 bytes, as words */
-	size_t need = op == DDL_GLOO_ALLREDUCE ? 96 : op == DDL_GLOO_SCATTER ? 64
+	size_t need = op == DDL_GLOO_ALLREDUCE ? 96 : op == DDL_GLOO_ALLTOALLV ? 136
+	              : op == DDL_GLOO_SCATTER || op == DDL_GLOO_ALLGATHERV ? 64
 	              : op == DDL_GLOO_BARRIER ? 8 : 56;
 	if (ddl_peek(opts, o, need) < 0)
 		return -1;
-	a->comm = ddl_gloo_comm(o[0], 0);
+	a->comm = ddl_gloo_comm(o[0], 0, 0);
 	int rank, size;
 	if (!a->comm || ddl_ctx_read(o[0], &rank, &size) < 0)
 		return -1;
@@ -276,11 +329,14 @@ static int ddl_gloo_describe(int op, uintptr_t opts, struct ddl_args *a)
 			b = ddl_ub_size(o[5]);
 		break;
 	case DDL_GLOO_ALLTOALL: /* context, in, out, elementSize */
-	case DDL_GLOO_ALLTOALLV:
 		esz = o[4];
 		b = ddl_ub_size(o[2]);
-		if (op == DDL_GLOO_ALLTOALL && (!ddl_esz_ok(esz) || b != ddl_ub_size(o[3])))
+		if (!ddl_esz_ok(esz) || b != ddl_ub_size(o[3]))
 			b = -1;
+		break;
+	case DDL_GLOO_ALLTOALLV: /* context, in, out, four offset/length vectors, elementSize */
+		esz = o[16];
+		b = ddl_esz_ok(esz) ? ddl_ub_size(o[2]) : -1;
 		break;
 	case DDL_GLOO_BARRIER:
 		b = 0;
@@ -294,10 +350,10 @@ static int ddl_gloo_describe(int op, uintptr_t opts, struct ddl_args *a)
 	return 0;
 }
 
-/* The wrappers' one body: OP's real function run on OPTS, timed and recorded. */
-static void ddl_gloo_call(int op, unsigned kind, void *opts)
+/* The wrappers' one body: OP's real function (CALLER's) run on OPTS, timed and recorded. */
+static void ddl_gloo_call(int op, unsigned kind, void *opts, const void *caller)
 {
-	void (*real)(void *) = (void (*)(void *))ddl_gloo_next(op);
+	void (*real)(void *) = (void (*)(void *))ddl_gloo_next(op, caller);
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_GLOO);
 	if (!t) {
 		real(opts);
@@ -321,65 +377,68 @@ static void ddl_gloo_call(int op, unsigned kind, void *opts)
 	ddl_ring_put_args_call(t, kind, 0, t0, t1, 0, -1, 0, &a);
 }
 
+/* Where an export was called from (taken in the export itself). */
+#define DDL_GLOO_CALLER __builtin_extract_return_addr(__builtin_return_address(0))
+
 /* gloo::OP(OpOptions&): one wrapper each, by its mangled name. */
 DDL_EXPORT void ddl_gloo_allreduce(void *opts) __asm__("_ZN4gloo9allreduceERKNS_16AllreduceOptionsE");
 void ddl_gloo_allreduce(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLREDUCE, DDL_EV_GLOO_ALLREDUCE, opts);
+	ddl_gloo_call(DDL_GLOO_ALLREDUCE, DDL_EV_GLOO_ALLREDUCE, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_broadcast(void *opts) __asm__("_ZN4gloo9broadcastERNS_16BroadcastOptionsE");
 void ddl_gloo_broadcast(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_BROADCAST, DDL_EV_GLOO_BROADCAST, opts);
+	ddl_gloo_call(DDL_GLOO_BROADCAST, DDL_EV_GLOO_BROADCAST, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_reduce(void *opts) __asm__("_ZN4gloo6reduceERNS_13ReduceOptionsE");
 void ddl_gloo_reduce(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_REDUCE, DDL_EV_GLOO_REDUCE, opts);
+	ddl_gloo_call(DDL_GLOO_REDUCE, DDL_EV_GLOO_REDUCE, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_allgather(void *opts) __asm__("_ZN4gloo9allgatherERNS_16AllgatherOptionsE");
 void ddl_gloo_allgather(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLGATHER, DDL_EV_GLOO_ALLGATHER, opts);
+	ddl_gloo_call(DDL_GLOO_ALLGATHER, DDL_EV_GLOO_ALLGATHER, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_allgatherv(void *opts) __asm__("_ZN4gloo10allgathervERNS_17AllgathervOptionsE");
 void ddl_gloo_allgatherv(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLGATHERV, DDL_EV_GLOO_ALLGATHERV, opts);
+	ddl_gloo_call(DDL_GLOO_ALLGATHERV, DDL_EV_GLOO_ALLGATHERV, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_gather(void *opts) __asm__("_ZN4gloo6gatherERNS_13GatherOptionsE");
 void ddl_gloo_gather(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_GATHER, DDL_EV_GLOO_GATHER, opts);
+	ddl_gloo_call(DDL_GLOO_GATHER, DDL_EV_GLOO_GATHER, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_scatter(void *opts) __asm__("_ZN4gloo7scatterERNS_14ScatterOptionsE");
 void ddl_gloo_scatter(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_SCATTER, DDL_EV_GLOO_SCATTER, opts);
+	ddl_gloo_call(DDL_GLOO_SCATTER, DDL_EV_GLOO_SCATTER, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_alltoall(void *opts) __asm__("_ZN4gloo8alltoallERNS_15AlltoallOptionsE");
 void ddl_gloo_alltoall(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLTOALL, DDL_EV_GLOO_ALLTOALL, opts);
+	ddl_gloo_call(DDL_GLOO_ALLTOALL, DDL_EV_GLOO_ALLTOALL, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_alltoallv(void *opts) __asm__("_ZN4gloo9alltoallvERNS_16AlltoallvOptionsE");
 void ddl_gloo_alltoallv(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLTOALLV, DDL_EV_GLOO_ALLTOALLV, opts);
+	ddl_gloo_call(DDL_GLOO_ALLTOALLV, DDL_EV_GLOO_ALLTOALLV, opts, DDL_GLOO_CALLER);
 }
 
 DDL_EXPORT void ddl_gloo_barrier(void *opts) __asm__("_ZN4gloo7barrierERNS_14BarrierOptionsE");
 void ddl_gloo_barrier(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_BARRIER, DDL_EV_GLOO_BARRIER, opts);
+	ddl_gloo_call(DDL_GLOO_BARRIER, DDL_EV_GLOO_BARRIER, opts, DDL_GLOO_CALLER);
 }
 
 /*
@@ -391,7 +450,7 @@ DDL_EXPORT void ddl_gloo_mesh(void *self, void *store, void *dev) __asm__(
 	"_ZN4gloo10rendezvous7Context15connectFullMeshERNS0_5StoreERSt10shared_ptrINS_9transport6DeviceEE");
 void ddl_gloo_mesh(void *self, void *store, void *dev)
 {
-	void (*real)(void *, void *, void *) = (void (*)(void *, void *, void *))ddl_gloo_next(DDL_GLOO_MESH);
+	void (*real)(void *, void *, void *) = (void (*)(void *, void *, void *))ddl_gloo_next(DDL_GLOO_MESH, DDL_GLOO_CALLER);
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_GLOO);
 	if (t) {
 		uint64_t key = 0;
@@ -400,7 +459,7 @@ void ddl_gloo_mesh(void *self, void *store, void *dev)
 			key = ddl_gfnv(ddl_gfnv(t->gloo_key, "ctx", 3), &n, sizeof n);
 		}
 		t->busy = 1;
-		ddl_gloo_comm((uintptr_t)self, key);
+		ddl_gloo_comm((uintptr_t)self, key, 1);
 		t->busy = 0;
 	}
 	real(self, store, dev);

@@ -22,7 +22,7 @@ DDL_EXPORT int ddlprof_py_abi(void)
 
 DDL_EXPORT void ddlprof_py_begin(void)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_PY);
 	if (!t)
 		return;
 	if (t->py_depth < (int)(sizeof t->py_t0 / sizeof t->py_t0[0]))
@@ -33,7 +33,7 @@ DDL_EXPORT void ddlprof_py_begin(void)
 /* Closes the innermost phase: its start in *T0, or 0 when none is open. */
 static struct ddl_thread *ddl_py_close(uint64_t *t0)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_PY);
 	if (!t || t->py_depth <= 0)
 		return NULL;
 	t->py_depth--;
@@ -41,6 +41,13 @@ static struct ddl_thread *ddl_py_close(uint64_t *t0)
 		return NULL;
 	*t0 = t->py_t0[t->py_depth];
 	return t;
+}
+
+/* Closes the innermost phase and records nothing of it. */
+static void ddl_py_close_unrecorded(void)
+{
+	uint64_t t0;
+	(void)ddl_py_close(&t0);
 }
 
 DDL_EXPORT void ddlprof_py_phase(int phase, long long value)
@@ -89,7 +96,7 @@ static uint64_t ddl_py_fnv(const char *s)
 DDL_EXPORT unsigned ddlprof_py_group(const char *key, const char *ranks, int rank, int size,
                                      const char *backend)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_PY);
 	if (!t || !key || !ranks)
 		return 0;
 	t->busy = 1; /* the string table's lock */
@@ -112,14 +119,14 @@ DDL_EXPORT unsigned ddlprof_py_group(const char *key, const char *ranks, int ran
 
 DDL_EXPORT void ddlprof_py_group_end(void)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_PY);
 	if (t)
 		t->gloo_key = 0;
 }
 
 DDL_EXPORT void ddlprof_py_thread(const char *name)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_PY);
 	if (!t || !name)
 		return;
 	t->busy = 1; /* the string table's lock */
@@ -129,7 +136,7 @@ DDL_EXPORT void ddlprof_py_thread(const char *name)
 
 DDL_EXPORT void ddlprof_py_meta(const char *key, const char *value)
 {
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_PY);
 	if (!t || !key || !value)
 		return;
 	t->busy = 1;
@@ -177,6 +184,7 @@ static struct {
 	void (*err_fetch)(PyObject **, PyObject **, PyObject **);
 	void (*err_restore)(PyObject *, PyObject *, PyObject *);
 	PyObject *(*call_args)(PyObject *, ...);
+	PyObject *(*dict_item)(PyObject *, const char *);
 	PyObject *none;
 } ddl_py;
 
@@ -208,6 +216,7 @@ static int ddl_py_api(void)
 		{"PyErr_Fetch", offsetof(__typeof__(ddl_py), err_fetch)},
 		{"PyErr_Restore", offsetof(__typeof__(ddl_py), err_restore)},
 		{"PyObject_CallFunctionObjArgs", offsetof(__typeof__(ddl_py), call_args)},
+		{"PyDict_GetItemString", offsetof(__typeof__(ddl_py), dict_item)},
 		{"_Py_NoneStruct", offsetof(__typeof__(ddl_py), none)},
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -274,7 +283,7 @@ static PyObject *ddl_py_wrapper(PyObject *self, PyObject *args, PyObject *kwargs
 	int kind = (int)ddl_py.as_ll(ddl_py.tuple_item(self, 1));
 	int arg = (int)ddl_py.as_ll(ddl_py.tuple_item(self, 2));
 	PyObject *before = ddl_py.tuple_item(self, 3), *after = ddl_py.tuple_item(self, 4);
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_MARK);
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_PY);
 	unsigned bit = kind == DDL_PHASE_FORWARD ? 1u : kind == DDL_PHASE_BACKWARD ? 2u
 	               : kind == DDL_PYW_STEP ? 4u : 0u;
 	if (!t || (t->py_in & bit))
@@ -307,12 +316,16 @@ static PyObject *ddl_py_wrapper(PyObject *self, PyObject *args, PyObject *kwargs
 		ddlprof_py_phase(kind, atomic_fetch_add(&ddl_py_batches, 1) + 1);
 		break;
 	case DDL_PYW_STEP: {
-		long long step = 0;
+		/* the optimizer: positional argument ARG, or GradScaler.step(optimizer=...);
+		 * neither lookup sets an error (the original's may be pending) */
 		PyObject *opt = ddl_py.tuple_size(args) > arg ? ddl_py.tuple_item(args, arg) : NULL;
-		if (!opt)
-			ddl_py.err_clear();
-		int i = ddl_py_opt(opt, &step);
-		ddlprof_py_step(i, step);
+		if (!opt && kwargs)
+			opt = ddl_py.dict_item(kwargs, "optimizer");
+		long long step = 0;
+		if (opt)
+			ddlprof_py_step(ddl_py_opt(opt, &step), step);
+		else
+			ddl_py_close_unrecorded();
 		break;
 	}
 	case DDL_PHASE_COLLECTIVE: {

@@ -370,9 +370,12 @@ static void ddl_fd_forget(int fd)
 		atomic_store_explicit(&ddl_fdtab[fd], DDL_FD_UNKNOWN, memory_order_relaxed);
 }
 
-void ddl_fd_opened(int fd)
+void ddl_fd_opened(int fd, int data)
 {
-	ddl_fd_forget(fd);
+	if (data)
+		ddl_fd_forget(fd); /* looked at on its first read */
+	else if (fd >= 0 && (unsigned)fd < DDL_FD_MAX) /* /proc, /sys, /dev: no data, not recorded */
+		atomic_store_explicit(&ddl_fdtab[fd], DDL_FD_NOTSOCK, memory_order_relaxed);
 }
 
 void ddl_socket_init(void)

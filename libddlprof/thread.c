@@ -54,8 +54,14 @@ static struct ddl_thread *ddl_thread_claim(void)
 {
 	for (struct ddl_thread *t = atomic_load(&ddl_reg_head); t; t = t->next) {
 		int expect = DDL_RING_FREE;
-		if (atomic_compare_exchange_strong(&t->dead, &expect, DDL_RING_LIVE))
+		if (atomic_compare_exchange_strong(&t->dead, &expect, DDL_RING_LIVE)) {
+			/* what the ring's last thread left of the Python hook's state */
+			t->py_depth = 0;
+			t->py_in = 0;
+			t->gloo_key = 0;
+			t->gloo_key_n = 0;
 			return t;
+		}
 	}
 	size_t n = ddl_g.cfg.ring_events;
 	size_t bytes = sizeof(struct ddl_thread) + n * sizeof(struct ddl_event);

@@ -27,36 +27,67 @@ def _arm():
         return  # the library is not in this process: nothing to record into
 
     class DdlprofTorchFinder:
-        """Finds nothing itself: when torch is imported, runs its real loader,
-        then hands the module to ddlprof_hook to patch."""
+        """Finds nothing itself: when torch is imported, asks the finders
+        after it, and has the loader they found patch torch once it has run
+        torch's own code. It stays in place until that has happened (an
+        import of torch that fails leaves it for the next try)."""
 
         def find_spec(self, name, path=None, target=None):
             if name != "torch":
                 return None
-            sys.meta_path.remove(self)  # once: torch is imported once
             spec = None
             for finder in sys.meta_path:
                 find = getattr(finder, "find_spec", None)
-                if find is not None:
+                if finder is not self and find is not None:
                     spec = find(name, path, target)
                     if spec is not None:
                         break
-            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-                return spec
-            loader = spec.loader
-            real_exec = loader.exec_module
-
-            def exec_module(module):
-                try:
-                    real_exec(module)
-                finally:
-                    del loader.exec_module  # the loader as it was
-                _patch_torch()
-
-            loader.exec_module = exec_module
+            if spec is not None:
+                _watch(spec, self)
             return spec
 
     sys.meta_path.insert(0, DdlprofTorchFinder())
+
+
+def _watch(spec, finder):
+    """Has SPEC's loader patch torch after it has run torch's own code, once.
+    The loader may be shared with other modules (torch's submodules among
+    them, imported while torch runs): only torch's module patches, and the
+    loader is as it was as soon as torch's starts. An import of torch that
+    fails leaves the finder for the next try. A loader that takes no
+    attribute is left alone (then torch runs unpatched)."""
+    loader = spec.loader
+    real_exec = getattr(loader, "exec_module", None)
+    if real_exec is None or getattr(real_exec, "_ddlprof", False):
+        return
+    had = getattr(loader, "__dict__", {}).get("exec_module", _watch)
+
+    def exec_module(module):
+        if getattr(module, "__name__", None) != "torch":
+            return real_exec(module)
+        try:  # the loader as it was, for whatever comes next
+            if had is _watch:
+                del loader.exec_module
+            else:
+                loader.exec_module = had
+        except (AttributeError, TypeError):
+            pass
+        try:
+            sys.meta_path.remove(finder)
+        except ValueError:
+            pass
+        try:
+            real_exec(module)
+        except BaseException:
+            sys.meta_path.insert(0, finder)
+            raise
+        _patch_torch()
+
+    exec_module._ddlprof = True
+    try:
+        loader.exec_module = exec_module
+    except (AttributeError, TypeError):
+        pass
 
 
 def _patch_torch():
@@ -70,7 +101,10 @@ def _patch_torch():
             sys.path.remove(_DIR)
         except ValueError:
             pass
-    ddlprof_hook.arm()
+    try:
+        ddlprof_hook.arm()
+    except Exception:  # a torch we do not fit at all: it runs unpatched
+        pass
 
 
 def _chain():

@@ -527,7 +527,9 @@ static int ddl_same_results(const char *a, const char *b, const char *what)
  * parameters bit for bit, a loader worker's exception (its traceback too)
  * and the exit status it causes, gloo's exception when a peer leaves, and
  * a program that never imports torch, which sees the same modules and
- * path; the user's own sitecustomize (working or raising) and
+ * path; a torch of the program's own whose first import fails (the hook
+ * waits for the next, and a torch it cannot patch runs as it is); the
+ * user's own sitecustomize (working or raising) and
  * PYTHONSTARTUP run as they would.
  */
 int test_torch_transparency(void)
@@ -588,6 +590,16 @@ int test_torch_transparency(void)
 		rc = ddl_same("a sample fails in a loader worker", NULL, boom2, NULL, t, "", NULL);
 	if (rc == DDL_PASS)
 		rc = ddl_same("a program without torch", "plain.py", NULL, NULL, t, "", NULL);
+	if (rc == DDL_PASS)
+		rc = ddl_same("a torch of its own, imported twice", "retry.py", NULL, NULL, t, "", NULL);
+	if (rc == DDL_PASS) { /* armed by the import that worked, and said what did not fit */
+		json_t *rep = treport(t, NULL);
+		const char *sk = json_string_value(
+		    json_object_get(json_object_get(rep, "job"), "python_hook_skipped"));
+		fprintf(stderr, "    its torch: skipped '%s'\n", sk ? sk : "(none)");
+		CHECK(sk && strstr(sk, "steps: AttributeError"), "the hook did not arm on the second import");
+		json_decref(rep);
+	}
 	char site[4200], env_path[4300], startup[4200], env_startup[4300];
 	snprintf(site, sizeof site, "%s/site", dir);
 	mkdir(site, 0700);
@@ -757,7 +769,7 @@ int test_torch_optimizers(void)
 {
 	if (!ddl_have_torch())
 		return DDL_SKIP;
-	static const char *const modes[] = {"gan", "gan2", "renew", "scaler", "subclass"};
+	static const char *const modes[] = {"gan", "gan2", "renew", "scaler", "subclass", "probe"};
 	char script[4200];
 	snprintf(script, sizeof script, "%s/../tests/py/optimizers.py", tbuild(""));
 	for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
@@ -867,6 +879,67 @@ int test_pyhook_entry_points(void)
 	}
 	CHECK(workers == 1, "%d workers", workers);
 	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* A loader's reads of its data files are recorded, each with its bytes;
+ * reads of /proc, /sys and /dev (a worker looking at its own status) are
+ * not data and are not. */
+int test_torch_file_reads(void)
+{
+	if (access(DDL_PY, X_OK) != 0)
+		return DDL_SKIP;
+	char *dir = tmpdir(), t[4200], data[4200], prog[9000];
+	snprintf(t, sizeof t, "%s/t", dir);
+	snprintf(data, sizeof data, "%s/data.bin", dir);
+	FILE *f = fopen(data, "w");
+	CHECK(f, "cannot write %s", data);
+	for (int i = 0; i < 4100; i++)
+		fputc('x', f);
+	fclose(f);
+	/* 300 opens of /proc/self/stat, two reads each; the data file in
+	 * reads of 1000 bytes: 4 of 1000, 1 of 100, 1 of 0 */
+	snprintf(prog, sizeof prog,
+	         "import os\n"
+	         "for _ in range(300):\n"
+	         "    fd = os.open('/proc/self/stat', os.O_RDONLY)\n"
+	         "    while os.read(fd, 1000): pass\n"
+	         "    os.close(fd)\n"
+	         "fd = os.open('%s', os.O_RDONLY)\n"
+	         "while os.read(fd, 1000): pass\n"
+	         "os.close(fd)\n",
+	         data);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--", DDL_PY, "-c", prog, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "the program failed: %s", r.err);
+	trun_free(&r);
+	char *dump[] = {(char *)tbuild("bin/ddlprof-report"), "--dump", t, NULL};
+	CHECK(trun(dump, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "--dump failed: %s", r.err);
+	int reads = 0, of1000 = 0, of100 = 0;
+	for (char *line = r.out, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		char what[32];
+		long fd, bytes;
+		/* host pid tid time kind fd bytes ms ... */
+		if (sscanf(line, "%*s %*s %*s %*s %31s %ld %ld", what, &fd, &bytes) != 3 ||
+		    strcmp(what, "file_read"))
+			continue;
+		reads++;
+		of1000 += bytes == 1000;
+		of100 += bytes == 100;
+	}
+	trun_free(&r);
+	fprintf(stderr, "    %d file reads recorded (600 of /proc made), %d of 1000 bytes, %d of 100\n",
+	        reads, of1000, of100);
+	CHECK(of1000 == 4 && of100 == 1, "the data file's reads: %d of 1000 bytes, %d of 100", of1000,
+	      of100);
+	CHECK(reads < 300, "%d file reads: /proc's were recorded", reads);
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

@@ -175,7 +175,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(torch_hook_off) \
 	X(torch_synthetic_data) \
 	X(torch_optimizers) \
-	X(torch_straggler)
+	X(torch_straggler) \
+	X(torch_file_reads)
 
 #define DDL_X_DECL(n) int test_##n(void);
 DDL_TESTS(DDL_X_DECL)

@@ -61,7 +61,9 @@ def _bind():
         "ddlprof_py_wrap": (ctypes.py_object, [ctypes.py_object, ctypes.c_char_p, ctypes.c_int]),
     }
     for name, (res, args) in sigs.items():
-        f = getattr(dll, name)
+        f = getattr(dll, name, None)
+        if f is None:  # a library of another make: nothing is patched
+            return None
         f.restype = res
         f.argtypes = args
     return dll
@@ -125,9 +127,15 @@ def is_ours(f):
 
 def patch(owner, name, make, where):
     """Replaces owner.NAME by make(original); a patch that does not fit is
-    left out and named in the trace. Returns the original or None."""
+    left out and named in the trace. Returns the original or None. On a
+    class, the patch goes where NAME is defined (the first class of its MRO
+    that has it), so its subclasses keep inheriting it."""
     try:
-        orig = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        if isinstance(owner, type):
+            owner = next(c for c in owner.__mro__ if name in c.__dict__)
+            orig = owner.__dict__[name]
+        else:
+            orig = getattr(owner, name)
         if is_ours(orig):
             return None  # patched already (or torch wrapped our wrapper)
         new = make(orig)
@@ -152,9 +160,11 @@ def arm():
     torch = sys.modules.get("torch")
     from . import data, dist, steps
 
-    steps.arm(torch)
-    data.arm(torch)
-    dist.arm(torch)
+    for part in (steps, data, dist):
+        try:
+            part.arm(torch)
+        except Exception as e:  # a torch without what this part patches
+            _skipped.append("%s: %s" % (part.__name__.rpartition(".")[2], e.__class__.__name__))
     meta("python_hook", "torch %s, python %d.%d, armed in %.1f ms"
          % (getattr(torch, "__version__", "?"), sys.version_info[0], sys.version_info[1],
             1e3 * (time.perf_counter() - t0)))

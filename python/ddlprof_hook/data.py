@@ -17,6 +17,7 @@
   batches in place sees its own changes.
 """
 import os
+import weakref
 
 from . import PHASE_BATCH, PHASE_DATA_WAIT, WRAP_CALL, meta, patch, wrap
 
@@ -27,15 +28,18 @@ def _wrap_next_synthetic(orig, keep):
 
     begin, end = lib.ddlprof_py_begin, lib.ddlprof_py_phase
     count = [0]
-    kept = {}  # id(iterator) -> [batches, served]
+    kept = weakref.WeakKeyDictionary()  # iterator -> [batches, served]
 
     def ddlprof_next_synthetic(self, *args, **kwargs):
         count[0] += 1
         begin()
         try:
-            k = kept.get(id(self))
-            if k is None:
-                k = kept[id(self)] = [[], 0]
+            try:
+                k = kept.get(self)
+                if k is None:
+                    k = kept[self] = [[], 0]
+            except TypeError:  # an iterator that takes no weak reference: served as is
+                k = [[], 0]
             if len(k[0]) < keep:
                 batch = orig(self, *args, **kwargs)
                 k[0].append(batch)
@@ -45,7 +49,7 @@ def _wrap_next_synthetic(orig, keep):
                 except TypeError:
                     total = None
                 if total is not None and k[1] >= total:
-                    kept.pop(id(self), None)
+                    kept.pop(self, None)
                     raise StopIteration
                 batch = k[0][k[1] % len(k[0])]
             k[1] += 1
@@ -67,7 +71,18 @@ def _say_role(*args):
         meta("role", "dataloader_worker")
         meta("worker_id", info.id)
         meta("workers", info.num_workers)
-        meta("serves_pid", os.getppid())
+        meta("serves_pid", _parent_pid())
+
+
+def _parent_pid():
+    """The process that made this worker (a forkserver's or spawn's worker
+    has it as multiprocessing's parent, not as its parent process)."""
+    import multiprocessing
+
+    parent = getattr(multiprocessing, "parent_process", None)
+    p = parent() if parent is not None else None
+    pid = getattr(p, "pid", None)
+    return pid if pid else os.getppid()
 
 
 def _pin_thread(*args, **kwargs):

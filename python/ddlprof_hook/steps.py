@@ -21,10 +21,8 @@ def _patch_class_step(opt, result):
     from . import lib
 
     lib.ddlprof_py_forget(id(opt))  # an optimizer made where a freed one was
-    for cls in type(opt).__mro__:  # the class whose step this is
-        if "step" in cls.__dict__:
-            patch(cls, "step", lambda o: wrap(o, WRAP_STEP, 0), "optimizer %s.step" % cls.__name__)
-            break
+    cls = type(opt)  # patched where its step is defined
+    patch(cls, "step", lambda o: wrap(o, WRAP_STEP, 0), "optimizer %s.step" % cls.__name__)
 
 
 def _self(*args, **kwargs):
@@ -40,7 +38,8 @@ def arm(torch):
           "torch.autograd.backward")
     patch(torch.nn.parallel.DistributedDataParallel, "forward", lambda o: wrap(o, PHASE_FORWARD),
           "DistributedDataParallel.forward")
-    amp = getattr(getattr(torch, "cuda", None), "amp", None)
-    scaler = getattr(amp, "GradScaler", None)
-    if scaler is not None:
-        patch(scaler, "step", lambda o: wrap(o, WRAP_STEP, 1), "GradScaler.step")
+    # torch.amp.GradScaler (2.3 on), torch.cuda.amp's its subclass or itself
+    for amp in (getattr(torch, "amp", None), getattr(getattr(torch, "cuda", None), "amp", None)):
+        scaler = getattr(amp, "GradScaler", None)
+        if isinstance(scaler, type):
+            patch(scaler, "step", lambda o: wrap(o, WRAP_STEP, 1), "GradScaler.step")

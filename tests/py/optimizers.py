@@ -7,6 +7,8 @@ than one optimizer: prints how many iterations the loop ran.
   renew     a new optimizer every 8 iterations (the old one dropped)
   scaler    GradScaler.step(optimizer) (which calls optimizer.step())
   subclass  an optimizer whose step() calls its base class's
+  probe     a second optimizer that steps beside the first in the first
+            three iterations only (a probe, a warm-up of a head)
 """
 import sys
 
@@ -39,7 +41,7 @@ for it in range(iters):
             scaler.update()
         else:
             opt_d.step()
-    if mode.startswith("gan"):
+    if mode.startswith("gan") or (mode == "probe" and it < 3):
         opt_g.zero_grad()
         loss_g = d(g(torch.randn(32, 8))).mean()
         loss_g.backward()
