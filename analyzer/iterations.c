@@ -552,26 +552,27 @@ static int ddl_collcall_cmp(const void *a, const void *b)
 	return x->a < y->a ? -1 : x->a > y->a;
 }
 
-/* The shortest period after which 95% of the calls V[1..N) repeat, or 0. */
+/* The shortest period after which 95% of the calls V[1..N) repeat, or 0.
+ * A period is given up as soon as more than 5% of its pairs differ. */
 static size_t ddl_sig_period(const struct ddl_collcall *v, size_t n)
 {
 	for (size_t P = 1; P <= n / 2 && P <= 8192; P++) {
-		size_t same = 0;
-		for (size_t i = 1; i + P < n; i++)
-			same += v[i].sig == v[i + P].sig;
-		if ((double)same >= 0.95 * (double)(n - P - 1))
+		size_t pairs = n - P - 1, allowed = pairs / 20, differ = 0;
+		for (size_t i = 1; i + P < n && differ <= allowed; i++)
+			differ += v[i].sig != v[i + P].sig;
+		if (differ <= allowed)
 			return P;
 	}
 	return 0;
 }
 
 /* The same, past the set-up's calls (parameters broadcast, a rendezvous'
- * allgather): from the first call, else from the 1st, 2nd, 4th ... 64th
- * (a quarter of the calls at most); where the loop is taken to start in
- * *FROM. */
+ * allgather): from the first call, else, in a short run (in a long one
+ * they are within the 5%), from the 1st, 2nd, 4th ... 64th (a quarter of
+ * the calls at most); where the loop is taken to start in *FROM. */
 static size_t ddl_loop_period(const struct ddl_collcall *v, size_t n, size_t *from)
 {
-	for (size_t f = 0; f <= n / 4 && f <= 64; f = f ? 2 * f : 1) {
+	for (size_t f = 0; f <= n / 4 && f <= 64 && (!f || n <= 4096); f = f ? 2 * f : 1) {
 		size_t P = ddl_sig_period(v + f, n - f);
 		if (P) {
 			*from = f;
@@ -633,12 +634,14 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	}
 	qsort(v, n, sizeof *v, ddl_collcall_cmp); /* gloo's threads' in turn */
 	/* The period of the calls as they are: buckets of different sizes
-	 * show it. When every call looks alike (equal buckets), a step's first
-	 * call is told by the long pause before it (its compute): calls after a
-	 * pause of at least half the 95th-percentile pause are marked. */
-	size_t from;
-	size_t period = ddl_loop_period(v, n, &from);
-	int64_t *gaps = period == 1 ? malloc(n * sizeof *gaps) : NULL;
+	 * show it. A step's first call also follows a long pause (its
+	 * compute): with calls after a pause of at least half the
+	 * 95th-percentile pause marked, the period found is the step's when
+	 * all calls look alike (equal buckets), or when it is a multiple of
+	 * the first seen four times (a step of several micro-batches alike:
+	 * pipeline stages, gradient accumulation). */
+	size_t from, period = ddl_loop_period(v, n, &from);
+	int64_t *gaps = malloc(n * sizeof *gaps);
 	if (gaps) {
 		for (size_t i = 1; i < n; i++)
 			gaps[i - 1] = v[i].a - v[i - 1].b;
@@ -649,7 +652,14 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			if (p95 > 0 && v[i].a - v[i - 1].b >= p95 / 2)
 				v[i].sig ^= 0x5bd1e9955bd1e995ull;
 		/* the first call has no pause before it: like its successors a period on */
-		period = ddl_loop_period(v, n, &from);
+		size_t from2, marked = ddl_loop_period(v, n, &from2);
+		/* a multiple only where it repeats four times at least: in a short
+		 * run, marks that jitter match at a long lag by chance */
+		if (marked && (!period || (marked > period && marked % period == 0 &&
+		                           (n - from2) / marked >= 4))) {
+			period = marked;
+			from = from2;
+		}
 	}
 	const struct ddl_collcall *w = v + from; /* the loop's calls */
 	size_t nw = n - from;

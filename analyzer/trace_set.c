@@ -108,8 +108,9 @@ static int ddl_add_dir(struct ddl_traceset *s, const char *dir)
 	return 0;
 }
 
-/* Where T ends: its last clock sample, or its last event's end past it
- * (a trace cut short, by a crash or a kill, has no closing sample). */
+/* Where T ends: its last clock sample; for a trace cut short (a crash, a
+ * kill: no closing sample), its last event's end past it (records that
+ * are not events, such as arguments, carry no time). */
 static int64_t ddl_trace_end_real(const struct ddl_trace *t)
 {
 	int64_t end = t->hdr.start_real_ns;
@@ -118,7 +119,9 @@ static int64_t ddl_trace_end_real(const struct ddl_trace *t)
 		if (e > end)
 			end = e;
 	}
-	for (size_t i = 0; i < t->nev; i++) {
+	for (size_t i = 0; t->truncated && i < t->nev; i++) {
+		if (ddl_event_class(t->ev[i].kind) == DDL_CLASS_ARGS)
+			continue;
 		int64_t e = ddl_trace_real_ns(t, t->ev[i].start) + ddl_trace_dur_ns(t, &t->ev[i]);
 		if (e > end)
 			end = e;

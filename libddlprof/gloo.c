@@ -207,6 +207,7 @@ static _Atomic int ddl_gloo_layout_said;
 void ddl_gloo_after_fork_child(void)
 {
 	pthread_mutex_init(&ddl_gloo_lock, NULL);
+	pthread_mutex_init(&ddl_gloo_real_lock, NULL);
 }
 
 static uint64_t ddl_gfnv(uint64_t h, const void *p, size_t n)
