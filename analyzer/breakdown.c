@@ -66,9 +66,10 @@ static void ddl_stall_piece(const struct ddl_ivset *w, size_t *wi, const struct 
 
 /* P's parts, with FL the windows when its traffic is in flight (flight.c). */
 static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
-                               const struct ddl_flights *fl)
+                               const struct ddl_ivset *fl)
 {
-	struct ddl_ivset blk = {0}, data = {0}, win = {0}, ops[DDL_COLL_OPS];
+	struct ddl_ivset blk = {0}, data = {0}, ops[DDL_COLL_OPS];
+	const struct ddl_ivset none = {0}, *win = fl ? fl : &none; /* without memory: blocked time is idle */
 	memset(ops, 0, sizeof ops);
 	uint32_t tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
 	int host_colls = p->coll.hcoll > 0; /* gloo's own records, and the Python calls of the rest */
@@ -100,9 +101,6 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 		ddl_ivset_merge(&ops[op], 0);
 	if (ddl_ivset_subtract(&blk, &data) < 0)
 		ddl_ivset_free(&data); /* without memory: no data stall, rather than counted twice */
-	for (size_t i = 0; fl && i < fl->n; i++)
-		if (ddl_ivset_push(&win, fl->v[i].a, fl->v[i].b, fl->v[i].remote) < 0)
-			break; /* without memory: blocked time is idle */
 	struct ddl_parts sum = {0};
 	double traffic = 0, bytes = 0;
 	int64_t by_op[DDL_COLL_OPS] = {0}, stall_all = 0;
@@ -119,13 +117,13 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 				continue;
 			blocked += hi - lo;
 			size_t from = wi;
-			ddl_stall_piece(&win, &from, ops, lo, hi, &net, &ic, by_op);
+			ddl_stall_piece(win, &from, ops, lo, hi, &net, &ic, by_op);
 		}
 		stall_all += net + ic;
-		while (wi < win.n && win.v[wi].b <= a)
+		while (wi < win->n && win->v[wi].b <= a)
 			wi++;
 		size_t from = wi;
-		traffic += (double)ddl_ivset_overlap(&win, &from, a, b, NULL, 0) / 1e9;
+		traffic += (double)ddl_ivset_overlap(win, &from, a, b, NULL, 0) / 1e9;
 		double len = (double)(b - a) / 1e9;
 		struct ddl_parts it = {.compute = len - (double)(blocked + d) / 1e9,
 		                       .data_stall = (double)d / 1e9,
@@ -140,7 +138,6 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	}
 	ddl_ivset_free(&blk);
 	ddl_ivset_free(&data);
-	ddl_ivset_free(&win);
 	for (int op = 0; op < DDL_COLL_OPS; op++)
 		ddl_ivset_free(&ops[op]);
 	/* bytes sent inside the iterations */
@@ -279,7 +276,7 @@ int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errl
 void ddl_report_breakdown(struct ddl_report *r)
 {
 	struct ddl_parts total = {0};
-	struct ddl_flights *fl = NULL;
+	struct ddl_ivset *fl = NULL;
 	int have_fl = 0;
 	double all = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {

@@ -284,12 +284,11 @@ static int ddl_is_nested(const struct ddl_stallmap *m, int64_t a, int64_t b)
 /* As breakdown.c: the windows when the process's traffic is in flight
  * (flight.c), less the training thread's waits for its next batch, which
  * are data stall. */
-static void ddl_stallmap_host(const struct ddl_proc *p, const struct ddl_flights *fl,
+static void ddl_stallmap_host(const struct ddl_proc *p, const struct ddl_ivset *fl,
                               struct ddl_stallmap *m)
 {
-	struct ddl_ivset fly = {0}, data = {0};
-	for (size_t i = 0; fl && i < fl->n; i++)
-		ddl_ivset_push(&fly, fl->v[i].a, fl->v[i].b, fl->v[i].remote);
+	struct ddl_ivset data = {0};
+	const struct ddl_ivset none = {0}, *fly = fl ? fl : &none;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
@@ -302,9 +301,8 @@ static void ddl_stallmap_host(const struct ddl_proc *p, const struct ddl_flights
 		}
 	}
 	ddl_ivset_merge(&data, 0);
-	if (ddl_ivset_minus(&fly, &data, &m->traffic) < 0) /* both merged: flights come so */
+	if (ddl_ivset_minus(fly, &data, &m->traffic) < 0) /* both merged: flights come so */
 		ddl_ivset_free(&m->traffic);
-	ddl_ivset_free(&fly);
 	ddl_ivset_free(&data);
 }
 
@@ -620,7 +618,7 @@ void ddl_report_callsites(struct ddl_report *r)
 	if (!mem)
 		return;
 	r->callsites_mem = mem;
-	struct ddl_flights *fl = NULL;
+	struct ddl_ivset *fl = NULL;
 	int have_fl = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];

@@ -352,31 +352,9 @@ static void ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size
 	free(e);
 }
 
-static int ddl_fl_push(struct ddl_flights *f, size_t *cap, int64_t a, int64_t b, int remote)
-{
-	if (b <= a)
-		return 0;
-	if (f->n == *cap) {
-		size_t c = *cap ? *cap * 2 : 256;
-		struct ddl_flight *q = realloc(f->v, c * sizeof *q);
-		if (!q)
-			return -1;
-		f->v = q;
-		*cap = c;
-	}
-	f->v[f->n++] = (struct ddl_flight){a, b, remote};
-	return 0;
-}
-
-static int ddl_fl_cmp(const void *x, const void *y)
-{
-	const struct ddl_flight *p = x, *q = y;
-	return p->a < q->a ? -1 : p->a > q->a;
-}
-
 /* The windows of connection C (its own and, paired, its other end's). 0 or -1. */
 static int ddl_fconn_windows(const struct ddl_fconn *all, const struct ddl_fconn *c,
-                             struct ddl_flights *f, size_t *cap)
+                             struct ddl_ivset *f)
 {
 	const struct ddl_fconn *m = c->mate >= 0 ? &all[c->mate] : NULL;
 	const struct ddl_fconn *ends[2] = {c, m};
@@ -384,35 +362,35 @@ static int ddl_fconn_windows(const struct ddl_fconn *all, const struct ddl_fconn
 	for (int e = 0; e < 2 && ends[e]; e++) {
 		const struct ddl_fconn *x = ends[e], *y = ends[1 - e]; /* Y sent what X receives */
 		for (size_t i = 0; i < x->ntx; i++)
-			rc |= ddl_fl_push(f, cap, x->tx[i].a, x->tx[i].b, c->remote);
+			rc |= ddl_ivset_push(f, x->tx[i].a, x->tx[i].b, c->remote);
 		for (size_t i = 0; i < x->nrx; i++) {
 			const struct ddl_fx *rx = &x->rx[i];
 			if (x == c) /* its own receive calls count whole, as they always did */
-				rc |= ddl_fl_push(f, cap, rx->a, rx->b, c->remote);
+				rc |= ddl_ivset_push(f, rx->a, rx->b, c->remote);
 			const struct ddl_fx *s = y ? ddl_fconn_last_send(y, rx->b) : NULL;
 			if (s && x != c)
-				rc |= ddl_fl_push(f, cap, rx->a > s->a ? rx->a : s->a, rx->b, c->remote);
+				rc |= ddl_ivset_push(f, rx->a > s->a ? rx->a : s->a, rx->b, c->remote);
 			s = y && rx->wb ? ddl_fconn_last_send(y, rx->wb) : NULL;
 			if (s)
-				rc |= ddl_fl_push(f, cap, rx->wa > s->a ? rx->wa : s->a, rx->wb, c->remote);
+				rc |= ddl_ivset_push(f, rx->wa > s->a ? rx->wa : s->a, rx->wb, c->remote);
 		}
 	}
 	return rc;
 }
 
-void ddl_flights_free(struct ddl_flights *f, size_t n)
+void ddl_flights_free(struct ddl_ivset *f, size_t n)
 {
 	for (size_t i = 0; f && i < n; i++)
-		free(f[i].v);
+		ddl_ivset_free(&f[i]);
 	free(f);
 }
 
-int ddl_report_flights(const struct ddl_report *r, struct ddl_flights **out)
+int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 {
 	*out = NULL;
 	size_t np = r->nprocs;
 	struct ddl_fproc *fp = calloc(np ? np : 1, sizeof *fp);
-	struct ddl_flights *fl = calloc(np ? np : 1, sizeof *fl);
+	struct ddl_ivset *fl = calloc(np ? np : 1, sizeof *fl);
 	struct ddl_fconn *conn = NULL;
 	size_t nc = 0, cc = 0;
 	int rc = fp && fl ? 0 : -1;
@@ -462,29 +440,15 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_flights **out)
 	if (!rc)
 		ddl_fconn_pair(r, conn, nc);
 	for (size_t i = 0; i < np && !rc; i++) {
-		size_t cap = 0;
 		for (size_t k = 0; k < nc && !rc; k++)
 			if (conn[k].proc == i)
-				rc = ddl_fconn_windows(conn, &conn[k], &fl[i], &cap);
+				rc = ddl_fconn_windows(conn, &conn[k], &fl[i]);
 		/* sends and receives on no named connection: their own time, local */
 		for (size_t j = 0; j < fp[i].n && !rc; j++)
 			if (!fp[i].v[j].peer)
-				rc = ddl_fl_push(&fl[i], &cap, fp[i].v[j].a, fp[i].v[j].b, 0);
-		struct ddl_flights *f = &fl[i];
-		if (rc || !f->n)
-			continue;
-		qsort(f->v, f->n, sizeof *f->v, ddl_fl_cmp);
-		size_t m = 0;
-		for (size_t j = 1; j < f->n; j++) {
-			if (f->v[j].a <= f->v[m].b + DDL_FLIGHT_GAP_NS) {
-				if (f->v[j].b > f->v[m].b)
-					f->v[m].b = f->v[j].b;
-				f->v[m].remote |= f->v[j].remote;
-			} else {
-				f->v[++m] = f->v[j];
-			}
-		}
-		f->n = m + 1;
+				rc = ddl_ivset_push(&fl[i], fp[i].v[j].a, fp[i].v[j].b, 0);
+		if (!rc)
+			ddl_ivset_merge(&fl[i], DDL_FLIGHT_GAP_NS);
 	}
 	for (size_t i = 0; fp && i < np; i++)
 		free(fp[i].v);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ivset.h"
 #include "trace_set.h"
 
 struct ddl_netsum {
@@ -362,18 +363,11 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 int ddl_class_blocks(int cls);
 void ddl_report_breakdown(struct ddl_report *r);
 /* When each process's socket traffic is in flight, seen from both ends of
- * its connections (flight.c): *OUT gets r->nprocs window lists, each
- * sorted and merged; 0, or -1 without memory (*OUT NULL). */
-struct ddl_flight {
-	int64_t a, b;
-	int remote; /* traffic with another host */
-};
-struct ddl_flights {
-	struct ddl_flight *v;
-	size_t n;
-};
-int ddl_report_flights(const struct ddl_report *r, struct ddl_flights **out);
-void ddl_flights_free(struct ddl_flights *f, size_t n);
+ * its connections (flight.c): *OUT gets r->nprocs interval sets, each
+ * merged, tagged 1 where the traffic is with another host; 0, or -1
+ * without memory (*OUT NULL). */
+int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out);
+void ddl_flights_free(struct ddl_ivset *f, size_t n);
 /* Differential mode (compare.c): SPECS are LABEL=DIR[@SAMPLES], LABEL one of
  * single, node, multi, real, synthetic; returns the exit status. */
 #define DDL_CMP_RUNS 5

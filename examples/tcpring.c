@@ -10,7 +10,7 @@
  * `ddlprof -- tcpring` profiles a whole job.
  *
  * Options: -n ITER (20), -m MB of gradients (8), -c MS of compute (20),
- * -p PORT base (29400 + pid % 1000 * 8), -k to name each step "step" with
+ * -p PORT base (20000 + pid % 1500 * 8: below the ephemeral ports), -k to name each step "step" with
  * ddlprof's marker API (a no-op without ddlprof); -h or --help for usage.
  */
 #include <arpa/inet.h>
@@ -115,7 +115,11 @@ static int connect_to(int port)
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	for (int tries = 0; tries < 500; tries++) {
 		int s = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(s, (struct sockaddr *)&a, sizeof a) == 0) {
+		struct sockaddr_in me;
+		socklen_t len = sizeof me;
+		/* connected to itself (its own ephemeral port was the target): again */
+		if (connect(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+		    (getsockname(s, (struct sockaddr *)&me, &len) || me.sin_port != a.sin_port)) {
 			int one = 1;
 			setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 			return s;
@@ -137,7 +141,7 @@ static int tcpring_usage(FILE *f, int status)
 	      "  -n ITER   iterations (20)\n"
 	      "  -m MB     gradient buffer, MiB (8)\n"
 	      "  -c MS     compute per iteration, ms (20)\n"
-	      "  -p PORT   base port (29400 + pid % 1000 * 8)\n"
+	      "  -p PORT   base port (20000 + pid % 1500 * 8: below the ephemeral ports)\n"
 	      "  -k        name each step \"step\" with ddlprof's marker API\n"
 	      "  -h, --help  this text\n",
 	      f);
@@ -148,7 +152,7 @@ int main(int argc, char **argv)
 {
 	int iters = 20, mb = 8, c, markers = 0;
 	double ms = 20;
-	int port = 29400 + (int)(getpid() % 1000) * 8;
+	int port = 20000 + (int)(getpid() % 1500) * 8;
 	static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {0}};
 	while ((c = getopt_long(argc, argv, "n:m:c:p:kh", longs, NULL)) != -1) {
 		switch (c) {

@@ -180,22 +180,14 @@ static int ddl_cmp_dbl(const void *a, const void *b)
 
 static json_int_t ddl_jint(json_t *o, const char *path)
 {
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", path);
-	json_t *cur = o;
-	for (char *save, *k = strtok_r(buf, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
-		cur = json_object_get(cur, k);
-	return json_is_integer(cur) ? json_integer_value(cur) : -1;
+	json_t *v = tjget(o, path);
+	return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
 static double ddl_jnum(json_t *o, const char *path)
 {
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", path);
-	json_t *cur = o;
-	for (char *save, *k = strtok_r(buf, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
-		cur = json_object_get(cur, k);
-	return json_is_number(cur) ? json_number_value(cur) : -1;
+	json_t *v = tjget(o, path);
+	return json_is_number(v) ? json_number_value(v) : -1;
 }
 
 /* Every rank's collectives, bytes and intra/inter split equal the plan's, exactly. */

@@ -158,12 +158,8 @@ static json_t *ddl_rank(json_t *rep, int rank)
 
 static double ddl_num(json_t *o, const char *path)
 {
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", path);
-	json_t *cur = o;
-	for (char *save, *k = strtok_r(buf, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
-		cur = json_object_get(cur, k);
-	return cur ? json_number_value(cur) : NAN;
+	json_t *v = tjget(o, path);
+	return v ? json_number_value(v) : NAN;
 }
 
 /* The checks every run of train.py gets: one run of NRANKS ranks on NHOSTS

@@ -217,6 +217,8 @@ void trun_free(struct ddl_run_result *r);
 json_t *treport(const char *dir, int *status);
 /* Finds the process with this pid in a report. */
 json_t *tproc(json_t *report, long pid);
+/* The member of O at a dotted PATH ("job.breakdown_pct.compute"), or NULL. */
+json_t *tjget(json_t *o, const char *path);
 /* Runs a tests/progs program with and without ddlprof, compares stdout and
  * status, and compares the DDLT_EXPECT byte counts with the report. */
 int tprog_exact(const char *prog, char *const args[], int expect_status);

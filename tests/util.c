@@ -143,6 +143,15 @@ void trun_free(struct ddl_run_result *r)
 	memset(r, 0, sizeof *r);
 }
 
+json_t *tjget(json_t *o, const char *path)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *save, *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
+		o = json_object_get(o, k);
+	return o;
+}
+
 json_t *treport(const char *dir, int *status)
 {
 	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "--json", (char *)dir, NULL};
