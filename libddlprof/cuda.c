@@ -165,29 +165,12 @@ static inline __attribute__((always_inline)) cudaError_t ddl_launch(ddl_launch_f
 	} else {
 		t->busy = 1;
 		uint64_t h = t->head;
-		if (ddl_likely(h - t->cached_tail < t->half) || ddl_ring_room(t, h)) {
-			uint64_t d = t1 - t0;
-			unsigned flags = 0;
-			if (ddl_unlikely(d >> 32)) {
-				d = (d >> DDL_DUR_LONG_SHIFT) > UINT32_MAX ? UINT32_MAX : d >> DDL_DUR_LONG_SHIFT;
-				flags = DDL_EVF_LONG;
-			}
+		/* one slot, packed; the file will have two records (packed.c) */
+		if (ddl_ring_claim(t, h, 1, 2)) {
 			unsigned pk = kind == DDL_EV_CUDA_LAUNCH ? DDL_RING_LAUNCH : DDL_RING_LAUNCH_COOP;
-			struct ddl_event *e = &t->ev[h & t->mask];
-			e->start = t0;
-			e->dur = (uint32_t)d;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			uint32_t kft = pk | flags << 8 | t->tidbits;
-#else
-			uint32_t kft = pk << 24 | flags << 16 | t->tidbits;
-#endif
-			__builtin_memcpy(&e->kind, &kft, 4);
-			e->result = (int64_t)(res | (uint64_t)r << 48);
-			e->fd = (int32_t)fdv;
-			e->peer = sid;
-			atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 1, memory_order_release);
-		} else {
-			t->dropped++; /* the file would have had two records: ddl_ring_room counted one */
+			ddl_event_fill(&t->ev[h & t->mask], pk, 0, t->tidbits, t0, t1,
+			               (int64_t)(res | (uint64_t)r << 48), (int32_t)fdv, sid);
+			ddl_ring_publish(t, h + 1);
 		}
 		t->busy = 0;
 	}
@@ -196,16 +179,35 @@ static inline __attribute__((always_inline)) cudaError_t ddl_launch(ddl_launch_f
 	return r;
 }
 
-#define DDL_LAUNCH_WRAPPER(NAME, KIND, PTSZ) \
-	DDL_EXPORT cudaError_t NAME(const void *func, dim3 g, dim3 b, void **args, size_t shm, \
-	                            cudaStream_t s) \
-	{ \
-		static ddl_launch_fn real; \
-		cudaStream_t ours = PTSZ && !s ? cudaStreamPerThread : s; \
-		return ddl_launch(DDL_NEXT(real, #NAME), KIND, func, g, b, args, shm, ours); \
-	}
+DDL_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t shm,
+                                        cudaStream_t s)
+{
+	return ddl_launch(DDL_GPU_REAL(cudaLaunchKernel), DDL_EV_CUDA_LAUNCH, func, g, b, args, shm, s);
+}
 
-DDL_LAUNCH_WRAPPER(cudaLaunchKernel, DDL_EV_CUDA_LAUNCH, 0)
+DDL_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 g, dim3 b, void **args, size_t shm,
+                                             cudaStream_t s)
+{
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
+	return ddl_launch(DDL_GPU_REAL(cudaLaunchKernel_ptsz), DDL_EV_CUDA_LAUNCH, func, g, b, args, shm, s);
+}
+
+DDL_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim3 b, void **args,
+                                                   size_t shm, cudaStream_t s)
+{
+	return ddl_launch(DDL_GPU_REAL(cudaLaunchCooperativeKernel), DDL_EV_CUDA_LAUNCH_COOP, func, g, b,
+	                  args, shm, s);
+}
+
+DDL_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 g, dim3 b, void **args,
+                                                        size_t shm, cudaStream_t s)
+{
+	if (!s)
+		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
+	return ddl_launch(DDL_GPU_REAL(cudaLaunchCooperativeKernel_ptsz), DDL_EV_CUDA_LAUNCH_COOP, func, g,
+	                  b, args, shm, s);
+}
 
 /*
  * Since CUDA 13, nvcc's <<<...>>> launches go through __cudaGetKernel (once
@@ -220,8 +222,8 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **args,
 
 DDL_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *func)
 {
-	static cudaError_t (*real)(cudaKernel_t *, const void *);
-	if (!DDL_NEXT(real, "__cudaGetKernel"))
+	__typeof__(ddl_gpu_real.__cudaGetKernel) real = DDL_GPU_REAL(__cudaGetKernel);
+	if (!real)
 		return cudaErrorNotSupported;
 	cudaError_t r = real(k, func);
 	if (r == cudaSuccess && k && *k && ddl_g.initialised && atomic_load(&ddl_g.enabled)) {
@@ -235,9 +237,9 @@ DDL_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *k, const void *func)
 DDL_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **args, size_t shm,
                                           cudaStream_t s)
 {
-	static ddl_launch_fn real; /* same ABI: the handle is a pointer */
-	return ddl_launch(DDL_NEXT(real, "__cudaLaunchKernel"), DDL_EV_CUDA_LAUNCH, (const void *)k, g, b,
-	                  args, shm, s);
+	/* same ABI: the handle is a pointer */
+	return ddl_launch((ddl_launch_fn)DDL_GPU_REAL(__cudaLaunchKernel), DDL_EV_CUDA_LAUNCH, (const void *)k,
+	                  g, b, args, shm, s);
 }
 
 DDL_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **args, size_t shm,
@@ -245,13 +247,9 @@ DDL_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, v
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static ddl_launch_fn real;
-	return ddl_launch(DDL_NEXT(real, "__cudaLaunchKernel_ptsz"), DDL_EV_CUDA_LAUNCH, (const void *)k, g,
-	                  b, args, shm, s);
+	return ddl_launch((ddl_launch_fn)DDL_GPU_REAL(__cudaLaunchKernel_ptsz), DDL_EV_CUDA_LAUNCH,
+	                  (const void *)k, g, b, args, shm, s);
 }
-DDL_LAUNCH_WRAPPER(cudaLaunchKernel_ptsz, DDL_EV_CUDA_LAUNCH, 1)
-DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel, DDL_EV_CUDA_LAUNCH_COOP, 0)
-DDL_LAUNCH_WRAPPER(cudaLaunchCooperativeKernel_ptsz, DDL_EV_CUDA_LAUNCH_COOP, 1)
 
 typedef cudaError_t (*ddl_launch_ex_fn)(const cudaLaunchConfig_t *, const void *, void **);
 
@@ -277,15 +275,13 @@ static inline cudaError_t ddl_launch_ex(ddl_launch_ex_fn real, const cudaLaunchC
 
 DDL_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *func, void **args)
 {
-	static ddl_launch_ex_fn real;
-	return ddl_launch_ex(DDL_NEXT(real, "cudaLaunchKernelExC"), cfg, func, args);
+	return ddl_launch_ex(DDL_GPU_REAL(cudaLaunchKernelExC), cfg, func, args);
 }
 
 DDL_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *func,
                                                 void **args)
 {
-	static ddl_launch_ex_fn real;
-	return ddl_launch_ex(DDL_NEXT(real, "cudaLaunchKernelExC_ptsz"), cfg, func, args);
+	return ddl_launch_ex(DDL_GPU_REAL(cudaLaunchKernelExC_ptsz), cfg, func, args);
 }
 
 typedef CUresult (*ddl_cu_launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -316,8 +312,7 @@ DDL_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsig
                                    unsigned by, unsigned bz, unsigned shm, CUstream s, void **params,
                                    void **extra)
 {
-	static ddl_cu_launch_fn real;
-	return ddl_cu_launch(DDL_NEXT(real, "cuLaunchKernel"), f, gx, gy, gz, bx, by, bz, shm, s,
+	return ddl_cu_launch(DDL_GPU_REAL(cuLaunchKernel), f, gx, gy, gz, bx, by, bz, shm, s,
 	                     params, extra);
 }
 
@@ -325,8 +320,7 @@ DDL_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, 
                                         unsigned bx, unsigned by, unsigned bz, unsigned shm,
                                         CUstream s, void **params, void **extra)
 {
-	static ddl_cu_launch_fn real;
-	return ddl_cu_launch(DDL_NEXT(real, "cuLaunchKernel_ptsz"), f, gx, gy, gz, bx, by, bz, shm, s,
+	return ddl_cu_launch(DDL_GPU_REAL(cuLaunchKernel_ptsz), f, gx, gy, gz, bx, by, bz, shm, s,
 	                     params, extra);
 }
 
@@ -355,15 +349,13 @@ static inline CUresult ddl_cu_launch_ex(ddl_cu_launch_ex_fn real, const CUlaunch
 DDL_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params,
                                      void **extra)
 {
-	static ddl_cu_launch_ex_fn real;
-	return ddl_cu_launch_ex(DDL_NEXT(real, "cuLaunchKernelEx"), cfg, f, params, extra);
+	return ddl_cu_launch_ex(DDL_GPU_REAL(cuLaunchKernelEx), cfg, f, params, extra);
 }
 
 DDL_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f, void **params,
                                           void **extra)
 {
-	static ddl_cu_launch_ex_fn real;
-	return ddl_cu_launch_ex(DDL_NEXT(real, "cuLaunchKernelEx_ptsz"), cfg, f, params, extra);
+	return ddl_cu_launch_ex(DDL_GPU_REAL(cuLaunchKernelEx_ptsz), cfg, f, params, extra);
 }
 
 typedef cudaError_t (*ddl_graph_fn)(cudaGraphExec_t, cudaStream_t);
@@ -387,16 +379,14 @@ static inline cudaError_t ddl_graph(ddl_graph_fn real, cudaGraphExec_t g, cudaSt
 
 DDL_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s)
 {
-	static ddl_graph_fn real;
-	return ddl_graph(DDL_NEXT(real, "cudaGraphLaunch"), g, s);
+	return ddl_graph(DDL_GPU_REAL(cudaGraphLaunch), g, s);
 }
 
 DDL_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t g, cudaStream_t s)
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static ddl_graph_fn real;
-	return ddl_graph(DDL_NEXT(real, "cudaGraphLaunch_ptsz"), g, s);
+	return ddl_graph(DDL_GPU_REAL(cudaGraphLaunch_ptsz), g, s);
 }
 
 /* Kernel names, as nvcc-generated code registers them at start-up. */
@@ -404,9 +394,8 @@ DDL_EXPORT void __cudaRegisterFunction(void **handle, const char *hostFun, char 
                                        const char *deviceName, int thread_limit, uint3 *tid,
                                        uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
 {
-	static void (*real)(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
-	                    dim3 *, dim3 *, int *);
-	if (!DDL_NEXT(real, "__cudaRegisterFunction"))
+	__typeof__(ddl_gpu_real.__cudaRegisterFunction) real = DDL_GPU_REAL(__cudaRegisterFunction);
+	if (!real)
 		return;
 	int saved = errno;
 	ddl_kernel_register(hostFun, deviceFun ? deviceFun : deviceName);
@@ -442,8 +431,7 @@ static inline cudaError_t ddl_memcpy_async(ddl_memcpy_async_fn real, void *d, co
 DDL_EXPORT cudaError_t cudaMemcpyAsync(void *d, const void *src, size_t n, enum cudaMemcpyKind k,
                                        cudaStream_t s)
 {
-	static ddl_memcpy_async_fn real;
-	return ddl_memcpy_async(DDL_NEXT(real, "cudaMemcpyAsync"), d, src, n, k, s);
+	return ddl_memcpy_async(DDL_GPU_REAL(cudaMemcpyAsync), d, src, n, k, s);
 }
 
 DDL_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *d, const void *src, size_t n,
@@ -451,8 +439,7 @@ DDL_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *d, const void *src, size_t n,
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static ddl_memcpy_async_fn real;
-	return ddl_memcpy_async(DDL_NEXT(real, "cudaMemcpyAsync_ptsz"), d, src, n, k, s);
+	return ddl_memcpy_async(DDL_GPU_REAL(cudaMemcpyAsync_ptsz), d, src, n, k, s);
 }
 
 typedef cudaError_t (*ddl_memcpy_fn)(void *, const void *, size_t, enum cudaMemcpyKind);
@@ -480,20 +467,18 @@ static inline cudaError_t ddl_memcpy(ddl_memcpy_fn real, cudaStream_t s, void *d
 
 DDL_EXPORT cudaError_t cudaMemcpy(void *d, const void *src, size_t n, enum cudaMemcpyKind k)
 {
-	static ddl_memcpy_fn real;
-	return ddl_memcpy(DDL_NEXT(real, "cudaMemcpy"), NULL, d, src, n, k);
+	return ddl_memcpy(DDL_GPU_REAL(cudaMemcpy), NULL, d, src, n, k);
 }
 
 DDL_EXPORT cudaError_t cudaMemcpy_ptds(void *d, const void *src, size_t n, enum cudaMemcpyKind k)
 {
-	static ddl_memcpy_fn real;
-	return ddl_memcpy(DDL_NEXT(real, "cudaMemcpy_ptds"), cudaStreamPerThread, d, src, n, k);
+	return ddl_memcpy(DDL_GPU_REAL(cudaMemcpy_ptds), cudaStreamPerThread, d, src, n, k);
 }
 
 DDL_EXPORT cudaError_t cudaMemcpyPeer(void *d, int dd, const void *src, int sd, size_t n)
 {
-	static cudaError_t (*real)(void *, int, const void *, int, size_t);
-	if (!DDL_NEXT(real, "cudaMemcpyPeer"))
+	__typeof__(ddl_gpu_real.cudaMemcpyPeer) real = DDL_GPU_REAL(cudaMemcpyPeer);
+	if (!real)
 		return cudaErrorNotSupported;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
@@ -515,8 +500,8 @@ DDL_EXPORT cudaError_t cudaMemcpyPeer(void *d, int dd, const void *src, int sd, 
 DDL_EXPORT cudaError_t cudaMemcpyPeerAsync(void *d, int dd, const void *src, int sd, size_t n,
                                            cudaStream_t s)
 {
-	static cudaError_t (*real)(void *, int, const void *, int, size_t, cudaStream_t);
-	if (!DDL_NEXT(real, "cudaMemcpyPeerAsync"))
+	__typeof__(ddl_gpu_real.cudaMemcpyPeerAsync) real = DDL_GPU_REAL(cudaMemcpyPeerAsync);
+	if (!real)
 		return cudaErrorNotSupported;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t)
@@ -559,30 +544,25 @@ static inline cudaError_t ddl_memset(ddl_memset_fn real, ddl_memset_async_fn are
 
 DDL_EXPORT cudaError_t cudaMemset(void *p, int v, size_t n)
 {
-	static ddl_memset_fn real;
-	return ddl_memset(DDL_NEXT(real, "cudaMemset"), NULL, DDL_EV_CUDA_MEMSET, p, v, n, NULL);
+	return ddl_memset(DDL_GPU_REAL(cudaMemset), NULL, DDL_EV_CUDA_MEMSET, p, v, n, NULL);
 }
 
 DDL_EXPORT cudaError_t cudaMemset_ptds(void *p, int v, size_t n)
 {
-	static ddl_memset_fn real;
-	return ddl_memset(DDL_NEXT(real, "cudaMemset_ptds"), NULL, DDL_EV_CUDA_MEMSET, p, v, n,
+	return ddl_memset(DDL_GPU_REAL(cudaMemset_ptds), NULL, DDL_EV_CUDA_MEMSET, p, v, n,
 	                  cudaStreamPerThread);
 }
 
 DDL_EXPORT cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {
-	static ddl_memset_async_fn real;
-	return ddl_memset(NULL, DDL_NEXT(real, "cudaMemsetAsync"), DDL_EV_CUDA_MEMSET_ASYNC, p, v, n, s);
+	return ddl_memset(NULL, DDL_GPU_REAL(cudaMemsetAsync), DDL_EV_CUDA_MEMSET_ASYNC, p, v, n, s);
 }
 
 DDL_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *p, int v, size_t n, cudaStream_t s)
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static ddl_memset_async_fn real;
-	return ddl_memset(NULL, DDL_NEXT(real, "cudaMemsetAsync_ptsz"), DDL_EV_CUDA_MEMSET_ASYNC, p, v,
-	                  n, s);
+	return ddl_memset(NULL, DDL_GPU_REAL(cudaMemsetAsync_ptsz), DDL_EV_CUDA_MEMSET_ASYNC, p, v, n, s);
 }
 
 /* ---- waits and bookkeeping: host time only ---- */
@@ -596,56 +576,72 @@ static inline void ddl_sync_end(struct ddl_call *c, unsigned kind, uint64_t t0, 
 		ddl_gpu_first();
 }
 
-#define DDL_SIMPLE_BEGIN(REALCALL, STREAM) DDL_SIMPLE_BEGIN_CLOSE(REALCALL, STREAM, (void)0)
-#define DDL_SIMPLE_BEGIN_CLOSE(REALCALL, STREAM, CLOSE) \
-	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA); \
-	if (!t) \
-		return REALCALL; \
-	CLOSE; \
-	struct ddl_call c; \
-	ddl_call_begin(&c, t, STREAM, 0); \
-	uint64_t t0 = ddl_clock_now(); \
-	cudaError_t r = REALCALL; \
+typedef cudaError_t (*ddl_stream_sync_fn)(cudaStream_t);
+
+static inline cudaError_t ddl_stream_sync(ddl_stream_sync_fn real, cudaStream_t s)
+{
+	if (ddl_unlikely(!real))
+		return cudaErrorNotSupported;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(s);
+	ddl_other_work(t, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(s);
 	uint64_t t1 = ddl_clock_now();
+	ddl_sync_end(&c, DDL_EV_CUDA_STREAM_SYNC, t0, t1, r);
+	return r;
+}
 
 DDL_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-	static cudaError_t (*real)(cudaStream_t);
-	if (!DDL_NEXT(real, "cudaStreamSynchronize"))
-		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN_CLOSE(real(s), s, ddl_other_work(t, s))
-	ddl_sync_end(&c, DDL_EV_CUDA_STREAM_SYNC, t0, t1, r);
-	return r;
+	return ddl_stream_sync(DDL_GPU_REAL(cudaStreamSynchronize), s);
 }
 
 DDL_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static cudaError_t (*real)(cudaStream_t);
-	if (!DDL_NEXT(real, "cudaStreamSynchronize_ptsz"))
-		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN_CLOSE(real(s), s, ddl_other_work(t, s))
-	ddl_sync_end(&c, DDL_EV_CUDA_STREAM_SYNC, t0, t1, r);
-	return r;
+	return ddl_stream_sync(DDL_GPU_REAL(cudaStreamSynchronize_ptsz), s);
 }
 
 DDL_EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
-	static cudaError_t (*real)(void);
-	if (!DDL_NEXT(real, "cudaDeviceSynchronize"))
+	__typeof__(ddl_gpu_real.cudaDeviceSynchronize) real = DDL_GPU_REAL(cudaDeviceSynchronize);
+	if (!real)
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN_CLOSE(real(), NULL, if (ddl_seg_on) { t->busy = 1; ddl_seg_close_all(); t->busy = 0; })
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real();
+	if (ddl_seg_on) {
+		t->busy = 1;
+		ddl_seg_close_all();
+		t->busy = 0;
+	}
+	struct ddl_call c;
+	ddl_call_begin(&c, t, NULL, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real();
+	uint64_t t1 = ddl_clock_now();
 	ddl_sync_end(&c, DDL_EV_CUDA_DEVICE_SYNC, t0, t1, r);
 	return r;
 }
 
 DDL_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-	static cudaError_t (*real)(cudaEvent_t);
-	if (!DDL_NEXT(real, "cudaEventSynchronize"))
+	__typeof__(ddl_gpu_real.cudaEventSynchronize) real = DDL_GPU_REAL(cudaEventSynchronize);
+	if (!real)
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(e), NULL)
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(e);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, NULL, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(e);
+	uint64_t t1 = ddl_clock_now();
 	ddl_sync_end(&c, DDL_EV_CUDA_EVENT_SYNC, t0, t1, r);
 	return r;
 }
@@ -657,21 +653,27 @@ static inline cudaError_t ddl_wait_event(ddl_wait_event_fn real, cudaStream_t s,
 {
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN_CLOSE(real(s, e, flags), s, ddl_other_work(t, s))
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(s, e, flags);
+	ddl_other_work(t, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(s, e, flags);
+	uint64_t t1 = ddl_clock_now();
 	ddl_call_end(&c, DDL_EV_CUDA_STREAM_WAIT_EVENT, 0, t0, t1, r);
 	return r;
 }
 
 DDL_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
 {
-	static ddl_wait_event_fn real;
-	return ddl_wait_event(DDL_NEXT(real, "cudaStreamWaitEvent"), s, e, flags);
+	return ddl_wait_event(DDL_GPU_REAL(cudaStreamWaitEvent), s, e, flags);
 }
 
 DDL_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags)
 {
-	static ddl_wait_event_fn real;
-	return ddl_wait_event(DDL_NEXT(real, "cudaStreamWaitEvent_ptsz"), s, e, flags);
+	return ddl_wait_event(DDL_GPU_REAL(cudaStreamWaitEvent_ptsz), s, e, flags);
 }
 
 typedef cudaError_t (*ddl_event_record_fn)(cudaEvent_t, cudaStream_t);
@@ -682,23 +684,29 @@ static inline cudaError_t ddl_event_record(ddl_event_record_fn real, cudaEvent_t
 		return cudaErrorNotSupported;
 	/* An event on a stream is how programs hand work to another stream:
 	 * the run of kernels before it ends here (the stream may go idle). */
-	DDL_SIMPLE_BEGIN_CLOSE(real(e, s), s, ddl_other_work(t, s))
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(e, s);
+	ddl_other_work(t, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(e, s);
+	uint64_t t1 = ddl_clock_now();
 	ddl_call_end(&c, DDL_EV_CUDA_EVENT_RECORD, 0, t0, t1, r);
 	return r;
 }
 
 DDL_EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
-	static ddl_event_record_fn real;
-	return ddl_event_record(DDL_NEXT(real, "cudaEventRecord"), e, s);
+	return ddl_event_record(DDL_GPU_REAL(cudaEventRecord), e, s);
 }
 
 DDL_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static ddl_event_record_fn real;
-	return ddl_event_record(DDL_NEXT(real, "cudaEventRecord_ptsz"), e, s);
+	return ddl_event_record(DDL_GPU_REAL(cudaEventRecord_ptsz), e, s);
 }
 
 /*
@@ -708,16 +716,15 @@ DDL_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
  */
 DDL_EXPORT cudaError_t cudaGetLastError(void)
 {
-	static cudaError_t (*real)(void);
-	cudaError_t (*f)(void) = DDL_NEXT(real, "cudaGetLastError");
+	__typeof__(ddl_gpu_real.cudaGetLastError) f = DDL_GPU_REAL(cudaGetLastError);
 	ddl_gtls.seg_skip = 0;
 	return f ? f() : cudaErrorNotSupported;
 }
 
 DDL_EXPORT cudaError_t cudaSetDevice(int dev)
 {
-	static cudaError_t (*real)(int);
-	if (!DDL_NEXT(real, "cudaSetDevice"))
+	__typeof__(ddl_gpu_real.cudaSetDevice) real = DDL_GPU_REAL(cudaSetDevice);
+	if (!real)
 		return cudaErrorNotSupported;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (!t) {
@@ -741,21 +748,35 @@ DDL_EXPORT cudaError_t cudaSetDevice(int dev)
 
 DDL_EXPORT cudaError_t cudaMalloc(void **p, size_t n)
 {
-	static cudaError_t (*real)(void **, size_t);
-	if (!DDL_NEXT(real, "cudaMalloc"))
+	__typeof__(ddl_gpu_real.cudaMalloc) real = DDL_GPU_REAL(cudaMalloc);
+	if (!real)
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(p, n), NULL)
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(p, n);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, NULL, 0);
 	c.a.bytes = n;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(p, n);
+	uint64_t t1 = ddl_clock_now();
 	ddl_call_end(&c, DDL_EV_CUDA_MALLOC, 0, t0, t1, r);
 	return r;
 }
 
 DDL_EXPORT cudaError_t cudaFree(void *p)
 {
-	static cudaError_t (*real)(void *);
-	if (!DDL_NEXT(real, "cudaFree"))
+	__typeof__(ddl_gpu_real.cudaFree) real = DDL_GPU_REAL(cudaFree);
+	if (!real)
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(p), NULL)
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(p);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, NULL, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(p);
+	uint64_t t1 = ddl_clock_now();
 	ddl_call_end(&c, DDL_EV_CUDA_FREE, 0, t0, t1, r);
 	return r;
 }
@@ -768,8 +789,15 @@ static inline cudaError_t ddl_malloc_async(ddl_malloc_async_fn real, void **p, s
 {
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(p, n, s), s)
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(p, n, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, 0);
 	c.a.bytes = n;
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(p, n, s);
+	uint64_t t1 = ddl_clock_now();
 	ddl_call_end(&c, DDL_EV_CUDA_MALLOC_ASYNC, 0, t0, t1, r);
 	return r;
 }
@@ -778,37 +806,40 @@ static inline cudaError_t ddl_free_async(ddl_free_async_fn real, void *p, cudaSt
 {
 	if (ddl_unlikely(!real))
 		return cudaErrorNotSupported;
-	DDL_SIMPLE_BEGIN(real(p, s), s)
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
+	if (!t)
+		return real(p, s);
+	struct ddl_call c;
+	ddl_call_begin(&c, t, s, 0);
+	uint64_t t0 = ddl_clock_now();
+	cudaError_t r = real(p, s);
+	uint64_t t1 = ddl_clock_now();
 	ddl_call_end(&c, DDL_EV_CUDA_FREE_ASYNC, 0, t0, t1, r);
 	return r;
 }
 
 DDL_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
 {
-	static ddl_malloc_async_fn real;
-	return ddl_malloc_async(DDL_NEXT(real, "cudaMallocAsync"), p, n, s);
+	return ddl_malloc_async(DDL_GPU_REAL(cudaMallocAsync), p, n, s);
 }
 
 DDL_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s)
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static ddl_malloc_async_fn real;
-	return ddl_malloc_async(DDL_NEXT(real, "cudaMallocAsync_ptsz"), p, n, s);
+	return ddl_malloc_async(DDL_GPU_REAL(cudaMallocAsync_ptsz), p, n, s);
 }
 
 DDL_EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
 {
-	static ddl_free_async_fn real;
-	return ddl_free_async(DDL_NEXT(real, "cudaFreeAsync"), p, s);
+	return ddl_free_async(DDL_GPU_REAL(cudaFreeAsync), p, s);
 }
 
 DDL_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s)
 {
 	if (!s)
 		s = cudaStreamPerThread; /* 0 means the thread's own stream here */
-	static ddl_free_async_fn real;
-	return ddl_free_async(DDL_NEXT(real, "cudaFreeAsync_ptsz"), p, s);
+	return ddl_free_async(DDL_GPU_REAL(cudaFreeAsync_ptsz), p, s);
 }
 
 /*
@@ -817,8 +848,8 @@ DDL_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s)
  */
 DDL_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
-	static cudaError_t (*real)(cudaStream_t);
-	if (!DDL_NEXT(real, "cudaStreamDestroy"))
+	__typeof__(ddl_gpu_real.cudaStreamDestroy) real = DDL_GPU_REAL(cudaStreamDestroy);
+	if (!real)
 		return cudaErrorNotSupported;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_CUDA);
 	if (t && s)
@@ -864,26 +895,22 @@ static inline cudaError_t ddl_end_capture(ddl_end_capture_fn real, cudaStream_t 
 
 DDL_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m)
 {
-	static ddl_begin_capture_fn real;
-	return ddl_begin_capture(DDL_NEXT(real, "cudaStreamBeginCapture"), s, m);
+	return ddl_begin_capture(DDL_GPU_REAL(cudaStreamBeginCapture), s, m);
 }
 
 DDL_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode m)
 {
-	static ddl_begin_capture_fn real;
-	return ddl_begin_capture(DDL_NEXT(real, "cudaStreamBeginCapture_ptsz"), s, m);
+	return ddl_begin_capture(DDL_GPU_REAL(cudaStreamBeginCapture_ptsz), s, m);
 }
 
 DDL_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 {
-	static ddl_end_capture_fn real;
-	return ddl_end_capture(DDL_NEXT(real, "cudaStreamEndCapture"), s, g);
+	return ddl_end_capture(DDL_GPU_REAL(cudaStreamEndCapture), s, g);
 }
 
 DDL_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g)
 {
-	static ddl_end_capture_fn real;
-	return ddl_end_capture(DDL_NEXT(real, "cudaStreamEndCapture_ptsz"), s, g);
+	return ddl_end_capture(DDL_GPU_REAL(cudaStreamEndCapture_ptsz), s, g);
 }
 
 #endif

@@ -36,11 +36,14 @@
 #define ddl_unlikely(x) __builtin_expect(!!(x), 0)
 
 /*
- * Every function we interpose, with its type. X(name, ret, params).
- * The real versions live in one table, resolved once with dlsym(RTLD_NEXT);
- * tests may point an entry at a fake through ddl_real_set().
+ * Every libc function we interpose, with its type, one X-list per family:
+ * X(name, ret, params). The real versions live in one table, resolved once
+ * with dlsym(RTLD_NEXT); tests may point an entry at a fake through
+ * ddl_real_set(). The GPU families (CUDA runtime, driver, NCCL) have their
+ * lists in gpu.h, resolved per entry on first use.
  */
-#define DDL_HOOKS(X) \
+/* Sockets, descriptors and the waits on them (socket.c) */
+#define DDL_SOCKET_HOOKS(X) \
 	X(send, ssize_t, (int, const void *, size_t, int)) \
 	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
 	X(sendmsg, ssize_t, (int, const struct msghdr *, int)) \
@@ -73,6 +76,15 @@
 	X(close, int, (int)) \
 	X(dup2, int, (int, int)) \
 	X(dup3, int, (int, int, int)) \
+	X(close_range, int, (unsigned int, unsigned int, int)) \
+	X(closefrom, void, (int)) \
+	X(dup, int, (int)) \
+	X(fcntl, int, (int, int, ...)) \
+	X(fcntl64, int, (int, int, ...)) \
+	X(fclose, int, (FILE *))
+
+/* Processes: exec, exit, signals, namespaces (process.c, signal.c) */
+#define DDL_PROCESS_HOOKS(X) \
 	X(execve, int, (const char *, char *const[], char *const[])) \
 	X(execv, int, (const char *, char *const[])) \
 	X(execvp, int, (const char *, char *const[])) \
@@ -83,18 +95,18 @@
 	X(_Exit, void, (int)) \
 	X(sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
 	X(signal, sighandler_t, (int, sighandler_t)) \
-	X(close_range, int, (unsigned int, unsigned int, int)) \
-	X(closefrom, void, (int)) \
-	X(dup, int, (int)) \
-	X(fcntl, int, (int, int, ...)) \
-	X(fcntl64, int, (int, int, ...)) \
-	X(fclose, int, (FILE *)) \
 	X(unshare, int, (int)) \
 	X(setns, int, (int, int)) \
-	X(daemon, int, (int, int)) \
+	X(daemon, int, (int, int))
+
+/* Waits of threads on each other (sync.c) */
+#define DDL_THREAD_HOOKS(X) \
 	X(pthread_cond_wait, int, (pthread_cond_t *, pthread_mutex_t *)) \
 	X(pthread_cond_timedwait, int, (pthread_cond_t *, pthread_mutex_t *, const struct timespec *)) \
-	X(pthread_cond_clockwait, int, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *)) \
+	X(pthread_cond_clockwait, int, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))
+
+/* Files read for input data (file.c) */
+#define DDL_FILE_HOOKS(X) \
 	X(open, int, (const char *, int, ...)) \
 	X(open64, int, (const char *, int, ...)) \
 	X(openat, int, (int, const char *, int, ...)) \
@@ -106,6 +118,8 @@
 	X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t)) \
 	X(__pread64_chk, ssize_t, (int, void *, size_t, off_t, size_t))
 
+#define DDL_HOOKS(X) DDL_SOCKET_HOOKS(X) DDL_PROCESS_HOOKS(X) DDL_THREAD_HOOKS(X) DDL_FILE_HOOKS(X)
+
 struct ddl_real {
 #define DDL_X_FIELD(n, r, p) r(*n) p;
 	DDL_HOOKS(DDL_X_FIELD)
@@ -113,6 +127,11 @@ struct ddl_real {
 };
 extern struct ddl_real ddl_real DDL_HIDDEN;
 void ddl_real_resolve(void) DDL_HIDDEN;
+/* An entry of a table of real functions: its name, its family, its slot. */
+struct ddl_hook_entry {
+	const char *name, *family;
+	void **slot;
+};
 /*
  * The real NAME where RTLD_NEXT cannot see it: a library loaded RTLD_LOCAL
  * (by a Python extension, say) is not in the global scope, though its users
@@ -283,20 +302,40 @@ static inline struct ddl_thread *ddl_thread_enter(unsigned family)
 }
 
 /*
- * Append one event; drops it (counted) when the ring is full. One compare on
- * the fast path: the slow path (ddl_ring_room) runs once the ring looks half
- * full, rereads the writer's position, wakes it, and says if there is room.
+ * The one event encoder, in three steps that every put path takes
+ * (ddl_ring_put, ddl_ring_put_args, ddl_ring_put_stacked in unwind.c,
+ * ddl_device_put in gpu.c, the packed launch in cuda.c): claim the slots,
+ * fill the event, publish. Only the owner thread writes its ring (the
+ * internal ring: under its lock). The fast path is two loads and a compare:
+ * the slow path (ddl_ring_room) runs once the ring looks half full, to
+ * reread the writer's tail and wake it.
+ *
+ * ddl_ring_claim: room for SLOTS slots at head H: 1, or 0 when the ring is
+ * full, and then the RECORDS events that the trace file would have had
+ * are counted as dropped (a packed launch is one slot and two records).
  */
-static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned flags,
-                                uint64_t t0, uint64_t t1, int64_t result, int fd,
-                                uint32_t peer)
+static inline int ddl_ring_claim(struct ddl_thread *t, uint64_t h, unsigned slots, unsigned records)
 {
-	t->busy = 1;
-	uint64_t h = t->head;
-	if (ddl_unlikely(h - t->cached_tail >= t->half) && !ddl_ring_room(t, h)) {
-		t->busy = 0;
-		return;
-	}
+	if (ddl_likely(h + slots - 1 - t->cached_tail < t->half) || ddl_ring_room(t, h + slots - 1))
+		return 1;
+	t->dropped += records - 1; /* ddl_ring_room counted one */
+	return 0;
+}
+
+/* Where the kind/flags/tid word has thread index IDX. */
+static inline uint32_t ddl_tidbits(uint16_t idx)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (uint32_t)idx << 16;
+#else
+	return idx;
+#endif
+}
+
+/* Fills event E; TIDBITS names its thread (ddl_tidbits). */
+static inline void ddl_event_fill(struct ddl_event *e, unsigned kind, unsigned flags, uint32_t tidbits,
+                                  uint64_t t0, uint64_t t1, int64_t result, int32_t fd, uint32_t peer)
+{
 	uint64_t d = t1 - t0;
 	if (ddl_unlikely(d >> 32)) {
 		d >>= DDL_DUR_LONG_SHIFT;
@@ -304,20 +343,37 @@ static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned fl
 		if (d >> 32)
 			d = UINT32_MAX;
 	}
-	struct ddl_event *e = &t->ev[h & t->mask];
 	e->start = t0;
 	e->dur = (uint32_t)d;
 	/* kind, flags and tid in one store */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint32_t kft = kind | flags << 8 | t->tidbits;
+	uint32_t kft = kind | flags << 8 | tidbits;
 #else
-	uint32_t kft = kind << 24 | flags << 16 | t->tidbits;
+	uint32_t kft = kind << 24 | flags << 16 | tidbits;
 #endif
 	__builtin_memcpy(&e->kind, &kft, 4);
 	e->result = result;
 	e->fd = fd;
 	e->peer = peer;
-	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 1, memory_order_release);
+}
+
+/* The writer may read the slots before HEAD. */
+static inline void ddl_ring_publish(struct ddl_thread *t, uint64_t head)
+{
+	atomic_store_explicit((_Atomic uint64_t *)&t->head, head, memory_order_release);
+}
+
+/* Appends an event. */
+static inline void ddl_ring_put(struct ddl_thread *t, unsigned kind, unsigned flags,
+                                uint64_t t0, uint64_t t1, int64_t result, int fd,
+                                uint32_t peer)
+{
+	t->busy = 1;
+	uint64_t h = t->head;
+	if (ddl_ring_claim(t, h, 1, 1)) {
+		ddl_event_fill(&t->ev[h & t->mask], kind, flags, t->tidbits, t0, t1, result, fd, peer);
+		ddl_ring_publish(t, h + 1);
+	}
 	t->busy = 0;
 }
 
@@ -331,34 +387,12 @@ static inline void ddl_ring_put_args(struct ddl_thread *t, unsigned kind, unsign
 {
 	t->busy = 1;
 	uint64_t h = t->head;
-	if (ddl_unlikely(h + 1 - t->cached_tail >= t->half) &&
-	    !ddl_ring_room(t, h + 1)) {
-		t->dropped++; /* the pair counts two */
-		t->busy = 0;
-		return;
+	if (ddl_ring_claim(t, h, 2, 2)) {
+		ddl_event_fill(&t->ev[h & t->mask], kind, flags | DDL_EVF_ARGS, t->tidbits, t0, t1, result, fd,
+		               peer);
+		__builtin_memcpy(&t->ev[(h + 1) & t->mask], a, sizeof *a);
+		ddl_ring_publish(t, h + 2);
 	}
-	uint64_t d = t1 - t0;
-	flags |= DDL_EVF_ARGS;
-	if (ddl_unlikely(d >> 32)) {
-		d >>= DDL_DUR_LONG_SHIFT;
-		flags |= DDL_EVF_LONG;
-		if (d >> 32)
-			d = UINT32_MAX;
-	}
-	struct ddl_event *e = &t->ev[h & t->mask];
-	e->start = t0;
-	e->dur = (uint32_t)d;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint32_t kft = kind | flags << 8 | t->tidbits;
-#else
-	uint32_t kft = kind << 24 | flags << 16 | t->tidbits;
-#endif
-	__builtin_memcpy(&e->kind, &kft, 4);
-	e->result = result;
-	e->fd = fd;
-	e->peer = peer;
-	__builtin_memcpy(&t->ev[(h + 1) & t->mask], a, sizeof *a);
-	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + 2, memory_order_release);
 	t->busy = 0;
 }
 

@@ -22,7 +22,20 @@
 
 #include "gpu.h"
 
-struct ddl_cuda_own ddl_cu;
+struct ddl_gpu_real ddl_gpu_real;
+
+#define DDL_X_CUDART(n, r, p) {#n, "cuda-runtime", (void **)&ddl_gpu_real.n},
+#define DDL_X_CUDRV(n, r, p) {#n, "cuda-driver", (void **)&ddl_gpu_real.n},
+#define DDL_X_NCCL(n, r, p) {#n, "nccl", (void **)&ddl_gpu_real.n},
+const struct ddl_hook_entry ddl_gpu_hooks[] = {
+	DDL_CUDART_HOOKS(DDL_X_CUDART)
+	DDL_CUDA_DRIVER_HOOKS(DDL_X_CUDRV)
+	DDL_NCCL_HOOKS(DDL_X_NCCL)
+};
+#undef DDL_X_CUDART
+#undef DDL_X_CUDRV
+#undef DDL_X_NCCL
+const size_t ddl_gpu_nhooks = sizeof ddl_gpu_hooks / sizeof ddl_gpu_hooks[0];
 __thread struct ddl_gpu_tls ddl_gtls __attribute__((tls_model("initial-exec")));
 _Atomic int ddl_gpu_started;
 
@@ -66,11 +79,12 @@ int ddl_cuda_own_resolve(void)
 {
 	static const struct {
 		const char *name;
-		size_t off;
+		void **slot;
+		int optional;
 	} names[] = {
-#define DDL_X_NAME(n, r, p) {#n, offsetof(struct ddl_cuda_own, n)},
-		DDL_CUDA_OWN(DDL_X_NAME)
-#undef DDL_X_NAME
+#define DDL_X_OWN(n, o) {#n, (void **)&ddl_gpu_real.n, o},
+		DDL_CUDA_OWN(DDL_X_OWN)
+#undef DDL_X_OWN
 	};
 	/* Once a runtime is complete, for good; until then every call looks again
 	 * (the runtime may be loaded later). Optional calls do not count. */
@@ -79,7 +93,7 @@ int ddl_cuda_own_resolve(void)
 		return 0;
 	/* Threads may get here together: the slots are read and filled under
 	 * ddl_next_lock, the lookups made outside it (dlsym takes the loader's
-	 * lock); ddl_cu is read without a lock only once done. */
+	 * lock); ddl_gpu_real is read without a lock only once done. */
 	enum { n = sizeof names / sizeof names[0] };
 	void *f[n];
 	/* no signal handler of this thread may come in while it holds the lock
@@ -89,7 +103,7 @@ int ddl_cuda_own_resolve(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_mutex_lock(&ddl_next_lock);
 	for (size_t i = 0; i < n; i++)
-		f[i] = *(void **)((char *)&ddl_cu + names[i].off);
+		f[i] = __atomic_load_n(names[i].slot, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ddl_next_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	for (size_t i = 0; i < n; i++)
@@ -105,14 +119,11 @@ int ddl_cuda_own_resolve(void)
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		void **slot = (void **)((char *)&ddl_cu + names[i].off);
-		int optional = names[i].off == offsetof(struct ddl_cuda_own, cudaStreamIsCapturing) ||
-		               names[i].off == offsetof(struct ddl_cuda_own, cudaThreadExchangeStreamCaptureMode) ||
-		               names[i].off == offsetof(struct ddl_cuda_own, cudaFuncGetName);
-		if (!*slot && f[i])
-			*slot = f[i];
+		void *cur = __atomic_load_n(names[i].slot, __ATOMIC_RELAXED);
+		if (!cur && f[i])
+			__atomic_store_n(names[i].slot, cur = f[i], __ATOMIC_RELEASE);
 		/* a runtime without stream capture cannot be capturing */
-		missing |= !*slot && !optional;
+		missing |= !cur && !names[i].optional;
 	}
 	if (!missing)
 		atomic_store_explicit(&done, 1, memory_order_release);
@@ -250,17 +261,17 @@ uint32_t ddl_kernel_name_slow(const void *func, int driver, int *final)
 		}
 		if (get_name && get_name(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
 			name = NULL;
-	} else if (ddl_cuda_own_resolve() == 0 && ddl_cu.cudaFuncGetName) {
+	} else if (ddl_cuda_own_resolve() == 0 && ddl_gpu_real.cudaFuncGetName) {
 		/* Kernels registered before we were loaded, and kernel handles
 		 * (cudaKernel_t, as PyTorch launches with CUDA 12 and later): the
 		 * runtime (12.3 and later) knows their names. Only with no error of
 		 * the program's pending (else asked again at the next launch), and
 		 * any error of ours cleared. */
-		if (ddl_cu.cudaPeekAtLastError() != cudaSuccess) {
+		if (ddl_gpu_real.cudaPeekAtLastError() != cudaSuccess) {
 			deferred = 1;
-		} else if (ddl_cu.cudaFuncGetName(&name, func) != cudaSuccess) {
+		} else if (ddl_gpu_real.cudaFuncGetName(&name, func) != cudaSuccess) {
 			name = NULL;
-			ddl_cu.cudaGetLastError();
+			ddl_gpu_real.cudaGetLastError();
 		}
 	}
 	Dl_info info;
@@ -292,34 +303,16 @@ void ddl_device_put(unsigned kind, unsigned flags, uint64_t t0, uint64_t t1, uin
 	if (!t)
 		return;
 	uint64_t h = t->head;
-	unsigned need = a ? 2 : 1;
-	if (h + need - 1 - t->cached_tail >= t->half && !ddl_ring_room(t, h + need - 1)) {
-		t->dropped += need - 1;
+	unsigned n = a ? 2 : 1;
+	if (!ddl_ring_claim(t, h, n, n))
 		return;
-	}
 	if (t1 < t0)
 		t1 = t0;
-	uint64_t d = t1 - t0;
-	if (a)
-		flags |= DDL_EVF_ARGS;
-	if (d >> 32) {
-		d >>= DDL_DUR_LONG_SHIFT;
-		flags |= DDL_EVF_LONG;
-		if (d >> 32)
-			d = UINT32_MAX;
-	}
-	struct ddl_event *e = &t->ev[h & t->mask];
-	e->start = t0;
-	e->dur = (uint32_t)d;
-	e->kind = (uint8_t)kind;
-	e->flags = (uint8_t)flags;
-	e->tid = tid;
-	e->result = corr;
-	e->fd = dev;
-	e->peer = stream_id;
+	ddl_event_fill(&t->ev[h & t->mask], kind, flags | (a ? DDL_EVF_ARGS : 0), ddl_tidbits(tid), t0, t1,
+	               corr, dev, stream_id);
 	if (a)
 		memcpy(&t->ev[(h + 1) & t->mask], a, sizeof *a);
-	atomic_store_explicit((_Atomic uint64_t *)&t->head, h + need, memory_order_release);
+	ddl_ring_publish(t, h + n);
 }
 
 /* ---- the event-pair back end ---- */
@@ -361,7 +354,7 @@ static void ddl_pool_put_locked(int dev, cudaEvent_t e)
 	if (ddl_pairs.pool[dev] && ddl_pairs.npool[dev] < DDL_POOL_MAX)
 		ddl_pairs.pool[dev][ddl_pairs.npool[dev]++] = e;
 	else
-		ddl_cu.cudaEventDestroy(e);
+		ddl_gpu_real.cudaEventDestroy(e);
 }
 
 static cudaEvent_t ddl_pool_get(int dev)
@@ -371,7 +364,7 @@ static cudaEvent_t ddl_pool_get(int dev)
 	if (ddl_pairs.npool[dev])
 		e = ddl_pairs.pool[dev][--ddl_pairs.npool[dev]];
 	pthread_mutex_unlock(&ddl_gpu_lock);
-	if (!e && ddl_cu.cudaEventCreateWithFlags(&e, cudaEventDefault) != cudaSuccess)
+	if (!e && ddl_gpu_real.cudaEventCreateWithFlags(&e, cudaEventDefault) != cudaSuccess)
 		e = NULL;
 	return e;
 }
@@ -406,8 +399,8 @@ static int ddl_stream_capturing(cudaStream_t s)
 	if (legacy && atomic_load_explicit(&ddl_pairs.captures, memory_order_relaxed))
 		return 1;
 	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-	if (ddl_cu.cudaStreamIsCapturing && ddl_cu.cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
-		ddl_cu.cudaGetLastError();
+	if (ddl_gpu_real.cudaStreamIsCapturing && ddl_gpu_real.cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+		ddl_gpu_real.cudaGetLastError();
 		return 1;
 	}
 	return cs != cudaStreamCaptureStatusNone;
@@ -417,15 +410,15 @@ cudaEvent_t ddl_pair_start_event(cudaStream_t s, int dev)
 {
 	if (dev < 0 || dev >= DDL_MAX_DEV || !ddl_gpu_started || ddl_cuda_own_resolve() < 0)
 		return NULL;
-	if (ddl_cu.cudaPeekAtLastError() != cudaSuccess || ddl_stream_capturing(s))
+	if (ddl_gpu_real.cudaPeekAtLastError() != cudaSuccess || ddl_stream_capturing(s))
 		return NULL;
 	cudaEvent_t e = ddl_pool_get(dev);
 	if (!e) {
-		ddl_cu.cudaGetLastError();
+		ddl_gpu_real.cudaGetLastError();
 		return NULL;
 	}
-	if (ddl_cu.cudaEventRecord(e, s) != cudaSuccess) {
-		ddl_cu.cudaGetLastError();
+	if (ddl_gpu_real.cudaEventRecord(e, s) != cudaSuccess) {
+		ddl_gpu_real.cudaGetLastError();
 		pthread_mutex_lock(&ddl_gpu_lock);
 		ddl_pool_put_locked(dev, e);
 		pthread_mutex_unlock(&ddl_gpu_lock);
@@ -441,17 +434,17 @@ void ddl_pair_end_event(cudaEvent_t a, cudaStream_t s, int dev, unsigned dev_kin
 		return;
 	cudaEvent_t b = NULL;
 	/* the stream may have begun a capture since the start event */
-	int ok = ddl_cu.cudaPeekAtLastError() == cudaSuccess && !ddl_stream_capturing(s);
+	int ok = ddl_gpu_real.cudaPeekAtLastError() == cudaSuccess && !ddl_stream_capturing(s);
 	if (ok) {
 		b = ddl_pool_get(dev);
-		if (b && ddl_cu.cudaEventRecord(b, s) != cudaSuccess) {
-			ddl_cu.cudaGetLastError();
+		if (b && ddl_gpu_real.cudaEventRecord(b, s) != cudaSuccess) {
+			ddl_gpu_real.cudaGetLastError();
 			pthread_mutex_lock(&ddl_gpu_lock);
 			ddl_pool_put_locked(dev, b);
 			pthread_mutex_unlock(&ddl_gpu_lock);
 			b = NULL;
 		} else if (!b) {
-			ddl_cu.cudaGetLastError();
+			ddl_gpu_real.cudaGetLastError();
 		}
 	}
 	pthread_mutex_lock(&ddl_gpu_lock);
@@ -504,7 +497,7 @@ int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t cor
 	/* not another thread's run either, and an error of the program's pending
 	 * (per thread): a capture is per stream, and ends by its own call */
 	if (!opened && !atomic_load(&ddl_seg_open[sid]) && ddl_cuda_own_resolve() == 0 &&
-	    ddl_cu.cudaPeekAtLastError() != cudaSuccess)
+	    ddl_gpu_real.cudaPeekAtLastError() != cudaSuccess)
 		ddl_gtls.seg_skip = DDL_SEG_RETRY;
 	return opened;
 }
@@ -542,21 +535,21 @@ static uint64_t ddl_ms_ticks(double ms)
 /* Watches a fresh event complete on an idle stream of DEV: an anchor. */
 static int ddl_anchor_make(int dev)
 {
-	if (ddl_cu.cudaSetDevice(dev) != cudaSuccess)
+	if (ddl_gpu_real.cudaSetDevice(dev) != cudaSuccess)
 		goto fail;
 	if (!ddl_anchor[dev].stream &&
-	    ddl_cu.cudaStreamCreateWithFlags(&ddl_anchor[dev].stream, cudaStreamNonBlocking) != cudaSuccess)
+	    ddl_gpu_real.cudaStreamCreateWithFlags(&ddl_anchor[dev].stream, cudaStreamNonBlocking) != cudaSuccess)
 		goto fail;
 	if (!ddl_anchor[dev].ev &&
-	    ddl_cu.cudaEventCreateWithFlags(&ddl_anchor[dev].ev, cudaEventDefault) != cudaSuccess)
+	    ddl_gpu_real.cudaEventCreateWithFlags(&ddl_anchor[dev].ev, cudaEventDefault) != cudaSuccess)
 		goto fail;
 	uint64_t before = ddl_clock_now();
-	if (ddl_cu.cudaEventRecord(ddl_anchor[dev].ev, ddl_anchor[dev].stream) != cudaSuccess)
+	if (ddl_gpu_real.cudaEventRecord(ddl_anchor[dev].ev, ddl_anchor[dev].stream) != cudaSuccess)
 		goto fail;
 	/* Poll: the anchor's time lies between the last "not ready" and the
 	 * first "done", which polling keeps a few microseconds apart. */
 	for (int i = 0; i < 200000; i++) {
-		cudaError_t r = ddl_cu.cudaEventQuery(ddl_anchor[dev].ev);
+		cudaError_t r = ddl_gpu_real.cudaEventQuery(ddl_anchor[dev].ev);
 		uint64_t now = ddl_clock_now();
 		if (r == cudaSuccess) {
 			ddl_anchor[dev].ticks = before + (now - before) / 2;
@@ -570,7 +563,7 @@ static int ddl_anchor_make(int dev)
 			sched_yield();
 	}
 fail:
-	ddl_cu.cudaGetLastError();
+	ddl_gpu_real.cudaGetLastError();
 	return -1;
 }
 
@@ -591,12 +584,12 @@ static size_t ddl_resolve_pass(void)
 	char *done = calloc(n, 1);
 	for (size_t i = 0; done && i < n; i++) {
 		struct ddl_pending *p = &work[i];
-		cudaError_t r = ddl_cu.cudaEventQuery(p->b);
+		cudaError_t r = ddl_gpu_real.cudaEventQuery(p->b);
 		if (r == cudaErrorNotReady)
 			continue;
 		done[i] = 1;
 		if (r != cudaSuccess) {
-			ddl_cu.cudaGetLastError();
+			ddl_gpu_real.cudaGetLastError();
 			continue;
 		}
 		uint64_t now = ddl_clock_now();
@@ -607,9 +600,9 @@ static size_t ddl_resolve_pass(void)
 		if (!ddl_anchor[p->dev].valid)
 			continue;
 		float ma = 0, mb = 0;
-		if (ddl_cu.cudaEventElapsedTime(&ma, ddl_anchor[p->dev].ev, p->a) != cudaSuccess ||
-		    ddl_cu.cudaEventElapsedTime(&mb, ddl_anchor[p->dev].ev, p->b) != cudaSuccess) {
-			ddl_cu.cudaGetLastError();
+		if (ddl_gpu_real.cudaEventElapsedTime(&ma, ddl_anchor[p->dev].ev, p->a) != cudaSuccess ||
+		    ddl_gpu_real.cudaEventElapsedTime(&mb, ddl_anchor[p->dev].ev, p->b) != cudaSuccess) {
+			ddl_gpu_real.cudaGetLastError();
 			continue;
 		}
 		uint64_t base = ddl_anchor[p->dev].ticks;
@@ -645,8 +638,8 @@ static void *ddl_resolver_main(void *arg)
 	ddl_thread_mark_internal();
 	/* our queries must not count against a program's global-mode capture */
 	enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-	if (ddl_cu.cudaThreadExchangeStreamCaptureMode)
-		ddl_cu.cudaThreadExchangeStreamCaptureMode(&mode);
+	if (ddl_gpu_real.cudaThreadExchangeStreamCaptureMode)
+		ddl_gpu_real.cudaThreadExchangeStreamCaptureMode(&mode);
 	while (!atomic_load(&ddl_pairs.stop)) {
 		/* and while a capture is open, leave the runtime alone */
 		if (!atomic_load_explicit(&ddl_pairs.captures, memory_order_relaxed))
@@ -678,7 +671,7 @@ void ddl_gpu_stop(void)
 		return;
 	/* this is the program's exiting thread: keep its current device */
 	int dev = -1;
-	if (ddl_cu.cudaGetDevice(&dev) != cudaSuccess)
+	if (ddl_gpu_real.cudaGetDevice(&dev) != cudaSuccess)
 		dev = -1;
 	ddl_seg_close_all(); /* runs still open end here */
 	atomic_store(&ddl_pairs.stop, 1);
@@ -689,7 +682,7 @@ void ddl_gpu_stop(void)
 		nanosleep(&ts, NULL);
 	}
 	if (dev >= 0)
-		ddl_cu.cudaSetDevice(dev);
+		ddl_gpu_real.cudaSetDevice(dev);
 }
 
 static void ddl_gpu_start_once(void)
@@ -704,22 +697,22 @@ static void ddl_gpu_start_once(void)
 	/* only when no error of the program's is pending: we may cause one,
 	 * and must clear it without losing theirs */
 	struct cudaDeviceProp *prop =
-	    ddl_cu.cudaPeekAtLastError() == cudaSuccess ? calloc(1, sizeof *prop) : NULL;
-	if (prop && ddl_cu.cudaGetDevice(&dev) == cudaSuccess &&
-	    ddl_cu.cudaGetDeviceProperties(prop, dev) == cudaSuccess) {
+	    ddl_gpu_real.cudaPeekAtLastError() == cudaSuccess ? calloc(1, sizeof *prop) : NULL;
+	if (prop && ddl_gpu_real.cudaGetDevice(&dev) == cudaSuccess &&
+	    ddl_gpu_real.cudaGetDeviceProperties(prop, dev) == cudaSuccess) {
 		prop->name[sizeof prop->name - 1] = 0;
 		ddl_meta("gpu_model", prop->name);
 		char mem[32];
 		snprintf(mem, sizeof mem, "%zu", prop->totalGlobalMem);
 		ddl_meta("gpu_memory_bytes", mem);
 	}
-	if (prop && ddl_cu.cudaGetDeviceCount(&ndev) == cudaSuccess) {
+	if (prop && ddl_gpu_real.cudaGetDeviceCount(&ndev) == cudaSuccess) {
 		char n[16];
 		snprintf(n, sizeof n, "%d", ndev);
 		ddl_meta("gpu_count", n);
 	}
 	if (prop)
-		ddl_cu.cudaGetLastError(); /* any error now is ours */
+		ddl_gpu_real.cudaGetLastError(); /* any error now is ours */
 	free(prop);
 	if (ddl_g.cfg.cupti != 0)
 		ddl_cupti_start();

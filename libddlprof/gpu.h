@@ -16,40 +16,143 @@
 
 #include "ddl.h"
 
-/* The CUDA runtime calls the back ends make themselves. */
-#define DDL_CUDA_OWN(X) \
-	X(cudaEventCreateWithFlags, cudaError_t, (cudaEvent_t *, unsigned int)) \
-	X(cudaEventRecord, cudaError_t, (cudaEvent_t, cudaStream_t)) \
-	X(cudaEventQuery, cudaError_t, (cudaEvent_t)) \
+/*
+ * The real functions of the GPU APIs, one X-list per family, in the manner
+ * of DDL_HOOKS (ddl.h): X(name, ret, params). Each entry is a slot of
+ * ddl_gpu_real, found on first use (DDL_GPU_REAL: the runtime and NCCL are
+ * often loaded after us), which ddl_real_set can point at a fake. The
+ * wrappers are written out in cuda.c and nccl.c; entries no wrapper has
+ * are the calls the back ends make themselves (DDL_CUDA_OWN).
+ */
+#define DDL_CUDART_HOOKS(X) \
+	X(cudaLaunchKernel, cudaError_t, (const void *, dim3, dim3, void **, size_t, cudaStream_t)) \
+	X(cudaLaunchKernel_ptsz, cudaError_t, (const void *, dim3, dim3, void **, size_t, cudaStream_t)) \
+	X(cudaLaunchCooperativeKernel, cudaError_t, (const void *, dim3, dim3, void **, size_t, cudaStream_t)) \
+	X(cudaLaunchCooperativeKernel_ptsz, cudaError_t, \
+	  (const void *, dim3, dim3, void **, size_t, cudaStream_t)) \
+	X(__cudaGetKernel, cudaError_t, (cudaKernel_t *, const void *)) \
+	X(__cudaLaunchKernel, cudaError_t, (cudaKernel_t, dim3, dim3, void **, size_t, cudaStream_t)) \
+	X(__cudaLaunchKernel_ptsz, cudaError_t, (cudaKernel_t, dim3, dim3, void **, size_t, cudaStream_t)) \
+	X(cudaLaunchKernelExC, cudaError_t, (const cudaLaunchConfig_t *, const void *, void **)) \
+	X(cudaLaunchKernelExC_ptsz, cudaError_t, (const cudaLaunchConfig_t *, const void *, void **)) \
+	X(cudaGraphLaunch, cudaError_t, (cudaGraphExec_t, cudaStream_t)) \
+	X(cudaGraphLaunch_ptsz, cudaError_t, (cudaGraphExec_t, cudaStream_t)) \
+	X(__cudaRegisterFunction, void, \
+	  (void **, const char *, char *, const char *, int, uint3 *, uint3 *, dim3 *, dim3 *, int *)) \
+	X(cudaMemcpyAsync, cudaError_t, (void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t)) \
+	X(cudaMemcpyAsync_ptsz, cudaError_t, \
+	  (void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t)) \
+	X(cudaMemcpy, cudaError_t, (void *, const void *, size_t, enum cudaMemcpyKind)) \
+	X(cudaMemcpy_ptds, cudaError_t, (void *, const void *, size_t, enum cudaMemcpyKind)) \
+	X(cudaMemcpyPeer, cudaError_t, (void *, int, const void *, int, size_t)) \
+	X(cudaMemcpyPeerAsync, cudaError_t, (void *, int, const void *, int, size_t, cudaStream_t)) \
+	X(cudaMemset, cudaError_t, (void *, int, size_t)) \
+	X(cudaMemset_ptds, cudaError_t, (void *, int, size_t)) \
+	X(cudaMemsetAsync, cudaError_t, (void *, int, size_t, cudaStream_t)) \
+	X(cudaMemsetAsync_ptsz, cudaError_t, (void *, int, size_t, cudaStream_t)) \
+	X(cudaStreamSynchronize, cudaError_t, (cudaStream_t)) \
+	X(cudaStreamSynchronize_ptsz, cudaError_t, (cudaStream_t)) \
+	X(cudaDeviceSynchronize, cudaError_t, (void)) \
 	X(cudaEventSynchronize, cudaError_t, (cudaEvent_t)) \
+	X(cudaStreamWaitEvent, cudaError_t, (cudaStream_t, cudaEvent_t, unsigned int)) \
+	X(cudaStreamWaitEvent_ptsz, cudaError_t, (cudaStream_t, cudaEvent_t, unsigned int)) \
+	X(cudaEventRecord, cudaError_t, (cudaEvent_t, cudaStream_t)) \
+	X(cudaEventRecord_ptsz, cudaError_t, (cudaEvent_t, cudaStream_t)) \
+	X(cudaGetLastError, cudaError_t, (void)) \
+	X(cudaSetDevice, cudaError_t, (int)) \
+	X(cudaMalloc, cudaError_t, (void **, size_t)) \
+	X(cudaFree, cudaError_t, (void *)) \
+	X(cudaMallocAsync, cudaError_t, (void **, size_t, cudaStream_t)) \
+	X(cudaMallocAsync_ptsz, cudaError_t, (void **, size_t, cudaStream_t)) \
+	X(cudaFreeAsync, cudaError_t, (void *, cudaStream_t)) \
+	X(cudaFreeAsync_ptsz, cudaError_t, (void *, cudaStream_t)) \
+	X(cudaStreamDestroy, cudaError_t, (cudaStream_t)) \
+	X(cudaStreamBeginCapture, cudaError_t, (cudaStream_t, enum cudaStreamCaptureMode)) \
+	X(cudaStreamBeginCapture_ptsz, cudaError_t, (cudaStream_t, enum cudaStreamCaptureMode)) \
+	X(cudaStreamEndCapture, cudaError_t, (cudaStream_t, cudaGraph_t *)) \
+	X(cudaStreamEndCapture_ptsz, cudaError_t, (cudaStream_t, cudaGraph_t *)) \
+	X(cudaEventCreateWithFlags, cudaError_t, (cudaEvent_t *, unsigned int)) \
+	X(cudaEventQuery, cudaError_t, (cudaEvent_t)) \
 	X(cudaEventElapsedTime, cudaError_t, (float *, cudaEvent_t, cudaEvent_t)) \
 	X(cudaEventDestroy, cudaError_t, (cudaEvent_t)) \
 	X(cudaStreamCreateWithFlags, cudaError_t, (cudaStream_t *, unsigned int)) \
 	X(cudaStreamIsCapturing, cudaError_t, (cudaStream_t, enum cudaStreamCaptureStatus *)) \
 	X(cudaPeekAtLastError, cudaError_t, (void)) \
-	X(cudaGetLastError, cudaError_t, (void)) \
-	X(cudaSetDevice, cudaError_t, (int)) \
 	X(cudaGetDevice, cudaError_t, (int *)) \
 	X(cudaGetDeviceCount, cudaError_t, (int *)) \
 	X(cudaGetDeviceProperties, cudaError_t, (struct cudaDeviceProp *, int)) \
 	X(cudaThreadExchangeStreamCaptureMode, cudaError_t, (enum cudaStreamCaptureMode *)) \
 	X(cudaFuncGetName, cudaError_t, (const char **, const void *))
 
-struct ddl_cuda_own {
+#define DDL_CUDA_DRIVER_HOOKS(X) \
+	X(cuLaunchKernel, CUresult, (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, \
+	                             unsigned, unsigned, CUstream, void **, void **)) \
+	X(cuLaunchKernel_ptsz, CUresult, (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, \
+	                                  unsigned, unsigned, CUstream, void **, void **)) \
+	X(cuLaunchKernelEx, CUresult, (const CUlaunchConfig *, CUfunction, void **, void **)) \
+	X(cuLaunchKernelEx_ptsz, CUresult, (const CUlaunchConfig *, CUfunction, void **, void **))
+
+#define DDL_NCCL_HOOKS(X) \
+	X(ncclAllReduce, ncclResult_t, \
+	  (const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)) \
+	X(ncclReduce, ncclResult_t, \
+	  (const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t)) \
+	X(ncclBroadcast, ncclResult_t, (const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+	X(ncclBcast, ncclResult_t, (void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+	X(ncclAllGather, ncclResult_t, (const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)) \
+	X(ncclReduceScatter, ncclResult_t, \
+	  (const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)) \
+	X(ncclAlltoAll, ncclResult_t, (const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)) \
+	X(ncclGather, ncclResult_t, (const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+	X(ncclScatter, ncclResult_t, (const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+	X(ncclSend, ncclResult_t, (const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+	X(ncclRecv, ncclResult_t, (void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)) \
+	X(ncclGroupStart, ncclResult_t, (void)) \
+	X(ncclGroupEnd, ncclResult_t, (void)) \
+	X(ncclCommInitRank, ncclResult_t, (ncclComm_t *, int, ncclUniqueId, int)) \
+	X(ncclCommInitRankConfig, ncclResult_t, (ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *)) \
+	X(ncclCommInitRankScalable, ncclResult_t, (ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *)) \
+	X(ncclCommSplit, ncclResult_t, (ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *)) \
+	X(ncclCommShrink, ncclResult_t, (ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int)) \
+	X(ncclCommInitAll, ncclResult_t, (ncclComm_t *, int, const int *)) \
+	X(ncclCommDestroy, ncclResult_t, (ncclComm_t)) \
+	X(ncclCommAbort, ncclResult_t, (ncclComm_t)) \
+	X(ncclCommUserRank, ncclResult_t, (const ncclComm_t, int *)) \
+	X(ncclCommCount, ncclResult_t, (const ncclComm_t, int *)) \
+	X(ncclCommCuDevice, ncclResult_t, (const ncclComm_t, int *))
+
+struct ddl_gpu_real {
 #define DDL_X_FIELD(n, r, p) r(*n) p;
-	DDL_CUDA_OWN(DDL_X_FIELD)
+	DDL_CUDART_HOOKS(DDL_X_FIELD)
+	DDL_CUDA_DRIVER_HOOKS(DDL_X_FIELD)
+	DDL_NCCL_HOOKS(DDL_X_FIELD)
 #undef DDL_X_FIELD
 };
-extern struct ddl_cuda_own ddl_cu DDL_HIDDEN;
-/* Resolves ddl_cu; 0 when the CUDA runtime is loaded, -1 when not. */
+extern struct ddl_gpu_real ddl_gpu_real DDL_HIDDEN;
+/* The GPU families' entries, for ddl_real_set and ddl_real_entry (real.c). */
+extern const struct ddl_hook_entry ddl_gpu_hooks[] DDL_HIDDEN;
+extern const size_t ddl_gpu_nhooks DDL_HIDDEN;
+
+/*
+ * The runtime calls the back ends make themselves (gpu.c, cupti.c), all
+ * found at once by ddl_cuda_own_resolve, in the same slots; the optional
+ * ones (O = 1) a runtime may lack.
+ */
+#define DDL_CUDA_OWN(X) \
+	X(cudaEventCreateWithFlags, 0) X(cudaEventRecord, 0) X(cudaEventQuery, 0) \
+	X(cudaEventSynchronize, 0) X(cudaEventElapsedTime, 0) X(cudaEventDestroy, 0) \
+	X(cudaStreamCreateWithFlags, 0) X(cudaStreamIsCapturing, 1) X(cudaPeekAtLastError, 0) \
+	X(cudaGetLastError, 0) X(cudaSetDevice, 0) X(cudaGetDevice, 0) X(cudaGetDeviceCount, 0) \
+	X(cudaGetDeviceProperties, 0) X(cudaThreadExchangeStreamCaptureMode, 1) X(cudaFuncGetName, 1)
+/* Resolves the DDL_CUDA_OWN entries; 0 when the CUDA runtime is loaded, -1 when not. */
 int ddl_cuda_own_resolve(void) DDL_HIDDEN;
 
 /*
- * Lazily resolved real function: a static slot per wrapper, which threads
- * may fill at the same moment. Only the first function found is stored
+ * Lazily resolved real function: a slot per entry, which threads may fill
+ * at the same moment. Only the first function found is stored
  * (ddl_gpu_next_slot), so once DDL_NEXT has returned, the wrapper may read
- * the slot plainly: it never changes again. The load is a plain one on
- * x86-64.
+ * the slot plainly: it never changes again (but for ddl_real_set, which
+ * tests call before the calls they fake). The load is a plain one on x86-64.
  */
 #define DDL_NEXT(slot, name) \
 	__extension__({ \
@@ -58,6 +161,8 @@ int ddl_cuda_own_resolve(void) DDL_HIDDEN;
 			ddl_next_ = (__typeof__(slot))ddl_gpu_next_slot((void **)&(slot), name); \
 		ddl_next_; \
 	})
+/* The real function of entry N of the GPU tables: NULL when not loaded. */
+#define DDL_GPU_REAL(n) DDL_NEXT(ddl_gpu_real.n, #n)
 void *ddl_gpu_next_slot(void **slot, const char *name) DDL_HIDDEN;
 void *ddl_gpu_next(const char *name) DDL_HIDDEN;
 

@@ -78,15 +78,15 @@ static uint64_t ddl_comm_key(uint32_t id)
 /* Asks NCCL itself for what it knows of C. */
 static void ddl_comm_query(ncclComm_t c, int *rank, int *nranks, int *dev)
 {
-	static ncclResult_t (*user_rank)(const ncclComm_t, int *);
-	static ncclResult_t (*count)(const ncclComm_t, int *);
-	static ncclResult_t (*cu_dev)(const ncclComm_t, int *);
+	__typeof__(ddl_gpu_real.ncclCommUserRank) user_rank = DDL_GPU_REAL(ncclCommUserRank);
+	__typeof__(ddl_gpu_real.ncclCommCount) count = DDL_GPU_REAL(ncclCommCount);
+	__typeof__(ddl_gpu_real.ncclCommCuDevice) cu_dev = DDL_GPU_REAL(ncclCommCuDevice);
 	*rank = *nranks = *dev = -1;
-	if (DDL_NEXT(user_rank, "ncclCommUserRank") && user_rank(c, rank) != ncclSuccess)
+	if (user_rank && user_rank(c, rank) != ncclSuccess)
 		*rank = -1;
-	if (DDL_NEXT(count, "ncclCommCount") && count(c, nranks) != ncclSuccess)
+	if (count && count(c, nranks) != ncclSuccess)
 		*nranks = -1;
-	if (DDL_NEXT(cu_dev, "ncclCommCuDevice") && cu_dev(c, dev) != ncclSuccess)
+	if (cu_dev && cu_dev(c, dev) != ncclSuccess)
 		*dev = -1;
 }
 
@@ -157,6 +157,7 @@ struct ddl_coll {
 	cudaEvent_t ev;
 	cudaStream_t s;
 	uint32_t sid;
+	uint64_t t0;
 };
 
 static void ddl_group_note_stream(struct ddl_thread *t, cudaStream_t s)
@@ -178,9 +179,17 @@ static void ddl_group_note_stream(struct ddl_thread *t, cudaStream_t s)
 	g->group_dev[i] = g->dev;
 }
 
-static void ddl_coll_begin(struct ddl_coll *c, struct ddl_thread *t, size_t count,
-                           ncclDataType_t dt, int op, int peer, ncclComm_t comm, cudaStream_t s)
+/*
+ * Starts recording a collective or point-to-point call: 0 when this call
+ * is not recorded (the wrapper then makes the real call alone). Takes the
+ * start time last, ddl_coll_end the end time first.
+ */
+static inline int ddl_coll_begin(struct ddl_coll *c, size_t count, ncclDataType_t dt, int op, int peer,
+                                 ncclComm_t comm, cudaStream_t s)
 {
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
+	if (!t)
+		return 0;
 	int saved = errno;
 	c->t = t;
 	c->a = ddl_args_make();
@@ -210,10 +219,13 @@ static void ddl_coll_begin(struct ddl_coll *c, struct ddl_thread *t, size_t coun
 			c->a.flags |= DDL_ARGF_TIMED;
 	}
 	errno = saved;
+	c->t0 = ddl_clock_now();
+	return 1;
 }
 
-static void ddl_coll_end(struct ddl_coll *c, unsigned kind, uint64_t t0, uint64_t t1, ncclResult_t r)
+static inline void ddl_coll_end(struct ddl_coll *c, unsigned kind, ncclResult_t r)
 {
+	uint64_t t1 = ddl_clock_now();
 	struct ddl_thread *t = c->t;
 	if (c->ev) {
 		int saved = errno;
@@ -223,134 +235,172 @@ static void ddl_coll_end(struct ddl_coll *c, unsigned kind, uint64_t t0, uint64_
 		errno = saved;
 	}
 	/* with --backtrace, the call's stack too (unwind.c) */
-	ddl_ring_put_args_call(t, kind, 0, t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
+	ddl_ring_put_args_call(t, kind, 0, c->t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
 	if (ddl_unlikely(!ddl_gpu_started))
 		ddl_gpu_first();
 }
 
-#define DDL_COLL(KIND, REALCALL, COUNT, DT, OP, PEER, COMM, STREAM) \
-	do { \
-		struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL); \
-		if (!t) \
-			return REALCALL; \
-		struct ddl_coll c; \
-		ddl_coll_begin(&c, t, COUNT, DT, OP, PEER, COMM, STREAM); \
-		uint64_t t0 = ddl_clock_now(); \
-		ncclResult_t r = REALCALL; \
-		uint64_t t1 = ddl_clock_now(); \
-		ddl_coll_end(&c, KIND, t0, t1, r); \
-		return r; \
-	} while (0)
-
-#define DDL_REAL_OR_FAIL(slot, name) \
-	if (!DDL_NEXT(slot, name)) \
-		return ncclSystemError
-
 DDL_EXPORT ncclResult_t ncclAllReduce(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-	                            ncclComm_t, cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclAllReduce");
-	DDL_COLL(DDL_EV_NCCL_ALLREDUCE, real(sb, rb, count, dt, op, comm, s), count, dt, op, -1, comm, s);
+	__typeof__(ddl_gpu_real.ncclAllReduce) real = DDL_GPU_REAL(ncclAllReduce);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, op, -1, comm, s))
+		return real(sb, rb, count, dt, op, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, op, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_ALLREDUCE, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclReduce(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                    ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int,
-	                            ncclComm_t, cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclReduce");
-	DDL_COLL(DDL_EV_NCCL_REDUCE, real(sb, rb, count, dt, op, root, comm, s), count, dt, op, root,
-	         comm, s);
+	__typeof__(ddl_gpu_real.ncclReduce) real = DDL_GPU_REAL(ncclReduce);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, op, root, comm, s))
+		return real(sb, rb, count, dt, op, root, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, op, root, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_REDUCE, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclBroadcast(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                       int root, ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
-	                            cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclBroadcast");
-	DDL_COLL(DDL_EV_NCCL_BROADCAST, real(sb, rb, count, dt, root, comm, s), count, dt, 0, root,
-	         comm, s);
+	__typeof__(ddl_gpu_real.ncclBroadcast) real = DDL_GPU_REAL(ncclBroadcast);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, root, comm, s))
+		return real(sb, rb, count, dt, root, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, root, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_BROADCAST, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t dt, int root, ncclComm_t comm,
                                   cudaStream_t s)
 {
-	static ncclResult_t (*real)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclBcast");
-	DDL_COLL(DDL_EV_NCCL_BCAST, real(b, count, dt, root, comm, s), count, dt, 0, root, comm, s);
+	__typeof__(ddl_gpu_real.ncclBcast) real = DDL_GPU_REAL(ncclBcast);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, root, comm, s))
+		return real(b, count, dt, root, comm, s);
+	ncclResult_t r = real(b, count, dt, root, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_BCAST, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclAllGather(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                       ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
-	                            cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclAllGather");
-	DDL_COLL(DDL_EV_NCCL_ALLGATHER, real(sb, rb, count, dt, comm, s), count, dt, 0, -1, comm, s);
+	__typeof__(ddl_gpu_real.ncclAllGather) real = DDL_GPU_REAL(ncclAllGather);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, -1, comm, s))
+		return real(sb, rb, count, dt, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_ALLGATHER, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclReduceScatter(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-	                            ncclComm_t, cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclReduceScatter");
-	DDL_COLL(DDL_EV_NCCL_REDUCESCATTER, real(sb, rb, count, dt, op, comm, s), count, dt, op, -1,
-	         comm, s);
+	__typeof__(ddl_gpu_real.ncclReduceScatter) real = DDL_GPU_REAL(ncclReduceScatter);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, op, -1, comm, s))
+		return real(sb, rb, count, dt, op, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, op, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_REDUCESCATTER, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclAlltoAll(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                      ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
-	                            cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclAlltoAll");
-	DDL_COLL(DDL_EV_NCCL_ALLTOALL, real(sb, rb, count, dt, comm, s), count, dt, 0, -1, comm, s);
+	__typeof__(ddl_gpu_real.ncclAlltoAll) real = DDL_GPU_REAL(ncclAlltoAll);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, -1, comm, s))
+		return real(sb, rb, count, dt, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_ALLTOALL, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclGather(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                    int root, ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
-	                            cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclGather");
-	DDL_COLL(DDL_EV_NCCL_GATHER, real(sb, rb, count, dt, root, comm, s), count, dt, 0, root, comm, s);
+	__typeof__(ddl_gpu_real.ncclGather) real = DDL_GPU_REAL(ncclGather);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, root, comm, s))
+		return real(sb, rb, count, dt, root, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, root, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_GATHER, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclScatter(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                     int root, ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
-	                            cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclScatter");
-	DDL_COLL(DDL_EV_NCCL_SCATTER, real(sb, rb, count, dt, root, comm, s), count, dt, 0, root, comm, s);
+	__typeof__(ddl_gpu_real.ncclScatter) real = DDL_GPU_REAL(ncclScatter);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, root, comm, s))
+		return real(sb, rb, count, dt, root, comm, s);
+	ncclResult_t r = real(sb, rb, count, dt, root, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_SCATTER, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclSend(const void *sb, size_t count, ncclDataType_t dt, int peer,
                                  ncclComm_t comm, cudaStream_t s)
 {
-	static ncclResult_t (*real)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclSend");
-	DDL_COLL(DDL_EV_NCCL_SEND, real(sb, count, dt, peer, comm, s), count, dt, 0, peer, comm, s);
+	__typeof__(ddl_gpu_real.ncclSend) real = DDL_GPU_REAL(ncclSend);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, peer, comm, s))
+		return real(sb, count, dt, peer, comm, s);
+	ncclResult_t r = real(sb, count, dt, peer, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_SEND, r);
+	return r;
 }
 
 DDL_EXPORT ncclResult_t ncclRecv(void *rb, size_t count, ncclDataType_t dt, int peer, ncclComm_t comm,
                                  cudaStream_t s)
 {
-	static ncclResult_t (*real)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-	DDL_REAL_OR_FAIL(real, "ncclRecv");
-	DDL_COLL(DDL_EV_NCCL_RECV, real(rb, count, dt, peer, comm, s), count, dt, 0, peer, comm, s);
+	__typeof__(ddl_gpu_real.ncclRecv) real = DDL_GPU_REAL(ncclRecv);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_coll c;
+	if (!ddl_coll_begin(&c, count, dt, 0, peer, comm, s))
+		return real(rb, count, dt, peer, comm, s);
+	ncclResult_t r = real(rb, count, dt, peer, comm, s);
+	ddl_coll_end(&c, DDL_EV_NCCL_RECV, r);
+	return r;
 }
 
 /* ---- groups ---- */
 
 DDL_EXPORT ncclResult_t ncclGroupStart(void)
 {
-	static ncclResult_t (*real)(void);
-	DDL_REAL_OR_FAIL(real, "ncclGroupStart");
+	__typeof__(ddl_gpu_real.ncclGroupStart) real = DDL_GPU_REAL(ncclGroupStart);
+	if (!real)
+		return ncclSystemError;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
 	if (!t)
 		return real();
@@ -368,8 +418,9 @@ DDL_EXPORT ncclResult_t ncclGroupStart(void)
 
 DDL_EXPORT ncclResult_t ncclGroupEnd(void)
 {
-	static ncclResult_t (*real)(void);
-	DDL_REAL_OR_FAIL(real, "ncclGroupEnd");
+	__typeof__(ddl_gpu_real.ncclGroupEnd) real = DDL_GPU_REAL(ncclGroupEnd);
+	if (!real)
+		return ncclSystemError;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
 	if (!t) {
 		if (ddl_gtls.group_depth > 0)
@@ -414,85 +465,120 @@ static void ddl_comm_event(struct ddl_thread *t, unsigned kind, uint64_t t0, uin
 		ddl_gpu_first();
 }
 
-/* Runs the real creation, then records the new communicator. */
-#define DDL_COMM_CREATE(KIND, REALCALL, NEWCOMM, KEY, PARENT, COLOR, HOW, RANK, NRANKS) \
-	do { \
-		struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL); \
-		if (!t) \
-			return REALCALL; \
-		uint64_t t0 = ddl_clock_now(); \
-		ncclResult_t r = REALCALL; \
-		uint64_t t1 = ddl_clock_now(); \
-		int saved = errno; \
-		uint32_t id = 0; \
-		t->busy = 1; \
-		if ((r == ncclSuccess || r == ncclInProgress) && (NEWCOMM)) \
-			id = ddl_comm_add((NEWCOMM), (KEY), (PARENT), (COLOR), (HOW), (RANK), (NRANKS), \
-			                  r == ncclSuccess && ddl_gtls.group_depth == 0); \
-		t->busy = 0; \
-		ddl_comm_event(t, KIND, t0, t1, r, id, RANK, NRANKS); \
-		errno = saved; \
-		return r; \
-	} while (0)
+/* What a creating call says of the communicator it makes. */
+struct ddl_newcomm {
+	uint64_t key, parent;
+	int color;
+	const char *how;
+	int rank, nranks;
+};
+
+/*
+ * After a creating call of T's that began at T0 and returned R: records the
+ * call and NEWCOMM, the communicator it made (NULL: none); returns R.
+ */
+static ncclResult_t ddl_comm_created(struct ddl_thread *t, unsigned kind, uint64_t t0, ncclResult_t r,
+                                     ncclComm_t newcomm, const struct ddl_newcomm *n)
+{
+	uint64_t t1 = ddl_clock_now();
+	int saved = errno;
+	uint32_t id = 0;
+	t->busy = 1;
+	if ((r == ncclSuccess || r == ncclInProgress) && newcomm)
+		id = ddl_comm_add(newcomm, n->key, n->parent, n->color, n->how, n->rank, n->nranks,
+		                  r == ncclSuccess && ddl_gtls.group_depth == 0);
+	t->busy = 0;
+	ddl_comm_event(t, kind, t0, t1, r, id, n->rank, n->nranks);
+	errno = saved;
+	return r;
+}
 
 DDL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
-	static ncclResult_t (*real)(ncclComm_t *, int, ncclUniqueId, int);
-	DDL_REAL_OR_FAIL(real, "ncclCommInitRank");
-	uint64_t key = ddl_fnv(DDL_FNV0, &id, sizeof id);
-	DDL_COMM_CREATE(DDL_EV_NCCL_COMM_INIT_RANK, real(comm, nranks, id, rank), comm ? *comm : NULL,
-	                key, 0, -1, "init", rank, nranks);
+	__typeof__(ddl_gpu_real.ncclCommInitRank) real = DDL_GPU_REAL(ncclCommInitRank);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
+	if (!t)
+		return real(comm, nranks, id, rank);
+	struct ddl_newcomm n = {ddl_fnv(DDL_FNV0, &id, sizeof id), 0, -1, "init", rank, nranks};
+	uint64_t t0 = ddl_clock_now();
+	ncclResult_t r = real(comm, nranks, id, rank);
+	return ddl_comm_created(t, DDL_EV_NCCL_COMM_INIT_RANK, t0, r, comm ? *comm : NULL, &n);
 }
 
 DDL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
                                                int rank, ncclConfig_t *config)
 {
-	static ncclResult_t (*real)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
-	DDL_REAL_OR_FAIL(real, "ncclCommInitRankConfig");
-	uint64_t key = ddl_fnv(DDL_FNV0, &id, sizeof id);
-	DDL_COMM_CREATE(DDL_EV_NCCL_COMM_INIT_RANK_CONFIG, real(comm, nranks, id, rank, config),
-	                comm ? *comm : NULL, key, 0, -1, "init", rank, nranks);
+	__typeof__(ddl_gpu_real.ncclCommInitRankConfig) real = DDL_GPU_REAL(ncclCommInitRankConfig);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
+	if (!t)
+		return real(comm, nranks, id, rank, config);
+	struct ddl_newcomm n = {ddl_fnv(DDL_FNV0, &id, sizeof id), 0, -1, "init", rank, nranks};
+	uint64_t t0 = ddl_clock_now();
+	ncclResult_t r = real(comm, nranks, id, rank, config);
+	return ddl_comm_created(t, DDL_EV_NCCL_COMM_INIT_RANK_CONFIG, t0, r, comm ? *comm : NULL, &n);
 }
 
 DDL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
                                                  ncclUniqueId *ids, ncclConfig_t *config)
 {
-	static ncclResult_t (*real)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *);
-	DDL_REAL_OR_FAIL(real, "ncclCommInitRankScalable");
-	uint64_t key = ids && nid > 0 ? ddl_fnv(DDL_FNV0, ids, sizeof *ids) : 0;
-	DDL_COMM_CREATE(DDL_EV_NCCL_COMM_INIT_RANK_SCALABLE, real(comm, nranks, rank, nid, ids, config),
-	                comm ? *comm : NULL, key, 0, -1, "init", rank, nranks);
+	__typeof__(ddl_gpu_real.ncclCommInitRankScalable) real = DDL_GPU_REAL(ncclCommInitRankScalable);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
+	if (!t)
+		return real(comm, nranks, rank, nid, ids, config);
+	struct ddl_newcomm n = {ids && nid > 0 ? ddl_fnv(DDL_FNV0, ids, sizeof *ids) : 0, 0, -1, "init",
+	                        rank, nranks};
+	uint64_t t0 = ddl_clock_now();
+	ncclResult_t r = real(comm, nranks, rank, nid, ids, config);
+	return ddl_comm_created(t, DDL_EV_NCCL_COMM_INIT_RANK_SCALABLE, t0, r, comm ? *comm : NULL, &n);
 }
 
 DDL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                       ncclConfig_t *config)
 {
-	static ncclResult_t (*real)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
-	DDL_REAL_OR_FAIL(real, "ncclCommSplit");
+	__typeof__(ddl_gpu_real.ncclCommSplit) real = DDL_GPU_REAL(ncclCommSplit);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
+	if (!t)
+		return real(comm, color, key, newcomm, config);
 	uint64_t parent = ddl_comm_key(ddl_comm_find(comm));
-	uint64_t k = ddl_fnv(ddl_fnv(DDL_FNV0, &parent, sizeof parent), &color, sizeof color);
-	DDL_COMM_CREATE(DDL_EV_NCCL_COMM_SPLIT, real(comm, color, key, newcomm, config),
-	                newcomm && color != NCCL_SPLIT_NOCOLOR ? *newcomm : NULL, k, parent, color,
-	                "split", -1, -1);
+	struct ddl_newcomm n = {ddl_fnv(ddl_fnv(DDL_FNV0, &parent, sizeof parent), &color, sizeof color),
+	                        parent, color, "split", -1, -1};
+	uint64_t t0 = ddl_clock_now();
+	ncclResult_t r = real(comm, color, key, newcomm, config);
+	return ddl_comm_created(t, DDL_EV_NCCL_COMM_SPLIT, t0, r,
+	                        newcomm && color != NCCL_SPLIT_NOCOLOR ? *newcomm : NULL, &n);
 }
 
 DDL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excl, int nexcl, ncclComm_t *newcomm,
                                        ncclConfig_t *config, int flags)
 {
-	static ncclResult_t (*real)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int);
-	DDL_REAL_OR_FAIL(real, "ncclCommShrink");
+	__typeof__(ddl_gpu_real.ncclCommShrink) real = DDL_GPU_REAL(ncclCommShrink);
+	if (!real)
+		return ncclSystemError;
+	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
+	if (!t)
+		return real(comm, excl, nexcl, newcomm, config, flags);
 	uint64_t parent = ddl_comm_key(ddl_comm_find(comm));
-	uint64_t k = ddl_fnv(DDL_FNV0, &parent, sizeof parent);
+	struct ddl_newcomm n = {ddl_fnv(DDL_FNV0, &parent, sizeof parent), parent, -1, "shrink", -1, -1};
 	if (excl && nexcl > 0)
-		k = ddl_fnv(k, excl, (size_t)nexcl * sizeof *excl);
-	DDL_COMM_CREATE(DDL_EV_NCCL_COMM_SHRINK, real(comm, excl, nexcl, newcomm, config, flags),
-	                newcomm ? *newcomm : NULL, k, parent, -1, "shrink", -1, -1);
+		n.key = ddl_fnv(n.key, excl, (size_t)nexcl * sizeof *excl);
+	uint64_t t0 = ddl_clock_now();
+	ncclResult_t r = real(comm, excl, nexcl, newcomm, config, flags);
+	return ddl_comm_created(t, DDL_EV_NCCL_COMM_SHRINK, t0, r, newcomm ? *newcomm : NULL, &n);
 }
 
 DDL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 {
-	static ncclResult_t (*real)(ncclComm_t *, int, const int *);
-	DDL_REAL_OR_FAIL(real, "ncclCommInitAll");
+	__typeof__(ddl_gpu_real.ncclCommInitAll) real = DDL_GPU_REAL(ncclCommInitAll);
+	if (!real)
+		return ncclSystemError;
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_NCCL);
 	if (!t)
 		return real(comms, ndev, devlist);
@@ -535,15 +621,17 @@ static ncclResult_t ddl_comm_end(ncclResult_t (*real)(ncclComm_t), unsigned kind
 
 DDL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
-	static ncclResult_t (*real)(ncclComm_t);
-	DDL_REAL_OR_FAIL(real, "ncclCommDestroy");
+	__typeof__(ddl_gpu_real.ncclCommDestroy) real = DDL_GPU_REAL(ncclCommDestroy);
+	if (!real)
+		return ncclSystemError;
 	return ddl_comm_end(real, DDL_EV_NCCL_COMM_DESTROY, comm);
 }
 
 DDL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
-	static ncclResult_t (*real)(ncclComm_t);
-	DDL_REAL_OR_FAIL(real, "ncclCommAbort");
+	__typeof__(ddl_gpu_real.ncclCommAbort) real = DDL_GPU_REAL(ncclCommAbort);
+	if (!real)
+		return ncclSystemError;
 	return ddl_comm_end(real, DDL_EV_NCCL_COMM_ABORT, comm);
 }
 

@@ -94,11 +94,7 @@ struct ddl_thread *ddl_thread_slow(void)
 		t->cached_tail = h;
 		atomic_store(&t->tail, h);
 		t->idx = (uint16_t)(ddl_next_idx < 0xffff ? ddl_next_idx++ : 0xffff);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		t->tidbits = (uint32_t)t->idx << 16;
-#else
-		t->tidbits = t->idx;
-#endif
+		t->tidbits = ddl_tidbits(t->idx);
 		t->busy = 0;
 		t->kick_tail = 0;
 		t->tid = (pid_t)syscall(SYS_gettid);

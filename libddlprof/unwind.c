@@ -261,45 +261,20 @@ void ddl_ring_put_stacked(struct ddl_thread *t, unsigned kind, unsigned flags, u
 	int saved = errno;
 	t->busy = 1;
 	uint32_t stack = ddl_stack_take();
-	unsigned extra = (a != NULL) + (stack != 0);
+	unsigned n = 1 + (a != NULL) + (stack != 0);
 	uint64_t h = t->head;
-	if (ddl_unlikely(h + extra - t->cached_tail >= t->half) && !ddl_ring_room(t, h + extra)) {
-		t->dropped += extra; /* ddl_ring_room counted the event */
-		t->busy = 0;
-		errno = saved;
-		return;
+	if (ddl_ring_claim(t, h, n, n)) {
+		flags |= (a ? DDL_EVF_ARGS : 0) | (stack ? DDL_EVF_STACK : 0);
+		ddl_event_fill(&t->ev[h & t->mask], kind, flags, t->tidbits, t0, t1, result, fd, peer);
+		uint64_t at = h + 1;
+		if (a)
+			__builtin_memcpy(&t->ev[at++ & t->mask], a, sizeof *a);
+		if (stack) {
+			struct ddl_stackrec r = {0, stack, DDL_EV_STACK, 0, t->idx, {0, 0}};
+			__builtin_memcpy(&t->ev[at++ & t->mask], &r, sizeof r);
+		}
+		ddl_ring_publish(t, at);
 	}
-	uint64_t d = t1 - t0;
-	if (a)
-		flags |= DDL_EVF_ARGS;
-	if (stack)
-		flags |= DDL_EVF_STACK;
-	if (ddl_unlikely(d >> 32)) {
-		d >>= DDL_DUR_LONG_SHIFT;
-		flags |= DDL_EVF_LONG;
-		if (d >> 32)
-			d = UINT32_MAX;
-	}
-	struct ddl_event *e = &t->ev[h & t->mask];
-	e->start = t0;
-	e->dur = (uint32_t)d;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint32_t kft = kind | flags << 8 | t->tidbits;
-#else
-	uint32_t kft = kind << 24 | flags << 16 | t->tidbits;
-#endif
-	__builtin_memcpy(&e->kind, &kft, 4);
-	e->result = result;
-	e->fd = fd;
-	e->peer = peer;
-	uint64_t at = h + 1;
-	if (a)
-		__builtin_memcpy(&t->ev[at++ & t->mask], a, sizeof *a);
-	if (stack) {
-		struct ddl_stackrec r = {0, stack, DDL_EV_STACK, 0, t->idx, {0, 0}};
-		__builtin_memcpy(&t->ev[at++ & t->mask], &r, sizeof r);
-	}
-	atomic_store_explicit((_Atomic uint64_t *)&t->head, at, memory_order_release);
 	t->busy = 0;
 	errno = saved;
 }

@@ -381,6 +381,89 @@ static int ddl_gpu_synth_device_times_once(void)
 	return DDL_PASS;
 }
 
+/* Entries of the X-lists of real functions in FILE: "\tX(name, ret, (...))" lines. */
+static int ddl_hook_lines(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return -1;
+	char line[512];
+	int n = 0, in = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "#define DDL_", 12))
+			in = strstr(line, "_HOOKS(X)") != NULL && !strstr(line, "DDL_HOOKS(X) DDL_");
+		else if (in && !strncmp(line, "\tX(", 3))
+			n++;
+		else if (in && line[0] != '\t')
+			in = 0;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * Every entry of the tables of real functions (libc's and the GPU
+ * families') can be faked with ddl_real_set; CUDA runtime, driver, NCCL and
+ * socket wrappers, their real functions faked, hand the fakes the program's
+ * arguments, the program the fakes' results, and the trace the calls.
+ */
+int test_gpu_fake_tables(void)
+{
+	const char *prog = tbuild("tests/gpu/fakegpu");
+	if (!ddl_exists(prog))
+		return DDL_SKIP; /* built without the CUDA headers */
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)prog, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0, "fakegpu did not run");
+	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fakegpu: status %d\n%s", r.status, r.err);
+	int want = ddl_hook_lines("libddlprof/ddl.h") + ddl_hook_lines("libddlprof/gpu.h"), got = 0;
+	const char *fams[] = {"socket", "process", "thread", "file", "cuda-runtime", "cuda-driver", "nccl"};
+	for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+		char key[64];
+		snprintf(key, sizeof key, "family %s ", fams[i]);
+		const char *l = strstr(r.out, key);
+		CHECK(l, "no family %s in the tables:\n%s", fams[i], r.out);
+		int n = atoi(l + strlen(key));
+		CHECK(n > 0, "family %s has no entries", fams[i]);
+		got += n;
+	}
+	fprintf(stderr, "    %d entries in 7 families faked, %d in the sources' X-lists\n", got, want);
+	CHECK(got == want, "%d entries in the tables, %d in the X-lists of ddl.h and gpu.h", got, want);
+	CHECK(strstr(r.out, "calls launch=5 memcpy=2 sync=1 culaunch=3 allreduce=4 send=1"),
+	      "the fakes were not called as the program called the wrappers:\n%s", r.out);
+	trun_free(&r);
+	/* the trace: each call, with its arguments and the fake's result */
+	char cmd[PATH_MAX * 2];
+	snprintf(cmd, sizeof cmd, "%s --dump %s", tbuild("bin/ddlprof-report"), tdir);
+	FILE *p = popen(cmd, "r");
+	CHECK(p, "cannot run %s", cmd);
+	char line[2048];
+	int launch = 0, failed = 0, memcpy4k = 0, sync = 0, cu = 0, nccl = 0, send4 = 0;
+	while (fgets(line, sizeof line, p)) {
+		char ev[64], extra[1024] = "";
+		long long res;
+		if (sscanf(line, "%*s %*s %*s %*s %63s %*s %lld %*s %1023s", ev, &res, extra) < 2)
+			continue;
+		if (!strcmp(ev, "cudaLaunchKernel") && strstr(extra, "blocks=8,threads=128")) {
+			launch++;
+			failed += res == 719 /* cudaErrorLaunchFailure */;
+		}
+		memcpy4k += !strcmp(ev, "cudaMemcpyAsync") && strstr(extra, "bytes=4096");
+		sync += !strcmp(ev, "cudaStreamSynchronize");
+		cu += !strcmp(ev, "cuLaunchKernel") && strstr(extra, "blocks=8,threads=32");
+		nccl += !strcmp(ev, "ncclAllReduce") && strstr(extra, "bytes=4000") && strstr(extra, "comm_size=2");
+		send4 += !strcmp(ev, "send") && res == 4;
+	}
+	CHECK(pclose(p) == 0, "%s failed", cmd);
+	CHECK(launch == 5 && failed == 1, "%d launches recorded (%d failed), want 5 (1)", launch, failed);
+	CHECK(memcpy4k == 2 && sync == 1 && cu == 3 && nccl == 4 && send4 == 1,
+	      "recorded: %d copies of 4096 bytes, %d syncs, %d driver launches, %d all-reduces of 4000 "
+	      "bytes on 2 ranks, %d short sends; want 2, 1, 3, 4, 1", memcpy4k, sync, cu, nccl, send4);
+	return DDL_PASS;
+}
+
 /* Measured once more on a miss: on a loaded machine the emulation's transfers
  * run late by more than the 20% allowed. */
 int test_gpu_synth_device_times(void)

@@ -99,6 +99,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(synth_bad_flags) \
 	X(synth_plan_no_overwrite) \
 	X(gpu_real_runtime_unchanged) \
+	X(gpu_fake_tables) \
 	X(gpu_synth_hierarchical) \
 	X(gpu_synth_flat) \
 	X(gpu_synth_device_times) \
