@@ -243,17 +243,18 @@ fuzz: deps $(FUZZ_TARGETS)
 $(B)/fuzz/fuzz_catalog: tests/fuzz/fuzz_catalog.c $(filter-out recommender/recommend.c recommender/search.c recommender/output.c,$(REC_SRC)) $(wildcard recommender/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_catalog.c recommender/catalog.c \
-		recommender/profile.c recommender/model.c $(JANSSON_LIBS) -lm
+		recommender/profile.c recommender/spawn.c recommender/model.c $(JANSSON_LIBS) -lm
 
-$(B)/fuzz/fuzz_slurm: tests/fuzz/fuzz_slurm.c recommender/slurm.c $(wildcard recommender/*.h)
+$(B)/fuzz/fuzz_slurm: tests/fuzz/fuzz_slurm.c recommender/slurm.c recommender/spawn.c $(wildcard recommender/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_slurm.c recommender/slurm.c $(JANSSON_LIBS) -lm
+	$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_slurm.c recommender/slurm.c recommender/spawn.c \
+		$(JANSSON_LIBS) -lm
 
 # ddlprof-sim's job-trace loaders; the first input byte picks the format.
-$(B)/fuzz/fuzz_jobs: tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c scheduler/*.h) scheduler/models.c analyzer/progress.h
+$(B)/fuzz/fuzz_jobs: tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c scheduler/*.h) scheduler/trace.c scheduler/models.c analyzer/progress.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -Ischeduler -Ianalyzer -o $@ tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c) \
-		scheduler/models.c $(JANSSON_LIBS) -lm
+		scheduler/trace.c scheduler/models.c $(JANSSON_LIBS) -lm
 
 $(B)/fuzz/fuzz_profile: tests/fuzz/fuzz_profile.c scheduler/load_profile.c $(wildcard scheduler/*.h) analyzer/progress.h
 	@mkdir -p $(@D)

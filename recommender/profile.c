@@ -4,8 +4,8 @@
  * and network stall, the overlap of communication with compute, and the
  * gradient bytes all-reduced. A profile is a report.json, a directory that
  * holds one, or a trace directory, which ddlprof-report turns into one
- * first. Newer report fields are preferred and older ones stand in for
- * them when absent:
+ * first (run as a child by spawn.c). Newer report fields are preferred
+ * and older ones stand in for them when absent:
  *
  *   parts     job.per_iteration, else the mean of ranks[].breakdown_s,
  *             else job.breakdown_pct of job.iteration_mean_s
@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +30,6 @@
 #include <dirent.h>
 
 #include "rec.h"
-
-extern char **environ;
 
 #define DDL_PROF_MAX_S 1e9   /* seconds per iteration beyond this are not a profile */
 #define DDL_PROF_MAX_B 1e18  /* bytes per iteration */
@@ -349,38 +346,6 @@ out:
 	return rc;
 }
 
-static char *ddl_slurp_fd(int fd, size_t *len, size_t max)
-{
-	char *buf = NULL;
-	size_t cap = 0;
-	*len = 0;
-	for (;;) {
-		if (*len == cap) {
-			if (cap >= max) {
-				free(buf);
-				errno = EFBIG;
-				return NULL;
-			}
-			char *q = realloc(buf, cap = cap ? cap * 2 : 65536);
-			if (!q) {
-				free(buf);
-				return NULL;
-			}
-			buf = q;
-		}
-		ssize_t k = read(fd, buf + *len, cap - *len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			free(buf);
-			return NULL;
-		}
-		if (k == 0)
-			return buf;
-		*len += (size_t)k;
-	}
-}
-
 static int ddl_has_traces(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -399,45 +364,23 @@ static int ddl_has_traces(const char *dir)
 /* ddlprof-report --json DIR; its output, or NULL with a message. */
 static char *ddl_run_report(const char *bin, const char *dir, size_t *len, char *err, size_t errlen)
 {
-	int fd[2];
-	if (pipe(fd) < 0) {
-		snprintf(err, errlen, "%s: pipe: %s", dir, strerror(errno));
-		return NULL;
-	}
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-	posix_spawn_file_actions_addclose(&fa, fd[0]);
-	posix_spawn_file_actions_addclose(&fa, fd[1]);
-	char *argv[] = {(char *)bin, "--json", "--", (char *)dir, NULL};
-	pid_t pid;
-	int rc = strchr(bin, '/') ? posix_spawn(&pid, bin, &fa, NULL, argv, environ)
-	                          : posix_spawnp(&pid, bin, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fd[1]);
-	if (rc) {
-		close(fd[0]);
-		snprintf(err, errlen, "%s: cannot run %s to report the traces: %s", dir, bin, strerror(rc));
-		return NULL;
-	}
-	char *out = ddl_slurp_fd(fd[0], len, 1u << 30);
-	int e = errno;
-	close(fd[0]);
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!out) {
+	char *out;
+	int st, e;
+	int k = ddl_spawn_report(bin, dir, 1u << 30, &out, len, &st, &e);
+	if (k == DDL_SPAWN_PIPE)
+		snprintf(err, errlen, "%s: pipe: %s", dir, strerror(e));
+	else if (k == DDL_SPAWN_START)
+		snprintf(err, errlen, "%s: cannot run %s to report the traces: %s", dir, bin, strerror(e));
+	else if (k == DDL_SPAWN_READ)
 		snprintf(err, errlen, "%s: reading %s's report: %s", dir, bin, strerror(e));
-		return NULL;
-	}
 	/* Status 1 with a report is damage the report names; a report without one is nothing. */
-	if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && (WEXITSTATUS(st) != 1 || *len == 0))) {
+	else if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && (WEXITSTATUS(st) != 1 || *len == 0)))
 		snprintf(err, errlen, "%s: %s --json failed (status %d); see its message above", dir, bin,
 		         WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-		free(out);
-		return NULL;
-	}
-	return out;
+	else
+		return out;
+	free(out);
+	return NULL;
 }
 
 int ddl_profile_load(struct ddl_profile *p, const char *path, const char *report_bin, char *err,

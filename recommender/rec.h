@@ -1,10 +1,11 @@
 /*
  * ddlprof-recommend's model of the world: the instance catalog (catalog.c),
  * the measured inputs taken from ddlprof-report/1 profiles or from a job's
- * structure (profile.c), the projection of one iteration onto a
- * configuration (model.c), the search over configurations and the
- * decisions (search.c), and the outputs (output.c). recommend.c is the
- * command. See ddlprof-recommend(1) for the equations and the formats.
+ * structure (profile.c; a trace directory's report run by spawn.c), the
+ * projection of one iteration onto a configuration (model.c), the search
+ * over configurations and the decisions (search.c), and the outputs
+ * (output.c). recommend.c is the command; slurm.c adds --slurm. See
+ * ddlprof-recommend(1) for the equations and the formats.
  */
 #ifndef DDL_REC_H
 #define DDL_REC_H
@@ -129,6 +130,27 @@ int ddl_profile_load(struct ddl_profile *p, const char *path, const char *report
 int ddl_profile_parse(struct ddl_profile *p, const char *name, const char *buf, size_t len,
                       char *err, size_t errlen);
 void ddl_profile_free(struct ddl_profile *p);
+
+/*
+ * Reading the report of a trace directory (spawn.c), for profile.c and
+ * slurm.c. ddl_slurp_fd reads FD to its end into a buffer the caller
+ * frees, *LEN bytes; NULL with errno when reading or memory failed, or
+ * EFBIG once it holds MAX bytes.
+ */
+char *ddl_slurp_fd(int fd, size_t *len, size_t max);
+/* Which step of running the report failed. */
+enum ddl_spawn_step { DDL_SPAWN_OK, DDL_SPAWN_PIPE, DDL_SPAWN_START, DDL_SPAWN_READ };
+/*
+ * Runs BIN --json -- DIR (BIN looked up in PATH unless it holds a '/'),
+ * reads its standard output with ddl_slurp_fd (MAX) and waits for it.
+ * Returns DDL_SPAWN_OK with *OUT (*LEN bytes, the caller frees it) and
+ * *STATUS (waitpid's), or the step that failed with *ERRNUM (an errno):
+ * DDL_SPAWN_PIPE or DDL_SPAWN_START, no child ran; DDL_SPAWN_READ, the
+ * child was waited for (*STATUS set). *OUT is NULL unless DDL_SPAWN_OK.
+ * The caller words the message and judges the status.
+ */
+int ddl_spawn_report(const char *bin, const char *dir, size_t max, char **out, size_t *len,
+                     int *status, int *errnum);
 
 enum ddl_scaling { DDL_STRONG, DDL_WEAK };
 enum ddl_algo { DDL_RING, DDL_TREE };

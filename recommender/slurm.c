@@ -5,7 +5,8 @@
  * at most COUNT leaf switches, or MAX_WAIT has passed: the delay
  * scheduling of ddlprof-sim's dally policy, with the leaf switch as the
  * rack. recommend.c parses the options and calls this file after the
- * profiles are loaded (profile.c); the rule is in ddlprof-recommend(1),
+ * profiles are loaded (profile.c), and the report is read here again (a
+ * trace directory's through spawn.c); the rule is in ddlprof-recommend(1),
  * SLURM:
  *
  *   loss     = 1 - slowdown.rack / slowdown.cluster, from the report's
@@ -26,7 +27,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +40,11 @@
 #define DDLPROF_VERSION "unknown"
 #endif
 
-extern char **environ;
-
 #define DDL_SLURM_HISTORY 32          /* waits per demand, as ddlprof-sim's DDL_SIM_TIMER_HISTORY */
 #define DDL_SLURM_BUCKETS 12          /* demand buckets: 1, 2-3, 4-7, ... 2048+ */
-#define DDL_SLURM_REPORT_MAX (1u << 30)
+/* Bytes: a report this long or longer is refused (1 GiB less the byte the
+ * former reader here kept free). */
+#define DDL_SLURM_REPORT_MAX ((1u << 30) - 1)
 
 /*
  * Waits for a tight placement when no history is given, per GPU demand:
@@ -70,75 +70,24 @@ static int ddl_slurm_bucket(int n)
 	return b;
 }
 
-static char *ddl_slurm_slurp(int fd, size_t *len)
-{
-	char *buf = NULL;
-	size_t cap = 0;
-	*len = 0;
-	for (;;) {
-		if (*len + 1 >= cap) {
-			if (cap >= DDL_SLURM_REPORT_MAX) {
-				free(buf);
-				errno = EFBIG;
-				return NULL;
-			}
-			char *q = realloc(buf, cap = cap ? cap * 2 : 65536);
-			if (!q) {
-				free(buf);
-				return NULL;
-			}
-			buf = q;
-		}
-		ssize_t k = read(fd, buf + *len, cap - 1 - *len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			free(buf);
-			return NULL;
-		}
-		if (k == 0)
-			return buf;
-		*len += (size_t)k;
-	}
-}
-
 /* ddlprof-report --json DIR's output, or NULL with ERR. */
 static char *ddl_slurm_run_report(const char *bin, const char *dir, size_t *len, char *err,
                                   size_t errlen)
 {
-	int fd[2];
-	if (pipe(fd) < 0) {
-		snprintf(err, errlen, "%s: pipe: %s", dir, strerror(errno));
-		return NULL;
-	}
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-	posix_spawn_file_actions_addclose(&fa, fd[0]);
-	posix_spawn_file_actions_addclose(&fa, fd[1]);
-	char *argv[] = {(char *)bin, "--json", "--", (char *)dir, NULL};
-	pid_t pid;
-	int rc = strchr(bin, '/') ? posix_spawn(&pid, bin, &fa, NULL, argv, environ)
-	                          : posix_spawnp(&pid, bin, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fd[1]);
-	if (rc) {
-		close(fd[0]);
-		snprintf(err, errlen, "%s: cannot run %s: %s", dir, bin, strerror(rc));
-		return NULL;
-	}
-	char *out = ddl_slurm_slurp(fd[0], len);
-	int e = errno, st = 0;
-	close(fd[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!out || !WIFEXITED(st) || WEXITSTATUS(st) > 1 || !*len) {
+	char *out;
+	int st, e;
+	int k = ddl_spawn_report(bin, dir, DDL_SLURM_REPORT_MAX, &out, len, &st, &e);
+	if (k == DDL_SPAWN_PIPE)
+		snprintf(err, errlen, "%s: pipe: %s", dir, strerror(e));
+	else if (k == DDL_SPAWN_START)
+		snprintf(err, errlen, "%s: cannot run %s: %s", dir, bin, strerror(e));
+	else if (k == DDL_SPAWN_READ || !WIFEXITED(st) || WEXITSTATUS(st) > 1 || !*len)
 		snprintf(err, errlen, "%s: %s --json failed%s%s", dir, bin, out ? "" : ": ",
 		         out ? "" : strerror(e));
-		free(out);
-		return NULL;
-	}
-	return out;
+	else
+		return out;
+	free(out);
+	return NULL;
 }
 
 /* The report PATH names, as profile.c reads it: a JSON file, DIR/report.json, or a trace DIR. */
@@ -159,7 +108,7 @@ static json_t *ddl_slurm_load(const char *path, const char *report_bin, char *er
 	}
 	if (!buf) {
 		int fd = open(file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || !(buf = ddl_slurm_slurp(fd, &len))) {
+		if (fd < 0 || !(buf = ddl_slurp_fd(fd, &len, DDL_SLURM_REPORT_MAX))) {
 			snprintf(err, errlen, "%s: %s", file, strerror(errno));
 			if (fd >= 0)
 				close(fd);

@@ -10,7 +10,8 @@
  * that used no GPU, or never ran (duration 0), are left out without a
  * message each and counted in one line; the logs hold many of both. The
  * trace names no model: jobs get the default slowdowns (models.c).
- * Called from sim.c for --format helios.
+ * Read with the CSV reader and the record checks of trace.c; called from
+ * sim.c for --format helios.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -26,14 +27,9 @@ int ddl_sim_load_helios(const char *path, struct ddl_sim_trace *t,
 	int cid = ddl_sim_csv_col(&c, "job_id"), cg = ddl_sim_csv_col(&c, "gpu_num");
 	int csub = ddl_sim_csv_col(&c, "submit_time"), cdur = ddl_sim_csv_col(&c, "duration");
 	int cst = ddl_sim_csv_col(&c, "start_time"), cend = ddl_sim_csv_col(&c, "end_time");
-	if (cg < 0 || csub < 0 || (cdur < 0 && (cst < 0 || cend < 0))) {
-		fprintf(stderr,
-		        "ddlprof-sim: %s: not a Helios cluster log (the header needs gpu_num, "
-		        "submit_time, and duration or start_time and end_time)\n",
-		        path);
-		ddl_sim_csv_close(&c);
-		return -1;
-	}
+	if (cg < 0 || csub < 0 || (cdur < 0 && (cst < 0 || cend < 0)))
+		return ddl_sim_csv_refuse(&c, "Helios cluster log (the header needs gpu_num, "
+		                              "submit_time, and duration or start_time and end_time)");
 	size_t first = t->n, idle = 0;
 	int rc = 0;
 	double t0 = INFINITY;
@@ -58,9 +54,7 @@ int ddl_sim_load_helios(const char *path, struct ddl_sim_trace *t,
 		if (!why && dur < 0)
 			why = "the job ends before it starts";
 		if (why) {
-			char where[4200];
-			snprintf(where, sizeof where, "%s:%ld", path, c.lineno);
-			if (ddl_sim_bad_record(t, o, path, where, why) < 0) {
+			if (ddl_sim_csv_bad(t, o, &c, why) < 0) {
 				rc = -1;
 				break;
 			}
@@ -71,9 +65,7 @@ int ddl_sim_load_helios(const char *path, struct ddl_sim_trace *t,
 			continue;
 		}
 		char id[48];
-		snprintf(id, sizeof id, "%s", cid >= 0 ? ddl_sim_csv_get(&c, cid) : "");
-		if (!id[0])
-			snprintf(id, sizeof id, "line%ld", c.lineno);
+		ddl_sim_csv_id(&c, cid, id, sizeof id);
 		if (!ddl_sim_trace_add(t, id, sub, (int)g, dur, NULL)) {
 			fprintf(stderr, "ddlprof-sim: %s: out of memory\n", path);
 			rc = -1;

@@ -7,8 +7,8 @@
  * time of the model's ddlprof profile, --profiles DIR/<model_name>.json
  * (sim.c), since the format carries no time per iteration. interval is not
  * needed. Columns are found by header name. Times outside 0..1e10 s
- * (DDL_SIM_MAX_TIME) are bad records. Called from sim.c for --format
- * tiresias.
+ * (DDL_SIM_MAX_TIME) are bad records. Read with the CSV reader and the
+ * record checks of trace.c; called from sim.c for --format tiresias.
  */
 #include <stdlib.h>
 
@@ -23,14 +23,9 @@ int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
 	int cid = ddl_sim_csv_col(&c, "job_id"), cg = ddl_sim_csv_col(&c, "num_gpu");
 	int csub = ddl_sim_csv_col(&c, "submit_time"), cdur = ddl_sim_csv_col(&c, "duration");
 	int cmod = ddl_sim_csv_col(&c, "model_name"), cit = ddl_sim_csv_col(&c, "iterations");
-	if (cg < 0 || csub < 0 || (cdur < 0 && cit < 0)) {
-		fprintf(stderr,
-		        "ddlprof-sim: %s: not a Tiresias job CSV (the header needs num_gpu, submit_time, "
-		        "and duration or iterations)\n",
-		        path);
-		ddl_sim_csv_close(&c);
-		return -1;
-	}
+	if (cg < 0 || csub < 0 || (cdur < 0 && cit < 0))
+		return ddl_sim_csv_refuse(&c, "Tiresias job CSV (the header needs num_gpu, submit_time, "
+		                              "and duration or iterations)");
 	int rc = 0;
 	while (ddl_sim_csv_next(&c)) {
 		double sub, dur, iters, iter_s;
@@ -48,18 +43,14 @@ int ddl_sim_load_tiresias(const char *path, struct ddl_sim_trace *t,
 			                         cit >= 0 ? ddl_sim_csv_get(&c, cit) : NULL, NULL, "duration",
 			                         &dur, &iters, &iter_s);
 		if (why) {
-			char where[4200];
-			snprintf(where, sizeof where, "%s:%ld", path, c.lineno);
-			if (ddl_sim_bad_record(t, o, path, where, why) < 0) {
+			if (ddl_sim_csv_bad(t, o, &c, why) < 0) {
 				rc = -1;
 				break;
 			}
 			continue;
 		}
 		char id[48];
-		snprintf(id, sizeof id, "%s", cid >= 0 ? ddl_sim_csv_get(&c, cid) : "");
-		if (!id[0])
-			snprintf(id, sizeof id, "line%ld", c.lineno);
+		ddl_sim_csv_id(&c, cid, id, sizeof id);
 		struct ddl_sim_job *j = ddl_sim_trace_add(t, id, sub, (int)g, dur, ddl_sim_csv_get(&c, cmod));
 		if (!j) {
 			fprintf(stderr, "ddlprof-sim: %s: out of memory\n", path);

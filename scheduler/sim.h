@@ -2,8 +2,9 @@
  * ddlprof-sim's shared declarations: the job trace the loaders fill, the
  * cluster's GPU accounting, the event heap, the policy interface and the
  * simulator state the engine and the policies share. Each subsystem lives
- * in its own file (sim.c options, load_*.c readers, cluster.c, events.c,
- * engine.c, policy_*.c, models.c, output.c, generate.c).
+ * in its own file (sim.c options, load_*.c readers, trace.c what the
+ * readers share, cluster.c, events.c, engine.c, policy_*.c, models.c,
+ * output.c, generate.c).
  */
 #ifndef DDL_SIM_H
 #define DDL_SIM_H
@@ -72,6 +73,7 @@ struct ddl_sim_trace {
 	size_t skipped;        /* bad records skipped */
 };
 
+struct ddl_sim_profile;
 struct ddl_sim_profiles;
 
 /* Options shared by the loaders. */
@@ -96,16 +98,61 @@ int ddl_sim_load_helios(const char *path, struct ddl_sim_trace *t,
 int ddl_sim_load_philly(const char *path, struct ddl_sim_trace *t,
                         const struct ddl_sim_load_opts *o);
 
-/* Appends a job, its slowdowns from the model table (models.c; MODEL NULL
+/*
+ * What the loaders share (trace.c).
+ *
+ * Appends a job, its slowdowns from the model table (models.c; MODEL NULL
  * or empty: the default row). Returns the job, or NULL when memory ran
- * out. */
+ * out.
+ */
 struct ddl_sim_job *ddl_sim_trace_add(struct ddl_sim_trace *t, const char *id, double arrival,
                                       int gpus, double work, const char *model);
 void ddl_sim_trace_free(struct ddl_sim_trace *t);
+/* Reports a bad record at WHERE ("file:line", "file: record N (...)"), in
+ * one line: "...; record skipped", or under --strict "...; the trace is
+ * rejected (--strict)" and -1. */
+int ddl_sim_bad_record(struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o,
+                       const char *path, const char *where, const char *why);
+/* A run given as a duration (field DUR) or as iterations (ITERS, with an
+ * optional iteration time ITER_S; either NULL where the format has no such
+ * column): *WORK (0 when it is to come from iterations), *N, *IT. NULL, or
+ * why the record is bad, naming DUR_NAME (not reentrant). */
+const char *ddl_sim_record_run(const char *dur, const char *iters, const char *iter_s,
+                               const char *dur_name, double *work, double *n, double *it);
+/* The profile a record names, NAME relative to TRACE, read through CACHE:
+ * 0 with *P (NULL when NAME is empty); 1 when it is unusable, WHY saying
+ * so ("profile PATH: reason"); -1 when memory ran out. */
+int ddl_sim_record_profile(struct ddl_sim_profiles *cache, const char *trace, const char *name,
+                           const struct ddl_sim_profile **p, char *why, size_t n);
+/* Gives J the speed its record names: profile P (may be NULL), then its
+ * own slowdowns SR, SC (0: not given) over those. */
+void ddl_sim_record_speed(struct ddl_sim_job *j, const struct ddl_sim_profile *p, double sr,
+                          double sc);
+/* NAME as a trace names it: relative to the directory of TRACE unless absolute. */
+void ddl_sim_profile_path(const char *trace, const char *name, char *out, size_t n);
+/* Parses a double / a positive int, whole field; 0 or -1. */
+int ddl_sim_parse_double(const char *s, double *v);
+int ddl_sim_parse_int(const char *s, long *v);
+/*
+ * The largest time a trace may give, as an arrival (absolute or relative)
+ * or a duration: 1e10 s, about 317 years. It keeps every simulated time
+ * well inside the range where doubles resolve milliseconds (2^52 ms is
+ * about 4.5e12 s), so leases and job ends stay distinct instants.
+ */
+#define DDL_SIM_MAX_TIME 1e10
+/* The shortest --lease, s: finer leases only multiply lease ends. */
+#define DDL_SIM_MIN_LEASE 1e-3
+/* V is finite and 0 <= V <= DDL_SIM_MAX_TIME. */
+int ddl_sim_time_ok(double v);
+/* "YYYY-MM-DD HH:MM:SS" (UTC; year 1970..9999, each field in range) or
+ * seconds, to seconds; 0, or -1 when it is neither or the time is outside
+ * 0..DDL_SIM_MAX_TIME. */
+int ddl_sim_parse_time(const char *s, double *v);
 
 /*
- * A small CSV reader shared by the CSV loaders: no quoting beyond
- * stripping one pair of surrounding double quotes, fields split on commas.
+ * A small CSV reader shared by the CSV loaders (trace.c): no quoting
+ * beyond stripping one pair of surrounding double quotes, fields split on
+ * commas.
  */
 struct ddl_sim_csv {
 	FILE *f;
@@ -126,36 +173,17 @@ int ddl_sim_csv_next(struct ddl_sim_csv *c);
 int ddl_sim_csv_col(const struct ddl_sim_csv *c, const char *name);
 /* Field I of the current record, "" when the record is short. */
 const char *ddl_sim_csv_get(const struct ddl_sim_csv *c, int i);
-/* Reports a bad record at WHERE ("file:line", "file: record N (...)"), in
- * one line: "...; record skipped", or under --strict "...; the trace is
- * rejected (--strict)" and -1. */
-int ddl_sim_bad_record(struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o,
-                       const char *path, const char *where, const char *why);
 void ddl_sim_csv_close(struct ddl_sim_csv *c);
-/* A run given as a duration (field DUR) or as iterations (ITERS, with an
- * optional iteration time ITER_S; either NULL where the format has no such
- * column): *WORK (0 when it is to come from iterations), *N, *IT. NULL, or
- * why the record is bad, naming DUR_NAME (load_csv.c; not reentrant). */
-const char *ddl_sim_record_run(const char *dur, const char *iters, const char *iter_s,
-                               const char *dur_name, double *work, double *n, double *it);
-/* Parses a double / a positive int, whole field; 0 or -1. */
-int ddl_sim_parse_double(const char *s, double *v);
-int ddl_sim_parse_int(const char *s, long *v);
-/*
- * The largest time a trace may give, as an arrival (absolute or relative)
- * or a duration: 1e10 s, about 317 years. It keeps every simulated time
- * well inside the range where doubles resolve milliseconds (2^52 ms is
- * about 4.5e12 s), so leases and job ends stay distinct instants.
- */
-#define DDL_SIM_MAX_TIME 1e10
-/* The shortest --lease, s: finer leases only multiply lease ends. */
-#define DDL_SIM_MIN_LEASE 1e-3
-/* V is finite and 0 <= V <= DDL_SIM_MAX_TIME. */
-int ddl_sim_time_ok(double v);
-/* "YYYY-MM-DD HH:MM:SS" (UTC; year 1970..9999, each field in range) or
- * seconds, to seconds; 0, or -1 when it is neither or the time is outside
- * 0..DDL_SIM_MAX_TIME. */
-int ddl_sim_parse_time(const char *s, double *v);
+/* The header lacks what the format needs: "PATH: not a WHAT" on stderr, C
+ * closed, and -1 for the loader to return. */
+int ddl_sim_csv_refuse(struct ddl_sim_csv *c, const char *what);
+/* The current record is bad: ddl_sim_bad_record at "PATH:LINE"; -1 under
+ * --strict, else 0. */
+int ddl_sim_csv_bad(struct ddl_sim_trace *t, const struct ddl_sim_load_opts *o,
+                    const struct ddl_sim_csv *c, const char *why);
+/* The current record's job name into ID (N bytes): field COL (-1: none),
+ * or "lineN" when that is empty. */
+void ddl_sim_csv_id(const struct ddl_sim_csv *c, int col, char *id, size_t n);
 
 /*
  * Job speeds from ddlprof-report/1 profiles (load_profile.c): a report's
@@ -181,20 +209,9 @@ struct ddl_sim_profiles {
  * file does not exist). */
 const struct ddl_sim_profile *ddl_sim_profile_get(struct ddl_sim_profiles *c, const char *path);
 void ddl_sim_profiles_free(struct ddl_sim_profiles *c);
-/* NAME as a trace names it: relative to the directory of TRACE unless absolute (load_csv.c). */
-void ddl_sim_profile_path(const char *trace, const char *name, char *out, size_t n);
 /* Gives J the slowdowns of the usable profile P when J's are still the
  * table's, and P's iteration time when J has iterations and no time. */
 void ddl_sim_profile_apply(struct ddl_sim_job *j, const struct ddl_sim_profile *p);
-/* The profile a record names, NAME relative to TRACE, read through CACHE:
- * 0 with *P (NULL when NAME is empty); 1 when it is unusable, WHY saying
- * so ("profile PATH: reason"); -1 when memory ran out (load_csv.c). */
-int ddl_sim_record_profile(struct ddl_sim_profiles *cache, const char *trace, const char *name,
-                           const struct ddl_sim_profile **p, char *why, size_t n);
-/* Gives J the speed its record names: profile P (may be NULL), then its
- * own slowdowns SR, SC (0: not given) over those. */
-void ddl_sim_record_speed(struct ddl_sim_job *j, const struct ddl_sim_profile *p, double sr,
-                          double sc);
 
 /* The model table (models.c). */
 struct ddl_sim_model {
