@@ -134,9 +134,10 @@ $(B)/lib/libddlread.a: $(READ_OBJ)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
-$(B)/bin/ddlprof: $(B)/obj/launcher/ddlprof.o $(B)/lib/libddlread.a
+# The launcher needs libc only: it reads the headers of traces itself (trace.h).
+$(B)/bin/ddlprof: $(B)/obj/launcher/ddlprof.o
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^ $(ZSTD_LIBS) $(LZ4_LIBS)
+	$(CC) $(TOOL_SAN) -o $@ $^
 
 $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)

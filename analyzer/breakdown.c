@@ -315,7 +315,7 @@ void ddl_report_breakdown(struct ddl_report *r)
  * a baseline of iteration T0 the slowdowns are T(perturbed) / T0 measured
  * and T(R) / T0 predicted; error = T(R) / T(perturbed) - 1 either way.
  *
- * delay=D held every send call D longer (libddlprof/socket.c's
+ * delay=D held every send call D longer (libddlprof/perturb.c's
  * ddl_perturb: a sleep inside the call, whatever its size). A thread's
  * sends are serial, and in a synchronous job each one is on the iteration's
  * critical path: the rank cannot go on until its send is done, nor its

@@ -1,5 +1,6 @@
 /*
- * ddlprof: the launcher. Prepares the trace directory, sets LD_PRELOAD
+ * ddlprof: the launcher. Prepares the trace directory and the run id (by
+ * the rules the library follows too: ddlprof/tracedir.h), sets LD_PRELOAD
  * (prepending libddlprof.so, never replacing what is there) and the
  * DDLPROF_* settings, then execs the command, so the exit status and the
  * signals are the command's own. One launcher per rank under srun, mpirun
@@ -26,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ddlprof/runid.h"
+#include "ddlprof/tracedir.h"
 #include "ddlprof/trace.h"
 
 #define DDL_EXIT_OWN 125
@@ -63,17 +64,6 @@ static void ddl_usage(FILE *f)
 	        "  -q, --quiet        no messages from the launcher (the library still reports\n"
 	        "                     failures, one line each)\n"
 	        "See ddlprof(1).\n");
-}
-
-static int ddl_valid_id(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n >= DDL_RUNID_MAX)
-		return 0;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("-_.:", *s))
-			return 0;
-	return 1;
 }
 
 static int ddl_valid_trace(const char *list)
@@ -126,49 +116,40 @@ static void ddl_make_parents(const char *dir)
 }
 
 /*
- * Creates DIR 0700, or checks an existing one is a real directory of ours
- * that only we can write into (or a sticky one); an existing directory is
- * never changed. Returns 0; 1 when the traces cannot be written there (no
- * permission, a read-only or full file system), which costs the profile,
- * not the job; -1 for what looks like a trap (a symbolic link, a file,
- * another user's directory, one every user may write into), refused. Says why
- * in one line either way.
+ * Creates DIR 0700 (and its missing parents), or checks an existing one by
+ * the rule of ddlprof/tracedir.h; an existing directory is never changed.
+ * Returns 0; 1 when the traces cannot be written there (no permission, a
+ * read-only or full file system), which costs the profile, not the job; -1
+ * for what looks like a trap (a symbolic link, a file, another user's
+ * directory, one every user may write into), refused. Says why in one line
+ * either way.
  */
 static int ddl_prepare_dir(const char *dir)
 {
 	struct stat st;
 	ddl_make_parents(dir);
-	if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || lstat(dir, &st) != 0) {
+	int rc = ddl_tracedir_prepare(dir, 1, &st);
+	if (rc < 0) {
 		fprintf(stderr, "ddlprof: cannot write traces to %s: %s; running without profiling\n",
-		        dir, strerror(errno));
+		        dir, strerror(-rc));
 		return 1;
 	}
-	if (S_ISLNK(st.st_mode)) {
+	switch (rc) {
+	case DDL_TRACEDIR_LINK:
 		fprintf(stderr, "ddlprof: %s is a symbolic link; name the directory itself\n", dir);
 		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
+	case DDL_TRACEDIR_NOTDIR:
 		fprintf(stderr, "ddlprof: %s exists and is not a directory\n", dir);
 		return -1;
-	}
-	if (st.st_uid != geteuid()) {
+	case DDL_TRACEDIR_FOREIGN:
 		fprintf(stderr, "ddlprof: %s belongs to another user (uid %u); refusing to write there\n",
 		        dir, (unsigned)st.st_uid);
 		return -1;
-	}
-	/* An existing directory is never changed: one every user may write
-	 * into (and that is not sticky) lets them replace or remove the traces.
-	 * Group write is the group's business (a umask of 002 gives it). */
-	if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX)) {
+	case DDL_TRACEDIR_OPEN:
 		fprintf(stderr, "ddlprof: every user can write into %s (mode %04o); refusing to write "
 		        "traces there: use a directory others cannot write\n", dir,
 		        (unsigned)(st.st_mode & 07777));
 		return -1;
-	}
-	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
-		fprintf(stderr, "ddlprof: cannot write traces to %s: %s; running without profiling\n",
-		        dir, strerror(errno));
-		return 1;
 	}
 	return 0;
 }
@@ -419,7 +400,7 @@ int main(int argc, char **argv)
 		        "gloo, file, python\n", trace);
 		return DDL_EXIT_OWN;
 	}
-	if (run_id && !ddl_valid_id(run_id)) {
+	if (run_id && !ddl_runid_valid(run_id)) {
 		fprintf(stderr, "ddlprof: --run-id '%s': 1 to %d characters of A-Z a-z 0-9 - _ . :\n",
 		        run_id, DDL_RUNID_MAX - 1);
 		return DDL_EXIT_OWN;

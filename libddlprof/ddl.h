@@ -448,12 +448,40 @@ void ddl_writer_wake(void) DDL_HIDDEN;
 void ddl_writer_after_fork_child(void) DDL_HIDDEN;
 void ddl_writer_atfork_prepare(void) DDL_HIDDEN;
 void ddl_writer_atfork_parent(void) DDL_HIDDEN;
+/* The locks of the file and of the string table: a plain atomic flag, so a
+ * signal handler can try one. Takes L within TRIES tries (< 0: until it is
+ * free), napping between tries past the 64th; 1 when taken, 0 when not. */
+int ddl_spin_try(_Atomic int *l, int tries) DDL_HIDDEN;
+void ddl_spin_unlock(_Atomic int *l) DDL_HIDDEN;
+
+/*
+ * ---- strings.c: the trace's string table ----
+ * Records (struct ddl_strrec, then the text), append-only. strings.c
+ * appends under the lock; the writer writes buf[done, len) into the file
+ * under the same lock and moves done, sets done to 0 for a new file, and
+ * holds the lock across fork (writer.c). len is also read without the lock.
+ */
+struct ddl_strtab {
+	_Atomic int lock;
+	char *buf;
+	size_t len, cap;
+	size_t done; /* bytes already in the current file */
+};
+extern struct ddl_strtab ddl_str DDL_HIDDEN;
+/* Records a string for the trace. Never allocates with malloc (signal paths). */
 void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len) DDL_HIDDEN;
+/* A new communicator id for DDL_STR_COMM (NCCL, gloo, torch groups): 1, 2, ... */
+uint32_t ddl_comm_id_new(void) DDL_HIDDEN;
 
 /* ---- socket.c ---- */
 void ddl_socket_init(void) DDL_HIDDEN;
+
+/* ---- perturb.c: ddlprof --perturb-net ---- */
 extern int ddl_perturb_on DDL_HIDDEN;
+/* Slows the send that just moved BYTES, as the setting says. Keeps errno. */
 void ddl_perturb(uint64_t bytes) DDL_HIDDEN;
+/* Parses "delay=USEC" or "rate=N[kbit|mbit|gbit|KB|MB|GB]" and turns the
+ * perturbation on; 0 or -EINVAL. */
 int ddl_perturb_parse(const char *spec) DDL_HIDDEN;
 
 /* ---- file.c ---- */
@@ -473,18 +501,20 @@ uint32_t ddl_name_intern(const char *name) DDL_HIDDEN;
 void ddl_gpu_after_fork_child(void) DDL_HIDDEN;
 void ddl_gpu_stop(void) DDL_HIDDEN;
 
-/* ---- core.c ---- */
-/* A new communicator id for DDL_STR_COMM (NCCL, gloo, torch groups): 1, 2, ... */
-uint32_t ddl_comm_id_new(void) DDL_HIDDEN;
+/* ---- diag.c ---- */
 /* A key=value fact about the process, in the trace's string table. */
 void ddl_meta(const char *key, const char *val) DDL_HIDDEN;
 /* Turn profiling off for good in this process, with one line on stderr. */
 void ddl_disable(const char *why, int err) DDL_HIDDEN;
 void ddl_warn(const char *fmt, ...) DDL_HIDDEN __attribute__((format(printf, 1, 2)));
+
+/* ---- core.c ---- */
 /* Ensure the library is initialised (constructor may not have run yet). */
 void ddl_init(void) DDL_HIDDEN;
-/* Restart recording in a new process image after fork (child side). */
-void ddl_after_fork_child(void) DDL_HIDDEN;
+
+/* ---- process.c: fork, exec, daemon, namespaces, _exit ---- */
+/* Registers the fork handlers: a child starts a trace of its own. */
+void ddl_process_init(void) DDL_HIDDEN;
 
 /* ---- signal.c ---- */
 void ddl_signal_init(void) DDL_HIDDEN;

@@ -1,10 +1,11 @@
 /*
  * The writer: the one thread per process that turns thread rings into trace
  * file chunks. It wakes every DDLPROF_FLUSH_MS, or when a ring passes half
- * full, drains every ring, and appends a clock sample, any new strings and
- * the events as chunks, compressed with the codec DDLPROF_COMPRESS names
- * (LZ4 by default: readers decode it over twice as fast as zstd)
- * when its library can be loaded, else with the other codec, else raw.
+ * full, drains every ring, and appends a clock sample, what is new in the
+ * string table (strings.c) and the events as chunks, compressed with the
+ * codec DDLPROF_COMPRESS names (LZ4 by default: readers decode it over
+ * twice as fast as zstd) when its library can be loaded, else with the
+ * other codec, else raw.
  *
  * The trace file is opened for each flush and closed again, so a program
  * that closes every descriptor, or dup2()s over one, can never make us write
@@ -31,16 +32,9 @@
 
 #define DDL_STAGE_EVENTS 32768 /* events per chunk: 1 MiB raw */
 
-/* ---- strings: append-only, re-emitted whole into each new file ---- */
+/* ---- the locks of the file and of the string table (strings.c) ---- */
 
-static struct {
-	_Atomic int lock;
-	char *buf;
-	size_t len, cap;
-	size_t done; /* bytes already in the current file */
-} ddl_str;
-
-static int ddl_spin_try(_Atomic int *l, int tries)
+int ddl_spin_try(_Atomic int *l, int tries)
 {
 	for (int i = 0; i < tries || tries < 0; i++) {
 		int expect = 0;
@@ -54,48 +48,9 @@ static int ddl_spin_try(_Atomic int *l, int tries)
 	return 0;
 }
 
-static void ddl_spin_unlock(_Atomic int *l)
+void ddl_spin_unlock(_Atomic int *l)
 {
 	atomic_store_explicit(l, 0, memory_order_release);
-}
-
-/* Records a string for the trace. Never allocates with malloc (signal paths). */
-void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len)
-{
-	if (len > 1024)
-		len = 1024;
-	size_t need = sizeof(struct ddl_strrec) + len;
-	int saved = errno;
-	/* No signal handler may run on this thread while it holds the lock:
-	 * one that called _exit would wait on a writer that waits on us. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ddl_spin_try(&ddl_str.lock, -1);
-	if (ddl_str.len + need > ddl_str.cap) {
-		size_t ncap = ddl_str.cap ? ddl_str.cap * 2 : 65536;
-		while (ncap < ddl_str.len + need)
-			ncap *= 2;
-		void *n = ddl_str.buf ? mremap(ddl_str.buf, ddl_str.cap, ncap, MREMAP_MAYMOVE)
-		                      : mmap(NULL, ncap, PROT_READ | PROT_WRITE,
-		                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (n == MAP_FAILED) {
-			ddl_spin_unlock(&ddl_str.lock);
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			errno = saved;
-			return;
-		}
-		ddl_str.buf = n;
-		ddl_str.cap = ncap;
-	}
-	struct ddl_strrec r = {id, kind, (uint16_t)len, value};
-	memcpy(ddl_str.buf + ddl_str.len, &r, sizeof r);
-	memcpy(ddl_str.buf + ddl_str.len + sizeof r, text, len);
-	/* len is also read without the lock, to see whether there is news */
-	__atomic_store_n(&ddl_str.len, ddl_str.len + need, __ATOMIC_RELAXED);
-	ddl_spin_unlock(&ddl_str.lock);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = saved;
 }
 
 /* ---- the file ---- */
