@@ -199,6 +199,14 @@ static void ddl_warn_other_runs(const char *dir, const char *run)
 		        dir, count, count == 1 ? "" : "s", other, count > 1 ? ", ..." : "");
 }
 
+/* Whether V is a whole number in LO..HI (an option's value). */
+static int ddl_valid_long(const char *v, long lo, long hi)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+	return !*end && end != v && n >= lo && n <= hi;
+}
+
 /* --papi's list: 1 to 16 names of 1 to 127 characters, no blanks. */
 static int ddl_valid_papi(const char *list)
 {
@@ -410,13 +418,9 @@ int main(int argc, char **argv)
 		        perturb);
 		return DDL_EXIT_OWN;
 	}
-	if (ksample) {
-		char *end;
-		long v = strtol(ksample, &end, 10);
-		if (*end || end == ksample || v < 0 || v > (1 << 20)) {
-			fprintf(stderr, "ddlprof: --kernel-sample '%s': a whole number in 0..1048576\n", ksample);
-			return DDL_EXIT_OWN;
-		}
+	if (ksample && !ddl_valid_long(ksample, 0, 1 << 20)) {
+		fprintf(stderr, "ddlprof: --kernel-sample '%s': a whole number in 0..1048576\n", ksample);
+		return DDL_EXIT_OWN;
 	}
 	if (compress && strcmp(compress, "lz4") && strcmp(compress, "zstd") && strcmp(compress, "none")) {
 		fprintf(stderr, "ddlprof: --compress '%s': lz4, zstd or none\n", compress);
@@ -434,28 +438,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof: --cupti '%s': auto, on or off\n", cupti);
 		return DDL_EXIT_OWN;
 	}
-	if (backtrace) {
-		char *end;
-		long v = strtol(backtrace, &end, 10);
-		if (*end || end == backtrace || v < 0 || v > 32) {
-			fprintf(stderr, "ddlprof: --backtrace '%s': frames to record, a whole number in 0..32\n",
-			        backtrace);
-			return DDL_EXIT_OWN;
-		}
+	if (backtrace && !ddl_valid_long(backtrace, 0, 32)) {
+		fprintf(stderr, "ddlprof: --backtrace '%s': frames to record, a whole number in 0..32\n",
+		        backtrace);
+		return DDL_EXIT_OWN;
 	}
 	if (papi && !ddl_valid_papi(papi)) {
 		fprintf(stderr, "ddlprof: --papi '%s': a comma list of 1 to %d PAPI event names, such as "
 		        "perf::TASK-CLOCK,PAPI_TOT_INS\n", papi, DDL_PAPI_MAX);
 		return DDL_EXIT_OWN;
 	}
-	if (flush) {
-		char *end;
-		long v = strtol(flush, &end, 10);
-		if (*end || end == flush || v < 1 || v > 60000) {
-			fprintf(stderr, "ddlprof: --flush-ms '%s': a whole number of milliseconds in 1..60000\n",
-			        flush);
-			return DDL_EXIT_OWN;
-		}
+	if (flush && !ddl_valid_long(flush, 1, 60000)) {
+		fprintf(stderr, "ddlprof: --flush-ms '%s': a whole number of milliseconds in 1..60000\n", flush);
+		return DDL_EXIT_OWN;
 	}
 	char lib[PATH_MAX], absdir[PATH_MAX], id[DDL_RUNID_MAX];
 	if (ddl_find_lib(lib, sizeof lib) < 0) {

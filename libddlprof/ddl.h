@@ -485,7 +485,6 @@ void ddl_perturb(uint64_t bytes) DDL_HIDDEN;
 int ddl_perturb_parse(const char *spec) DDL_HIDDEN;
 
 /* ---- file.c ---- */
-void ddl_file_init(void) DDL_HIDDEN;
 /* socket.c: a descriptor open() gave: whatever the table knew of that number
  * is stale; not DATA (/proc, /sys, /dev), its reads are never recorded */
 void ddl_fd_opened(int fd, int data) DDL_HIDDEN;
@@ -518,6 +517,5 @@ void ddl_process_init(void) DDL_HIDDEN;
 
 /* ---- signal.c ---- */
 void ddl_signal_init(void) DDL_HIDDEN;
-void ddl_signal_after_fork_child(void) DDL_HIDDEN;
 
 #endif

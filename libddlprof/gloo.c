@@ -378,68 +378,76 @@ static void ddl_gloo_call(int op, unsigned kind, void *opts, const void *caller)
 	ddl_ring_put_args_call(t, kind, 0, t0, t1, 0, -1, 0, &a);
 }
 
-/* Where an export was called from (taken in the export itself). */
-#define DDL_GLOO_CALLER __builtin_extract_return_addr(__builtin_return_address(0))
-
-/* gloo::OP(OpOptions&): one wrapper each, by its mangled name. */
+/* gloo::OP(OpOptions&): one wrapper each, by its mangled name; each names
+ * where it was called from (taken in the export itself). */
 DDL_EXPORT void ddl_gloo_allreduce(void *opts) __asm__("_ZN4gloo9allreduceERKNS_16AllreduceOptionsE");
 void ddl_gloo_allreduce(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLREDUCE, DDL_EV_GLOO_ALLREDUCE, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_ALLREDUCE, DDL_EV_GLOO_ALLREDUCE, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_broadcast(void *opts) __asm__("_ZN4gloo9broadcastERNS_16BroadcastOptionsE");
 void ddl_gloo_broadcast(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_BROADCAST, DDL_EV_GLOO_BROADCAST, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_BROADCAST, DDL_EV_GLOO_BROADCAST, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_reduce(void *opts) __asm__("_ZN4gloo6reduceERNS_13ReduceOptionsE");
 void ddl_gloo_reduce(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_REDUCE, DDL_EV_GLOO_REDUCE, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_REDUCE, DDL_EV_GLOO_REDUCE, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_allgather(void *opts) __asm__("_ZN4gloo9allgatherERNS_16AllgatherOptionsE");
 void ddl_gloo_allgather(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLGATHER, DDL_EV_GLOO_ALLGATHER, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_ALLGATHER, DDL_EV_GLOO_ALLGATHER, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_allgatherv(void *opts) __asm__("_ZN4gloo10allgathervERNS_17AllgathervOptionsE");
 void ddl_gloo_allgatherv(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLGATHERV, DDL_EV_GLOO_ALLGATHERV, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_ALLGATHERV, DDL_EV_GLOO_ALLGATHERV, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_gather(void *opts) __asm__("_ZN4gloo6gatherERNS_13GatherOptionsE");
 void ddl_gloo_gather(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_GATHER, DDL_EV_GLOO_GATHER, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_GATHER, DDL_EV_GLOO_GATHER, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_scatter(void *opts) __asm__("_ZN4gloo7scatterERNS_14ScatterOptionsE");
 void ddl_gloo_scatter(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_SCATTER, DDL_EV_GLOO_SCATTER, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_SCATTER, DDL_EV_GLOO_SCATTER, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_alltoall(void *opts) __asm__("_ZN4gloo8alltoallERNS_15AlltoallOptionsE");
 void ddl_gloo_alltoall(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLTOALL, DDL_EV_GLOO_ALLTOALL, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_ALLTOALL, DDL_EV_GLOO_ALLTOALL, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_alltoallv(void *opts) __asm__("_ZN4gloo9alltoallvERNS_16AlltoallvOptionsE");
 void ddl_gloo_alltoallv(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_ALLTOALLV, DDL_EV_GLOO_ALLTOALLV, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_ALLTOALLV, DDL_EV_GLOO_ALLTOALLV, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 DDL_EXPORT void ddl_gloo_barrier(void *opts) __asm__("_ZN4gloo7barrierERNS_14BarrierOptionsE");
 void ddl_gloo_barrier(void *opts)
 {
-	ddl_gloo_call(DDL_GLOO_BARRIER, DDL_EV_GLOO_BARRIER, opts, DDL_GLOO_CALLER);
+	ddl_gloo_call(DDL_GLOO_BARRIER, DDL_EV_GLOO_BARRIER, opts,
+	              __builtin_extract_return_addr(__builtin_return_address(0)));
 }
 
 /*
@@ -451,7 +459,8 @@ DDL_EXPORT void ddl_gloo_mesh(void *self, void *store, void *dev) __asm__(
 	"_ZN4gloo10rendezvous7Context15connectFullMeshERNS0_5StoreERSt10shared_ptrINS_9transport6DeviceEE");
 void ddl_gloo_mesh(void *self, void *store, void *dev)
 {
-	void (*real)(void *, void *, void *) = (void (*)(void *, void *, void *))ddl_gloo_next(DDL_GLOO_MESH, DDL_GLOO_CALLER);
+	void *caller = __builtin_extract_return_addr(__builtin_return_address(0));
+	void (*real)(void *, void *, void *) = (void (*)(void *, void *, void *))ddl_gloo_next(DDL_GLOO_MESH, caller);
 	struct ddl_thread *t = ddl_thread_enter(DDL_FAM_GLOO);
 	if (t) {
 		uint64_t key = 0;

@@ -1,5 +1,5 @@
 /*
- * Shared machinery of the GPU wrappers: lazily found real functions, the
+ * Shared machinery of the GPU wrappers: the tables of real functions (gpu.h), the
  * stream and kernel-name tables, and the event-pair back end.
  *
  * Event pairs (DESIGN.md section 6): a wrapper records a pooled CUDA event

@@ -79,6 +79,20 @@ static struct ddl_thread *ddl_thread_claim(void)
 	return t;
 }
 
+/* A claimed ring made the calling thread's, under ddl_reg_lock; an
+ * INTERNAL ring's events each name their own thread. */
+static void ddl_thread_take(struct ddl_thread *t, int internal)
+{
+	uint64_t h = t->head;
+	t->cached_tail = h;
+	atomic_store(&t->tail, h);
+	t->idx = (uint16_t)(ddl_next_idx < 0xffff ? ddl_next_idx++ : 0xffff);
+	t->tidbits = internal ? 0 : ddl_tidbits(t->idx);
+	t->busy = 0;
+	t->kick_tail = 0;
+	t->tid = (pid_t)syscall(SYS_gettid);
+}
+
 struct ddl_thread *ddl_thread_slow(void)
 {
 	if (ddl_self_state != DDL_TS_NEW || !ddl_g.initialised ||
@@ -89,16 +103,8 @@ struct ddl_thread *ddl_thread_slow(void)
 	pthread_once(&ddl_key_once, ddl_key_make);
 	pthread_mutex_lock(&ddl_reg_lock);
 	struct ddl_thread *t = ddl_thread_claim();
-	if (t) {
-		uint64_t h = t->head;
-		t->cached_tail = h;
-		atomic_store(&t->tail, h);
-		t->idx = (uint16_t)(ddl_next_idx < 0xffff ? ddl_next_idx++ : 0xffff);
-		t->tidbits = ddl_tidbits(t->idx);
-		t->busy = 0;
-		t->kick_tail = 0;
-		t->tid = (pid_t)syscall(SYS_gettid);
-	}
+	if (t)
+		ddl_thread_take(t, 0);
 	pthread_mutex_unlock(&ddl_reg_lock);
 	if (!t) {
 		ddl_disable("cannot map a thread buffer", errno);
@@ -133,16 +139,8 @@ struct ddl_thread *ddl_thread_internal_ring(void)
 	pthread_once(&ddl_key_once, ddl_key_make);
 	pthread_mutex_lock(&ddl_reg_lock);
 	struct ddl_thread *t = ddl_thread_claim();
-	if (t) {
-		uint64_t h = t->head;
-		t->cached_tail = h;
-		atomic_store(&t->tail, h);
-		t->idx = (uint16_t)(ddl_next_idx < 0xffff ? ddl_next_idx++ : 0xffff);
-		t->tidbits = 0; /* every event names its own thread */
-		t->busy = 0;
-		t->kick_tail = 0;
-		t->tid = (pid_t)syscall(SYS_gettid);
-	}
+	if (t)
+		ddl_thread_take(t, 1);
 	pthread_mutex_unlock(&ddl_reg_lock);
 	if (t) {
 		ddl_thread_name(t);

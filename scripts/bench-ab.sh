@@ -45,8 +45,8 @@ if command -v valgrind >/dev/null 2>&1; then
 		env LD_PRELOAD="$b/lib/libddlprof.so" DDLPROF_DIR="$T/cgk$tag" DDLPROF_BUFFER_EVENTS=65536 \
 			valgrind --tool=callgrind --callgrind-out-file="$T/cgk.$tag" "$b/bench/launch" \
 			"$b/bench/libfakecudart.so" 4096 3 >/dev/null 2>&1 || true
-		# the wrapper's own instructions, inclusive, over its 3 x 4096 calls
-		callgrind_annotate --inclusive=yes "$T/cgk.$tag" 2>/dev/null | tr -d ',' |
-			awk -v t="$tag" '/cuda.c:cudaLaunchKernel .*libddlprof/ {printf "   instructions per wrapped launch (callgrind, the no-op runtime included), %s: %.1f\n", t, $1/12288}'
+		# the wrapper's own instructions, inclusive, per call: the call edge's
+		callgrind_annotate --inclusive=yes "$T/cgk.$tag" 2>/dev/null | tr -d ',()x' |
+			awk -v t="$tag" '$3 == "=>" && $4 ~ /cuda.c:cudaLaunchKernel$/ {printf "   instructions per wrapped launch (callgrind, the no-op runtime included), %s: %.1f\n", t, $1/$5; exit}'
 	done
 fi
