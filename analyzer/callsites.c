@@ -492,14 +492,24 @@ static size_t ddl_elf_funcs(struct ddl_symtab *st, const unsigned char *m, size_
 	return added;
 }
 
+/* The most of a module mapped to read its symbols: larger is not an ELF
+ * file a process loaded (CUDA's largest libraries are about 1 GB). */
+#define DDL_MODULE_MAX (16ull << 30)
+
+/*
+ * Maps the file PATH that a trace names (a module, its debug file): a
+ * regular file only, opened without blocking (a FIFO or a device of that
+ * name must not stall the report), of at most DDL_MODULE_MAX bytes.
+ */
 static const unsigned char *ddl_map(const char *path, size_t *n)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	struct stat sb;
 	void *m = MAP_FAILED;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0)
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+	    (unsigned long long)sb.st_size <= DDL_MODULE_MAX)
 		m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED)

@@ -583,6 +583,42 @@ static size_t ddl_loop_period(const struct ddl_collcall *v, size_t n, size_t *fr
 	return 0;
 }
 
+/*
+ * Whether the pause marks (MARK, per call) tell the parts of a period of
+ * MULT calls apart, each PERIOD long: some call of a later part is marked
+ * in most periods where the same call of the first part is not, or the
+ * other way round (a step's first micro-batch follows its compute, the
+ * others do not). Marks that only jitter, at calls the parts share, do
+ * not, nor marks on most calls.
+ * Without MARK (no memory): no.
+ */
+static int ddl_marks_split(const unsigned char *mark, size_t n, size_t from, size_t mult, size_t period)
+{
+	if (!mark)
+		return 0;
+	/* marks are the exception, at a step's start: where most calls follow
+	 * a long pause, the threshold tells nothing apart */
+	size_t phases = 0;
+	for (size_t j = 0; j < mult; j++) {
+		size_t m = 0, k = 0;
+		for (size_t i = from + j; i < n; i += mult, k++)
+			m += mark[i];
+		phases += 2 * m > k;
+	}
+	if (2 * phases >= mult)
+		return 0;
+	for (size_t j = period; j < mult; j++) {
+		size_t m = 0, m0 = 0, k = 0;
+		for (size_t i = from + j; i < n; i += mult, k++) {
+			m += mark[i];
+			m0 += mark[i - j + j % period];
+		}
+		if (k && (2 * m > k) != (2 * m0 > k))
+			return 1;
+	}
+	return 0;
+}
+
 /* Iterations from the repeating sequence of collectives; 1 when found. */
 static int ddl_proc_coll_iterations(struct ddl_proc *p)
 {
@@ -648,18 +684,25 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 		qsort(gaps, n - 1, sizeof *gaps, ddl_cmp_i64);
 		int64_t p95 = gaps[(n - 1) * 95 / 100];
 		free(gaps);
+		unsigned char *mark = calloc(n, 1);
 		for (size_t i = 1; i < n; i++)
-			if (p95 > 0 && v[i].a - v[i - 1].b >= p95 / 2)
+			if (p95 > 0 && v[i].a - v[i - 1].b >= p95 / 2) {
 				v[i].sig ^= 0x5bd1e9955bd1e995ull;
+				if (mark)
+					mark[i] = 1;
+			}
 		/* the first call has no pause before it: like its successors a period on */
 		size_t from2, marked = ddl_loop_period(v, n, &from2);
-		/* a multiple only where it repeats four times at least: in a short
-		 * run, marks that jitter match at a long lag by chance */
+		/* a multiple only where it repeats four times at least (in a short
+		 * run, marks that jitter match at a long lag by chance) and where
+		 * the marks tell its parts apart */
 		if (marked && (!period || (marked > period && marked % period == 0 &&
-		                           (n - from2) / marked >= 4))) {
+		                           (n - from2) / marked >= 4 &&
+		                           ddl_marks_split(mark, n, from2, marked, period)))) {
 			period = marked;
 			from = from2;
 		}
+		free(mark);
 	}
 	const struct ddl_collcall *w = v + from; /* the loop's calls */
 	size_t nw = n - from;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "progress.h"
@@ -44,20 +45,63 @@ static void ddl_usage(FILE *f)
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
 }
 
-/* Writes to FILE through a temporary name, so a failure leaves nothing half-written. */
+/*
+ * Where -o goes. A new or existing regular file is written through a
+ * temporary name beside it and renamed over it once complete, so a failure
+ * leaves nothing half-written (ddl_close_out); anything else that exists
+ * (a character device such as /dev/null, a FIFO, a socket, a symlink such
+ * as /dev/stdout) is written where it is and never replaced: TMP is left
+ * empty. A directory or a block device is refused. What is there already
+ * is overwritten only with --force, but for a device, FIFO or socket, whose
+ * contents writing does not replace.
+ */
 static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
 {
-	if (!force && access(path, F_OK) == 0) {
+	struct stat ls, st;
+	tmp[0] = 0;
+	int exists = lstat(path, &ls) == 0, link = exists && S_ISLNK(ls.st_mode);
+	int target = link ? stat(path, &st) == 0 : exists; /* a dangling link has none */
+	if (!link)
+		st = ls;
+	if (target && (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))) {
+		fprintf(stderr, "ddlprof-report: %s: a %s; name a file for -o\n", path,
+		        S_ISDIR(st.st_mode) ? "directory" : "block device");
+		return NULL;
+	}
+	int special = target && !S_ISREG(st.st_mode);
+	if (exists && !special && !force) {
 		fprintf(stderr, "ddlprof-report: %s exists; pass --force to overwrite it\n", path);
 		return NULL;
 	}
-	snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-	/* 0600 like the traces: a report holds command lines and addresses */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd;
+	if (special || link) {
+		/* in place, through the link if one: the target stays what it is */
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (special ? 0 : O_TRUNC));
+	} else {
+		snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
+		/* 0600 like the traces: a report holds command lines and addresses */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f)
-		fprintf(stderr, "ddlprof-report: %s: %s\n", tmp, strerror(errno));
+	if (!f) {
+		fprintf(stderr, "ddlprof-report: %s: %s\n", tmp[0] ? tmp : path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (tmp[0])
+			unlink(tmp);
+	}
 	return f;
+}
+
+/* Ends -o's output F: in place, or renamed over PATH when OK (else removed). 0 or -1. */
+static int ddl_close_out(FILE *f, const char *path, const char *tmp, int ok)
+{
+	int rc = fclose(f) == 0 && ok ? 0 : -1;
+	if (rc == 0 && tmp[0] && rename(tmp, path) != 0)
+		rc = -1;
+	if (rc != 0 && tmp[0])
+		unlink(tmp);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -170,12 +214,8 @@ int main(int argc, char **argv)
 		if (!f)
 			return 1;
 		int st = ddl_compare(compare, ncompare, &co, f);
-		if (out) {
-			if (fclose(f) != 0 || (st == 0 && rename(tmp, out) != 0))
-				st = 1;
-			if (st)
-				unlink(tmp);
-		}
+		if (out && ddl_close_out(f, out, tmp, st == 0) != 0 && st == 0)
+			st = 1;
 		return st;
 	}
 	if (optind >= argc) {
@@ -235,13 +275,9 @@ int main(int argc, char **argv)
 	} else {
 		int rc = ddl_formats[fi].out(&rep, f);
 		if (out) {
-			rc |= fclose(f);
-			if (rc == 0 && rename(tmp, out) != 0)
-				rc = -1;
-			if (rc != 0) {
+			rc = ddl_close_out(f, out, tmp, rc == 0);
+			if (rc != 0)
 				fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(errno));
-				unlink(tmp);
-			}
 		} else if (fflush(stdout) != 0) {
 			rc = -1;
 		}

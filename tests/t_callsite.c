@@ -13,8 +13,11 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -71,6 +74,47 @@ static json_t *ddl_cs_find(json_t *rep, const char *function)
  * from the program's .symtab; the heartbeat thread's recv takes longer but
  * stalls nothing; and the call sites' stall adds up to the breakdown's.
  */
+static double ddl_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * A module the trace names, replaced by a FIFO before the report (as a
+ * crafted trace could name one): the report must not wait on it.
+ */
+int test_callsite_module_fifo(void)
+{
+	char *dir = tmpdir(), t[PATH_MAX], prog[PATH_MAX];
+	snprintf(t, sizeof t, "%s/t", dir);
+	snprintf(prog, sizeof prog, "%s/callsite", dir);
+	FILE *in = fopen(tbuild("tests/progs/callsite"), "rb"), *out = fopen(prog, "wb");
+	CHECK(in && out, "cannot copy the program");
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+		CHECK(fwrite(buf, 1, n, out) == n, "copy");
+	fclose(in);
+	CHECK(fclose(out) == 0 && chmod(prog, 0755) == 0, "copy");
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", t, "--backtrace", "8", "--", prog, "5", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && r.status == 0, "callsite: status %#x %s", r.status, r.err);
+	trun_free(&r);
+	CHECK(unlink(prog) == 0 && mkfifo(prog, 0600) == 0, "mkfifo: %s", strerror(errno));
+	char *rep[] = {(char *)tbuild("bin/ddlprof-report"), "--json", t, NULL};
+	double t0 = ddl_now();
+	int rc = trun(rep, NULL, 20, &r);
+	double took = ddl_now() - t0;
+	fprintf(stderr, "    report with the program's file a FIFO: %.2f s\n", took);
+	CHECK(rc == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+	      "the report did not finish as it should: %s", r.err);
+	trun_free(&r);
+	CHECK(took < 5, "the report took %.1f s", took);
+	return DDL_PASS;
+}
+
 int test_callsite_top_stall(void)
 {
 	char *dir = tmpdir(), t[PATH_MAX];

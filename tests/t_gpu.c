@@ -464,6 +464,43 @@ int test_gpu_fake_tables(void)
 	return DDL_PASS;
 }
 
+/*
+ * Iterations from the sequence of collectives alone, against the step the
+ * program times itself: pauses that repeat every three steps (one short
+ * gap in every third) must not make a step of three; two micro-batches
+ * alike, with the step's compute before the first, make one step of two.
+ */
+int test_gpu_coll_period(void)
+{
+	const char *prog = tbuild("tests/gpu/fakegpu");
+	if (!ddl_exists(prog))
+		return DDL_SKIP; /* built without the CUDA headers */
+	static const char *const modes[] = {"steps", "micro"};
+	for (int m = 0; m < 2; m++) {
+		char *dir = tmpdir(), tdir[PATH_MAX];
+		snprintf(tdir, sizeof tdir, "%s/t", dir);
+		char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)prog,
+		                (char *)modes[m], "16", NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+		      "fakegpu %s: status %d %s", modes[m], r.status, r.err);
+		double step = 0;
+		const char *at = strstr(r.out, "step ");
+		CHECK(at && sscanf(at, "step %lf", &step) == 1 && step > 0, "fakegpu: %s", r.out);
+		trun_free(&r);
+		json_t *rep = treport(tdir, NULL);
+		const char *method = json_string_value(tjget(rep, "job.iteration_method"));
+		double mean = json_real_value(tjget(rep, "job.iteration_mean_s")) * 1e3;
+		fprintf(stderr, "    %s: %.1f ms a step by the program, %.1f found (%s)\n", modes[m], step, mean,
+		        method ? method : "?");
+		CHECK(method && !strcmp(method, "collectives"), "iterations by %s", method ? method : "?");
+		CHECK(mean > step * 0.9 && mean < step * 1.1, "%s: %.1f ms found, %.1f ms a step", modes[m], mean,
+		      step);
+		json_decref(rep);
+	}
+	return DDL_PASS;
+}
+
 /* Measured once more on a miss: on a loaded machine the emulation's transfers
  * run late by more than the 20% allowed. */
 int test_gpu_synth_device_times(void)

@@ -10,6 +10,7 @@
  * UTF-8) checks the escaping of all three.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -580,6 +582,104 @@ static int ddl_rehost(const char *dir, const char *host)
 }
 
 /* Aliases, -o and --force, and a host name that needs CSV quoting. */
+/* Whether no "*.tmp.*" is left in DIR. */
+static int ddl_no_tmp_left(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int clean = d != NULL;
+	while (d && (e = readdir(d)))
+		if (strstr(e->d_name, ".tmp."))
+			clean = 0;
+	if (d)
+		closedir(d);
+	return clean;
+}
+
+/*
+ * -o at what is not a regular file: a character device (a private node
+ * of /dev/null's numbers, made here), a FIFO and a symlink are written
+ * where they are and stay what they were; a directory is refused.
+ */
+int test_report_out_special_targets(void)
+{
+	char *dir = tmpdir(), tdir[4200], dev[4200], fifo[4200], got[4200], link[4200], real[4200],
+	     sub[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	const char *args[] = {tbuild("tests/progs/markers"), NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "markers");
+	const char *R = tbuild("bin/ddlprof-report");
+	struct ddl_run_result r;
+	struct stat st;
+	/* a character device, with --force and without */
+	snprintf(dev, sizeof dev, "%s/null", dir);
+	if (mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+		for (int force = 0; force < 2; force++) {
+			char *a[] = {(char *)R, "--json", "-o", dev, force ? "--force" : tdir, tdir, NULL};
+			if (!force)
+				a[5] = NULL;
+			CHECK(trun(a, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "-o a device: %s", r.err);
+			trun_free(&r);
+			CHECK(lstat(dev, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3),
+			      "-o %s%s: the device was replaced (mode %o)", dev, force ? " --force" : "",
+			      (unsigned)st.st_mode);
+		}
+	} else {
+		fprintf(stderr, "    mknod: %s: the device case left out\n", strerror(errno));
+	}
+	/* a FIFO: the report comes out of its other end */
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	snprintf(got, sizeof got, "%s/fifo.out", dir);
+	CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+	pid_t cat = fork();
+	if (cat == 0) {
+		int in = open(fifo, O_RDONLY), out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		char buf[4096];
+		ssize_t n;
+		while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+			if (write(out, buf, (size_t)n) != n)
+				_exit(1);
+		_exit(in >= 0 && out >= 0 ? 0 : 1);
+	}
+	char *af[] = {(char *)R, "--json", "-o", fifo, tdir, NULL};
+	CHECK(trun(af, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "-o a FIFO: %s", r.err);
+	trun_free(&r);
+	int cst;
+	CHECK(waitpid(cat, &cst, 0) == cat && WIFEXITED(cst) && WEXITSTATUS(cst) == 0, "the FIFO's reader");
+	CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+	json_error_t je;
+	json_t *j = json_load_file(got, 0, &je);
+	CHECK(j && json_object_get(j, "job"), "what came out of the FIFO is not the report: %s", je.text);
+	json_decref(j);
+	/* a symlink to a file: refused without --force, written through with it */
+	snprintf(real, sizeof real, "%s/real.json", dir);
+	snprintf(link, sizeof link, "%s/link.json", dir);
+	FILE *f = fopen(real, "w");
+	CHECK(f && fputs("old\n", f) >= 0 && fclose(f) == 0, "%s", real);
+	CHECK(symlink(real, link) == 0, "symlink: %s", strerror(errno));
+	char *al[] = {(char *)R, "--json", "-o", link, tdir, NULL};
+	CHECK(trun(al, NULL, 30, &r) == 0 && ddl_status(&r) == 1 && strstr(r.err, "--force"),
+	      "an existing link's target not refused: %s", r.err);
+	trun_free(&r);
+	char *alf[] = {(char *)R, "--json", "--force", "-o", link, tdir, NULL};
+	CHECK(trun(alf, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "-o a link --force: %s", r.err);
+	trun_free(&r);
+	CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
+	j = json_load_file(real, 0, &je);
+	CHECK(j && json_object_get(j, "job"), "the link's target does not hold the report: %s", je.text);
+	json_decref(j);
+	/* a directory: refused, nothing written in it */
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	CHECK(mkdir(sub, 0700) == 0, "mkdir");
+	char *ad[] = {(char *)R, "--json", "--force", "-o", sub, tdir, NULL};
+	CHECK(trun(ad, NULL, 30, &r) == 0 && ddl_status(&r) != 0 && strstr(r.err, "directory"),
+	      "-o a directory: status %d: %s", ddl_status(&r), r.err);
+	trun_free(&r);
+	CHECK(rmdir(sub) == 0, "something was written into the directory");
+	CHECK(ddl_no_tmp_left(dir), "a temporary file was left in %s", dir);
+	return DDL_PASS;
+}
+
 int test_report_out_options(void)
 {
 	char *dir = tmpdir(), tdir[4200], file[4200];

@@ -301,7 +301,8 @@ int test_torch_dataloader_stall(void)
 
 /*
  * Two ranks in two network namespaces, each link unlimited, then held to
- * 200 Mbit/s: the network stall the report finds in the limited run is
+ * 200 Mbit/s: the network stall the limit adds (the limited run's less the
+ * unlimited one's, which the CPUs' own copying makes on two busy cores) is
  * within 25% of the differential (the limited run's step time less the
  * unlimited one's, as the job measures both), and the collective bytes are
  * still the gradients'.
@@ -322,7 +323,7 @@ int test_torch_two_hosts(void)
 	/* the MLP unlimited and limited (the differential), then a CNN limited */
 	static const char *const rates[3] = {NULL, "200mbit", "200mbit"};
 	static const char *const models[3] = {"mlp", "mlp", "cnn"};
-	double step[2] = {0}, net = 0;
+	double step[2] = {0}, net[2] = {0};
 	char *dir = tmpdir();
 	for (int k = 0; k < 3; k++) {
 		struct ddl_run_result d;
@@ -360,8 +361,8 @@ int test_torch_two_hosts(void)
 			if (k < 2)
 				step[k] += o.step / 2;
 			json_t *r = ddl_rank(rep, rank);
-			if (k == 1)
-				net += ddl_num(r, "breakdown_s.network_stall") / 2;
+			if (k < 2)
+				net[k] += ddl_num(r, "breakdown_s.network_stall") / 2;
 			CHECK(ddl_num(r, "collectives_per_iteration.inter_bytes") > 0, "%s: no bytes across "
 			      "machines", what);
 			json_decref(o.j);
@@ -370,12 +371,13 @@ int test_torch_two_hosts(void)
 	}
 	trm(dir);
 	free(dir);
-	double diff = step[1] - step[0];
-	fprintf(stderr, "    step %.2f ms unlimited, %.2f ms at 200 Mbit/s: differential %.2f ms, network "
-	        "stall found %.2f ms\n", step[0] * 1e3, step[1] * 1e3, diff * 1e3, net * 1e3);
+	double diff = step[1] - step[0], added = net[1] - net[0];
+	fprintf(stderr, "    step %.2f ms unlimited, %.2f ms at 200 Mbit/s: differential %.2f ms; network "
+	        "stall found %.2f and %.2f ms: %.2f ms added\n", step[0] * 1e3, step[1] * 1e3, diff * 1e3,
+	        net[0] * 1e3, net[1] * 1e3, added * 1e3);
 	CHECK(diff > 5e-3, "200 Mbit/s made no difference (%.2f ms)", diff * 1e3);
-	CHECK(fabs(net - diff) <= 0.25 * diff, "network stall %.2f ms, differential %.2f ms", net * 1e3,
-	      diff * 1e3);
+	CHECK(fabs(added - diff) <= 0.25 * diff, "network stall added %.2f ms, differential %.2f ms",
+	      added * 1e3, diff * 1e3);
 	return DDL_PASS;
 }
 

@@ -100,6 +100,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(synth_plan_no_overwrite) \
 	X(gpu_real_runtime_unchanged) \
 	X(gpu_fake_tables) \
+	X(gpu_coll_period) \
 	X(gpu_synth_hierarchical) \
 	X(gpu_synth_flat) \
 	X(gpu_synth_device_times) \
@@ -119,6 +120,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(docs_progress_sim) \
 	X(report_errors) \
 	X(report_fail_if) \
+	X(callsite_module_fifo) \
 	X(callsite_top_stall) \
 	X(callsite_off_no_stacks) \
 	X(callsite_transparent) \
@@ -136,6 +138,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(report_out_synth) \
 	X(report_out_hostile_names) \
 	X(report_out_options) \
+	X(report_out_special_targets) \
 	X(report_out_html_chromium) \
 	X(kernels_synth) \
 	X(kernels_demangle) \

@@ -6,8 +6,18 @@
  * results. Run under ddlprof; t_gpu.c reads the trace. Prints a line per
  * family ("family NAME ENTRIES RESOLVED") and the calls the fakes saw.
  * Exit 77 without the library, 1 on a mismatch.
+ *
+ *   fakegpu steps N   N training steps of two all-reduces each (1 and 7 MB,
+ *                     the fakes take 12 and 25 ms), 50 ms of compute before
+ *                     each step and 40 between its two calls, but 2 in every
+ *                     third step: pauses that repeat every three steps
+ *   fakegpu micro N   N steps of two micro-batches alike (the same two
+ *                     all-reduces each, 10 ms apart), 60 ms before each step
+ *   Both print "step S ms", the mean step the program timed itself.
  */
 #include <dlfcn.h>
+#include <stdlib.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -96,7 +106,58 @@ static void fake_marker(void)
 {
 }
 
-int main(void)
+static void sleep_ms(double ms)
+{
+	struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* An all-reduce that takes 12 ms a MB, up to 25 ms: the wire's time. */
+static ncclResult_t fake_slow_allreduce(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
+{
+	(void)sb, (void)rb, (void)dt, (void)op, (void)comm, (void)s;
+	sleep_ms(count * 4 < (2u << 20) ? 12 : 25);
+	return ncclSuccess;
+}
+
+/* The training loops of "steps" and "micro"; 0, or 2 on a bad mode. */
+static int loop(const char *mode, int n, set_fn set)
+{
+	set("ncclAllReduce", (void *)fake_slow_allreduce);
+	set("ncclCommUserRank", (void *)fake_query);
+	set("ncclCommCount", (void *)fake_query);
+	set("ncclCommCuDevice", (void *)fake_query);
+	static float buf[(7u << 20) / 4];
+	int micro = !strcmp(mode, "micro");
+	if (!micro && strcmp(mode, "steps"))
+		return 2;
+	double t0 = 0;
+	for (int i = 0; i < n; i++) {
+		if (i == 1)
+			t0 = now_ms(); /* the first step sets up */
+		sleep_ms(micro ? 60 : 50);
+		for (int m = 0; m < (micro ? 2 : 1); m++) {
+			if (m)
+				sleep_ms(10);
+			ncclAllReduce(buf, buf, (1u << 20) / 4, ncclFloat32, ncclSum, (ncclComm_t)0x1234, the_stream);
+			sleep_ms(micro ? 10 : i % 3 == 2 ? 2 : 40);
+			ncclAllReduce(buf, buf, (7u << 20) / 4, ncclFloat32, ncclSum, (ncclComm_t)0x1234, the_stream);
+		}
+	}
+	printf("step %.3f ms\n", (now_ms() - t0) / (n - 1));
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "ddl_real_set");
 	entry_fn entry = (entry_fn)dlsym(RTLD_DEFAULT, "ddl_real_entry");
@@ -104,6 +165,8 @@ int main(void)
 		fprintf(stderr, "fakegpu: run it under ddlprof\n");
 		return 77;
 	}
+	if (argc == 3)
+		return loop(argv[1], atoi(argv[2]), set);
 	/* every entry: pointed at a fake and back (libc's at itself: the
 	 * library's own threads call those meanwhile) */
 	const char *fams[8] = {0};
