@@ -62,5 +62,7 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 	ddl_report_counters(r);  /* --papi: counters per thread and iteration */
 	ddl_report_kernels(r);   /* kernels by device time, their names demangled */
 	ddl_progress_done(prog); /* before any output: stdout may be the same terminal */
+	for (size_t i = 0; i < r->nprocs; i++)
+		r->incomplete |= r->procs[i].incomplete;
 	return 0;
 }

@@ -99,8 +99,15 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	ddl_ivset_merge(&data, 0);
 	for (int op = 0; op < DDL_COLL_OPS; op++)
 		ddl_ivset_merge(&ops[op], 0);
-	if (ddl_ivset_subtract(&blk, &data) < 0)
+	int nomem = blk.nomem || data.nomem; /* intervals left out: the parts are not all there */
+	for (int op = 0; op < DDL_COLL_OPS; op++)
+		nomem |= ops[op].nomem;
+	if (ddl_ivset_subtract(&blk, &data) < 0) {
+		nomem = 1;
 		ddl_ivset_free(&data); /* without memory: no data stall, rather than counted twice */
+	}
+	if (nomem)
+		p->incomplete = 1;
 	struct ddl_parts sum = {0};
 	double traffic = 0, bytes = 0;
 	int64_t by_op[DDL_COLL_OPS] = {0}, stall_all = 0;
@@ -289,6 +296,8 @@ void ddl_report_breakdown(struct ddl_report *r)
 			if (!have_fl)
 				have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;
 			ddl_proc_breakdown(r, p, fl ? &fl[i] : NULL);
+			if (have_fl < 0)
+				p->incomplete = 1; /* its traffic's windows not known: blocked time is idle */
 		}
 		double n = (double)p->niter;
 #define DDL_X_ADD(f) total.f += p->per_iter.f * n;

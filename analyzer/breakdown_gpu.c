@@ -211,8 +211,11 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 			ddl_ivset_free(&set[k]);
 		return -1;
 	}
-	for (int k = 0; k < DDL_NP; k++)
+	for (int k = 0; k < DDL_NP; k++) {
+		if (set[k].nomem)
+			p->incomplete = 1; /* intervals left out: the parts are not all there */
 		ddl_ivset_merge(&set[k], 0);
+	}
 	struct ddl_parts sum = {0};
 	double comm = 0;
 	int64_t *pts = NULL;

@@ -150,6 +150,9 @@ static void ddl_summary(const struct ddl_report *r, FILE *f)
 			ddl_h(f, r->set->runs[k].id);
 			fputs("</code>)</div>\n", f);
 		}
+	if (r->incomplete)
+		fputs("<div class=\"warn\"><b>Incomplete:</b> memory ran out; not every trace was read or "
+		      "analysed in full, and the figures miss what was not.</div>\n", f);
 	if (r->truncated)
 		fputs("<div class=\"warn\"><b>Truncated:</b> some traces were cut short; the figures cover "
 		      "what was written.</div>\n", f);

@@ -276,6 +276,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		                                                           : json_null());
 		json_object_set_new(jp, "serves_pid", of ? json_integer(of->pid) : json_null());
 		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
+		json_object_set_new(jp, "incomplete", json_boolean(p->incomplete));
 		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
 		json_object_set_new(jp, "counters", ddl_json_counters(p->ctr));
 		if (p->has_gpu)
@@ -297,6 +298,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_object_set_new(root, "other_runs", others);
 	json_object_set_new(root, "truncated", json_boolean(r->truncated));
 	json_object_set_new(root, "corrupt", json_boolean(r->corrupt));
+	json_object_set_new(root, "incomplete", json_boolean(r->incomplete));
 	json_t *job = json_pack("{s:i, s:i, s:i, s:f}", "ranks", r->nranks, "hosts", r->nhosts,
 	                        "processes", (int)r->nprocs, "wall_s",
 	                        r->nprocs ? (double)(r->end_real_ns - r->start_real_ns) / 1e9 : 0.0);

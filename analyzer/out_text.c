@@ -345,6 +345,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			fprintf(f, " %s %+.3f ms%s%s", r->clock[h].host, r->clock[h].offset_s * 1e3,
 			        r->clock[h].applied ? " (corrected)" : "", h + 1 < r->nclock ? "," : "\n");
 	}
+	if (r->incomplete)
+		fprintf(f, "  INCOMPLETE: memory ran out; not every trace was read or analysed in full, and "
+		           "figures miss what was not\n");
 	if (r->truncated)
 		fprintf(f, "  TRUNCATED: some traces were cut short; figures cover what was written\n");
 	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
@@ -441,7 +444,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		}
 		if (p->command)
 			fprintf(f, "      command: %.160s%s%s\n", p->command,
-			        p->images > 1 ? " (after exec)" : "", p->truncated ? " [truncated]" : "");
+			        p->images > 1 ? " (after exec)" : "", p->incomplete ? " [incomplete]" : p->truncated ? " [truncated]" : "");
 	}
 	int problems = 0;
 	for (size_t i = 0; i < r->nprocs; i++)

@@ -264,7 +264,8 @@ int main(int argc, char **argv)
 			const struct ddl_trace *t = rep.procs[i].tr[k];
 			for (int j = 0; j < t->nproblems; j++)
 				fprintf(stderr, "ddlprof-report: %s%s\n", t->problems[j],
-				        t->corrupt ? "" : " (truncated trace: reporting what was written)");
+				        t->corrupt || t->incomplete ? ""
+				                                    : " (truncated trace: reporting what was written)");
 			if (t->corrupt)
 				status = 1;
 		}
@@ -290,6 +291,12 @@ int main(int argc, char **argv)
 		tripped |= ddl_failif_eval(&rep, fail_if[k], stderr);
 	if (tripped && status == 0)
 		status = 3;
+	/* a report short of what the traces hold passes no gate */
+	if (rep.incomplete) {
+		fprintf(stderr, "ddlprof-report: out of memory: the report is incomplete (exit status 4%s)\n",
+		        nfail ? "; --fail-if not judged" : "");
+		status = 4;
+	}
 	ddl_report_free(&rep);
 	ddl_traceset_free(&set);
 	return status;

@@ -142,6 +142,7 @@ struct ddl_proc {
 	int images;           /* trace files: one per exec image */
 	uint64_t events, dropped; /* recorded, and lost to full buffers */
 	int truncated, corrupt;
+	int incomplete;       /* memory ran out: not all read, or not all analysed */
 	const char *command;
 	int64_t start_real_ns, end_real_ns;
 	struct ddl_netsum net;
@@ -254,6 +255,7 @@ struct ddl_report {
 	size_t nprocs;
 	int nhosts, nranks;
 	int truncated, corrupt;
+	int incomplete; /* some process's (ddl_proc.incomplete): exit status 4 */
 	int64_t start_real_ns, end_real_ns;
 	const char *iteration_method; /* "markers", "socket" (any process) or "none" */
 	const char *iteration_names;  /* the patterns used */

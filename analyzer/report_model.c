@@ -306,6 +306,7 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 		p->dropped += t->end.dropped;
 		p->truncated |= t->truncated;
 		p->corrupt |= t->corrupt;
+		p->incomplete |= t->incomplete;
 		if (t->hdr.rank >= 0)
 			p->rank = t->hdr.rank;
 		if (t->hdr.world_size >= 0)

@@ -119,6 +119,15 @@ static void ddl_idtext_set(struct ddl_idtext **v, size_t *n, uint32_t id, uint32
 	}
 }
 
+/* Memory ran out: what the chunk at OFF holds is not all kept, and the
+ * report must say it is incomplete (never as if complete). */
+static void ddl_nomem(struct ddl_trace *t, size_t off)
+{
+	if (!t->incomplete)
+		ddl_problem(t, off, "out of memory: the trace is not read in full");
+	t->incomplete = 1;
+}
+
 static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t n, size_t off)
 {
 	size_t i = 0;
@@ -141,8 +150,10 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			if (r.id >= t->npeers) {
 				size_t nn = (size_t)r.id + 1;
 				struct ddl_peer_info *q = realloc(t->peers, nn * sizeof *q);
-				if (!q)
+				if (!q) {
+					ddl_nomem(t, off);
 					return;
+				}
 				memset(q + t->npeers, 0, (nn - t->npeers) * sizeof *q);
 				t->peers = q;
 				t->npeers = nn;
@@ -160,8 +171,10 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			if (r.id >= t->nthreads) {
 				size_t nn = (size_t)r.id + 1;
 				struct ddl_thread_info *q = realloc(t->threads, nn * sizeof *q);
-				if (!q)
+				if (!q) {
+					ddl_nomem(t, off);
 					return;
+				}
 				memset(q + t->nthreads, 0, (nn - t->nthreads) * sizeof *q);
 				t->threads = q;
 				t->nthreads = nn;
@@ -177,8 +190,10 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			if (r.id >= t->nnames) {
 				size_t nn = (size_t)r.id + 1;
 				char **q = realloc(t->names, nn * sizeof *q);
-				if (!q)
+				if (!q) {
+					ddl_nomem(t, off);
 					return;
+				}
 				memset(q + t->nnames, 0, (nn - t->nnames) * sizeof *q);
 				t->names = q;
 				t->nnames = nn;
@@ -191,8 +206,10 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			if (r.id >= t->ncomms) {
 				size_t nn = (size_t)r.id + 1;
 				struct ddl_comm_info *q = realloc(t->comms, nn * sizeof *q);
-				if (!q)
+				if (!q) {
+					ddl_nomem(t, off);
 					return;
+				}
 				memset(q + t->ncomms, 0, (nn - t->ncomms) * sizeof *q);
 				t->comms = q;
 				t->ncomms = nn;
@@ -223,8 +240,10 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			if (r.id >= t->nstreams) {
 				size_t nn = (size_t)r.id + 1;
 				struct ddl_stream_info *q = realloc(t->streams, nn * sizeof *q);
-				if (!q)
+				if (!q) {
+					ddl_nomem(t, off);
 					return;
+				}
 				for (size_t k = t->nstreams; k < nn; k++)
 					q[k] = (struct ddl_stream_info){-1, NULL};
 				t->streams = q;
@@ -373,7 +392,7 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 			void *copy = NULL;
 			if (n && (uintptr_t)p % _Alignof(struct ddl_event)) {
 				if (!(copy = malloc(n))) {
-					ddl_problem(t, off, "out of memory");
+					ddl_nomem(t, off);
 					return;
 				}
 				p = memcpy(copy, p, n);
@@ -395,7 +414,7 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		}
 		if (n && ddl_grow((void **)&t->ev, &t->cap_ev, t->nev + n / sizeof(struct ddl_event),
 		                  sizeof(struct ddl_event)) < 0) {
-			ddl_problem(t, off, "out of memory");
+			ddl_nomem(t, off);
 			return;
 		}
 		if (n) { /* an empty chunk first: t->ev is still NULL */
@@ -421,8 +440,10 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		if (!n)
 			break; /* t->clk may still be NULL */
 		if (ddl_grow((void **)&t->clk, &t->cap_clk, t->nclk + n / sizeof(struct ddl_clock_sample),
-		             sizeof(struct ddl_clock_sample)) < 0)
+		             sizeof(struct ddl_clock_sample)) < 0) {
+			ddl_nomem(t, off);
 			return;
+		}
 		for (size_t k = 0; k < n / sizeof(struct ddl_clock_sample); k++) {
 			/* each checked against the chunks before */
 			memcpy(&t->clk[t->nclk + k], p + k * sizeof *t->clk, sizeof *t->clk);
@@ -735,13 +756,17 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 		} else if (c.flags == (DDL_CHUNKF_ZSTD | DDL_CHUNKF_LZ4)) {
 			ddl_problem(t, off, "chunk flags 0x%x name two codecs (chunk skipped)", c.flags);
 			t->corrupt = 1;
+		} else if (c.flags && (uint64_t)c.size * DDL_CHUNK_RATIO_MAX < c.raw_size) {
+			ddl_problem(t, off, "compressed chunk claims %u bytes from %u, more than %u to 1, which "
+			            "no writer makes (chunk skipped unread)", c.raw_size, c.size, DDL_CHUNK_RATIO_MAX);
+			t->corrupt = 1;
 		} else if (c.flags) {
 			/* raw_size is at most DDL_CHUNK_MAX (checked with the header) */
 			if (c.raw_size > zcap || !zbuf) {
 				size_t ncap = c.raw_size > 65536 ? c.raw_size : 65536;
 				unsigned char *nb = realloc(zbuf, ncap);
 				if (!nb) {
-					ddl_problem(t, off, "out of memory");
+					ddl_nomem(t, off);
 					break;
 				}
 				zbuf = nb;
@@ -779,7 +804,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 		}
 	}
 	free(zbuf);
-	if (!t->ended && !t->truncated) {
+	if (!t->ended && !t->truncated && !t->incomplete) {
 		ddl_problem(t, size, "no end record: the process did not exit cleanly (killed?)");
 		t->truncated = 1;
 	} else if (!t->ended) {

@@ -81,6 +81,7 @@ struct ddl_trace {
 	int exec_end;              /* the image ended by exec */
 	int truncated;             /* cut short: no end chunk, or a partial chunk */
 	int corrupt;               /* chunks failed their checks and were skipped */
+	int incomplete;            /* not all of it held: memory ran out while reading */
 	int nproblems;
 	char *problems[DDL_READ_MAX_PROBLEMS]; /* "FILE: offset N: what" */
 	double ns_per_tick;        /* from the clock samples */

@@ -218,7 +218,7 @@ static int ddl_chunk_write(int fd, uint16_t type, const void *p, size_t n, int m
 			size_t r = ddl_w.z_compress(ddl_w.zctx, ddl_w.zbuf, ddl_w.zcap, p, n, 1);
 			z = ddl_w.z_iserror(r) ? 0 : r;
 		}
-		if (z && z < n) {
+		if (z && z < n && (uint64_t)z * DDL_CHUNK_RATIO_MAX >= n) {
 			out = ddl_w.zbuf;
 			c.size = (uint32_t)z;
 			c.flags = ddl_w.codec;

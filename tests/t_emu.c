@@ -485,7 +485,8 @@ static int emu_all_within(char **outs, int n, const char *name, double want, dou
  * a 4 MiB exchange across hosts in 4 MiB / 0.5 Gbit/s (+-5%), and
  * ncclCommSplit into one communicator per host whose all-reduce takes the
  * intra-host time (2 * 1/2 * 8 MiB at 1 Gbit/s, +-10%). Timing may be disturbed
- * by other load: up to three runs, each correct, one must be on time.
+ * by other load (a few seconds of it here can spoil three runs in a row):
+ * up to five runs, each correct, one must be on time.
  */
 int test_emu_nccl_two_hosts(void)
 {
@@ -504,7 +505,7 @@ int test_emu_nccl_two_hosts(void)
 	double plan = 2 * 3.0 / 4 * bytes * 8 / 0.5e9 * 1e3, plan_split = 2 * 1.0 / 2 * bytes * 8 / 1e9 * 1e3;
 	double plan_p2p = 4.0 * EMU_MIB * 8 / 0.5e9 * 1e3;
 	double w1 = 0, w2 = 0, w3 = 0;
-	for (int attempt = 0; attempt < 3; attempt++) {
+	for (int attempt = 0; attempt < 5; attempt++) {
 		char *outs[4];
 		CHECK(emu_job(bin, "nccl", 4, hosts, colors, env, 120, outs) == 0, "the 4-rank job failed");
 		for (int i = 0; i < 4; i++) {
@@ -534,7 +535,7 @@ int test_emu_nccl_two_hosts(void)
 		if (on_time)
 			return DDL_PASS;
 	}
-	CHECK(0, "the all-reduce times stayed off the plan in three runs");
+	CHECK(0, "the all-reduce times stayed off the plan in five runs");
 	return DDL_FAIL;
 }
 

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,7 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "ddlprof/crc32c.h"
+
 #include "test.h"
 #include "trace_read.h"
 #include "trace_set.h"
@@ -31,6 +35,12 @@ static int ddl_child(const char *mode)
 	memset(buf, 'r', sizeof buf);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
 		return 99;
+	if (!strcmp(mode, "many")) { /* 1,200,000 events */
+		for (int i = 0; i < 600000; i++)
+			if (send(sv[0], buf, 1, 0) != 1 || recv(sv[1], buf, 1, 0) != 1)
+				return 99;
+		return 0;
+	}
 	if (!strcmp(mode, "roundtrip")) {
 		for (int i = 1; i <= RT_N; i++) {
 			if (send(sv[0], buf, (size_t)i, 0) != i || recv(sv[1], buf, (size_t)i, MSG_WAITALL) != i)
@@ -525,6 +535,117 @@ int test_reader_bad_headers(void)
 	ddl_trace_free(&t);
 	free(m);
 	trm(dir);
+	return DDL_PASS;
+}
+
+/*
+ * The report short of memory (ulimit -v, at sizes down from where it
+ * reads everything): it reads the trace in full, or it says it did not
+ * (exit 4, "incomplete": true, a line on stderr), and never reports part
+ * of the events as if they were all.
+ */
+int test_reader_out_of_memory(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return DDL_SKIP; /* AddressSanitizer's shadow memory does not live under ulimit -v */
+#endif
+	char *dir = tmpdir();
+	char *path = ddl_make_trace(dir, "many", "DDLPROF_BUFFER_EVENTS=1048576");
+	CHECK(path, "no trace made");
+	free(path);
+	int st;
+	json_t *full = treport(dir, &st);
+	CHECK(full && st == 0, "the report with all its memory: status %d", st);
+	json_int_t all = json_integer_value(tjget(json_array_get(json_object_get(full, "processes"), 0), "events"));
+	CHECK(all >= 1200000 && !json_is_true(json_object_get(full, "incomplete")), "%lld events read in full",
+	      (long long)all);
+	json_decref(full);
+	int said = 0, whole = 0;
+	for (int kb = 160000; kb >= 40000; kb -= 10000) {
+		char cmd[PATH_MAX * 2];
+		snprintf(cmd, sizeof cmd, "ulimit -v %d; exec %s --json %s", kb, tbuild("bin/ddlprof-report"), dir);
+		char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, NULL, 60, &r) == 0, "ulimit -v %d: the report did not finish", kb);
+		int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+		json_t *j = json_loads(r.out, 0, NULL);
+		json_int_t got = j ? json_integer_value(tjget(json_array_get(json_object_get(j, "processes"), 0),
+		                                              "events")) : -1;
+		if (code == 0) {
+			CHECK(got == all && !json_is_true(json_object_get(j, "incomplete")),
+			      "ulimit -v %d: exit 0 with %lld of %lld events (incomplete %d)", kb, (long long)got,
+			      (long long)all, json_is_true(json_object_get(j, "incomplete")));
+			whole++;
+		} else if (code == 4) {
+			CHECK(strstr(r.err, "out of memory") && (!j || json_is_true(json_object_get(j, "incomplete"))),
+			      "ulimit -v %d: exit 4 without saying why: %s", kb, r.err);
+			said++;
+		}
+		fprintf(stderr, "    ulimit -v %d: exit %d, %lld of %lld events\n", kb, code, (long long)got,
+		        (long long)all);
+		json_decref(j);
+		trun_free(&r);
+	}
+	CHECK(said > 0, "no memory limit made the report incomplete (%d read it whole)", whole);
+	return DDL_PASS;
+}
+
+/*
+ * Decompression bombs: ten zstd chunks of 64 MiB of zeros (about 2 KB
+ * each stored) after a real trace. They are refused unread, each named
+ * with its offset; the rest of the trace is reported, in little memory.
+ */
+int test_reader_bomb(void)
+{
+	char *dir = tmpdir();
+	char *path = ddl_make_trace(dir, "roundtrip", NULL);
+	CHECK(path, "no trace made");
+	size_t n;
+	unsigned char *m = ddl_slurp(path, &n);
+	CHECK(m, "cannot read %s", path);
+	size_t raw = 64u << 20, cap = ZSTD_compressBound(raw);
+	void *zeros = calloc(1, raw), *z = malloc(cap);
+	CHECK(zeros && z, "memory");
+	size_t zn = ZSTD_compress(z, cap, zeros, raw, 3);
+	CHECK(!ZSTD_isError(zn), "zstd");
+	free(zeros);
+	FILE *f = fopen(path, "wb");
+	CHECK(f && fwrite(m, 1, n, f) == n, "rewrite %s", path);
+	for (int k = 0; k < 10; k++) {
+		struct ddl_chunk c = {DDL_CHUNK_MAGIC, DDL_CHUNK_EVENTS, DDL_CHUNKF_ZSTD, (uint32_t)zn,
+		                      (uint32_t)raw, 0, 0};
+		c.crc = ddl_crc32c(z, zn);
+		c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+		CHECK(fwrite(&c, sizeof c, 1, f) == 1 && fwrite(z, 1, zn, f) == zn, "append");
+	}
+	CHECK(fclose(f) == 0, "close");
+	free(z);
+	free(m);
+	fprintf(stderr, "    10 chunks of %zu bytes, each claiming %zu\n", zn, raw);
+	char cmd[PATH_MAX * 2];
+#if defined(__SANITIZE_ADDRESS__)
+	snprintf(cmd, sizeof cmd, "exec %s --json %s", tbuild("bin/ddlprof-report"), path);
+#else
+	/* 640 MB of events were it unpacked: it must not be */
+	snprintf(cmd, sizeof cmd, "ulimit -v 150000; exec %s --json %s", tbuild("bin/ddlprof-report"), path);
+#endif
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 30, &r) == 0, "the report did not finish");
+	int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+	int said = 0;
+	for (const char *at = r.err; (at = strstr(at, "more than 256 to 1")); at++)
+		said++;
+	json_t *j = json_loads(r.out, 0, NULL);
+	json_int_t ev = json_integer_value(tjget(json_array_get(json_object_get(j, "processes"), 0), "events"));
+	fprintf(stderr, "    exit %d, %d chunks refused, %lld events reported\n", code, said, (long long)ev);
+	/* the first 8 named (a trace keeps 8 problems), every one skipped */
+	CHECK(code == 1 && said == 8 && strstr(r.err, path) && strstr(r.err, "offset"),
+	      "exit %d, %d refusals: %s", code, said, r.err);
+	CHECK(j && json_is_true(json_object_get(j, "corrupt")) && ev > 0 && ev < 10000,
+	      "the rest of the trace not reported as damaged: %lld events", (long long)ev);
+	json_decref(j);
+	trun_free(&r);
 	return DDL_PASS;
 }
 

@@ -20,6 +20,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_corruption_every_chunk) \
 	X(reader_bad_headers) \
 	X(reader_clock) \
+	X(reader_out_of_memory) \
+	X(reader_bomb) \
 	X(reader_hostile_times) \
 	X(report_hostile_sums) \
 	X(fuzzseeds_traces) \

@@ -37,6 +37,10 @@
 #define DDL_BYTE_ORDER_MAGIC  0x0A0B0C0Du /* reads as 0x0D0C0B0A on the other order */
 #define DDL_CHUNK_MAGIC       0x4B4E4843u /* "CHNK" on little-endian machines */
 #define DDL_CHUNK_MAX         (64u << 20) /* no valid chunk payload is larger */
+/* A compressed chunk's payload is at most this many times its stored size:
+ * the writer stores a chunk raw that would compress further, so a reader
+ * refuses a chunk that claims more (a decompression bomb) unread. */
+#define DDL_CHUNK_RATIO_MAX   256u
 #define DDL_HOST_MAX          64
 #define DDL_RUNID_MAX         64
 
