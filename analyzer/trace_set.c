@@ -154,6 +154,23 @@ static struct ddl_run *ddl_run_new(struct ddl_traceset *s, const char *id)
 	return r;
 }
 
+/* Whether U is a later image of a process of run R whose image before
+ * ended in exec: the same process, so the same run however late it starts. */
+static int ddl_exec_continues(const struct ddl_traceset *s, const struct ddl_run *r,
+                              const struct ddl_trace *u)
+{
+	int ri = (int)(r - s->runs);
+	if (!u->hdr.exec_gen)
+		return 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ddl_trace *t = &s->t[i];
+		if (t->run == ri && t->exec_end && t->hdr.pid == u->hdr.pid &&
+		    t->hdr.exec_gen < u->hdr.exec_gen && !strncmp(t->hdr.host, u->hdr.host, DDL_HOST_MAX))
+			return 1;
+	}
+	return 0;
+}
+
 static void ddl_group_runs(struct ddl_traceset *s)
 {
 	size_t *order = malloc((s->n ? s->n : 1) * sizeof *order);
@@ -176,7 +193,7 @@ static void ddl_group_runs(struct ddl_traceset *s)
 			struct ddl_trace *u = &s->t[order[j]];
 			if (u->run >= 0 || strcmp(u->hdr.run_id, t->hdr.run_id))
 				continue;
-			if (!r || u->hdr.start_real_ns > r->end_real_ns) {
+			if (!r || (u->hdr.start_real_ns > r->end_real_ns && !ddl_exec_continues(s, r, u))) {
 				if (!(r = ddl_run_new(s, t->hdr.run_id)))
 					break;
 			}

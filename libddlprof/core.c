@@ -298,6 +298,7 @@ void ddl_init(void)
 {
 	if (ddl_g.initialised)
 		return;
+	ddl_diag_init(); /* before any warning: which file stderr is */
 	ddl_real_resolve();
 	ddl_g.pid = getpid();
 	ddl_g.ppid = getppid();

@@ -506,6 +506,8 @@ void ddl_meta(const char *key, const char *val) DDL_HIDDEN;
 /* Turn profiling off for good in this process, with one line on stderr. */
 void ddl_disable(const char *why, int err) DDL_HIDDEN;
 void ddl_warn(const char *fmt, ...) DDL_HIDDEN __attribute__((format(printf, 1, 2)));
+/* Notes which file stderr is (ddl_init, first thing): warnings go only there. */
+void ddl_diag_init(void) DDL_HIDDEN;
 
 /* ---- core.c ---- */
 /* Ensure the library is initialised (constructor may not have run yet). */

@@ -1,7 +1,8 @@
 /*
  * What the library says and keeps about itself: ddl_warn, its one line on
  * the program's standard error (from any thread, the writer's too, whose
- * descriptor table is its own); ddl_disable, which switches profiling off
+ * descriptor table is its own; only while descriptor 2 is the file it was
+ * at start-up); ddl_disable, which switches profiling off
  * for good with one such line; and ddl_meta, a key=value fact about the
  * process (its command line and launch variables, its GPUs, what an
  * optional back end could or could not do) in the trace's string table
@@ -11,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,6 +44,28 @@ static int ddl_stderr(int *own)
 	return fd;
 }
 
+/*
+ * Which file the program's standard error was at start-up (device and
+ * inode): a line goes to descriptor 2 only while it is still that file. A
+ * program that closes its stderr and opens a data file, which gets
+ * descriptor 2, must never find our words in its data.
+ */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	int known;
+} ddl_err;
+
+void ddl_diag_init(void)
+{
+	struct stat st;
+	ddl_err.known = fstat(2, &st) == 0;
+	if (ddl_err.known) {
+		ddl_err.dev = st.st_dev;
+		ddl_err.ino = st.st_ino;
+	}
+}
+
 /* One line on stderr, straight to the descriptor (no stdio state touched). */
 void ddl_warn(const char *fmt, ...)
 {
@@ -56,7 +80,9 @@ void ddl_warn(const char *fmt, ...)
 	buf[n++] = '\n';
 	int saved = errno, own;
 	int fd = ddl_stderr(&own);
-	if (fd >= 0)
+	struct stat st;
+	if (fd >= 0 && ddl_err.known && fstat(fd, &st) == 0 && st.st_dev == ddl_err.dev &&
+	    st.st_ino == ddl_err.ino)
 		syscall(SYS_write, fd, buf, (size_t)n);
 	if (own)
 		syscall(SYS_close, fd);

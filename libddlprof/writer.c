@@ -260,6 +260,25 @@ static void ddl_header_fill(struct ddl_file_header *h)
 	h->hcrc = ddl_crc32c(h, sizeof *h - 4);
 }
 
+/* The trace file of exec image GEN of this process into ddl_w.path. */
+static void ddl_file_gen_path(unsigned gen)
+{
+	if (gen == 0)
+		snprintf(ddl_w.path, sizeof ddl_w.path, "%s/%s.%d.ddlt", ddl_g.cfg.dir, ddl_g.host,
+		         (int)getpid());
+	else
+		snprintf(ddl_w.path, sizeof ddl_w.path, "%s/%s.%d.%u.ddlt", ddl_g.cfg.dir, ddl_g.host,
+		         (int)getpid(), gen);
+}
+
+/* Whether image GEN's file exists. */
+static int ddl_file_gen_taken(unsigned gen)
+{
+	struct stat st;
+	ddl_file_gen_path(gen);
+	return lstat(ddl_w.path, &st) == 0;
+}
+
 /* Creates HOST.PID.ddlt (or HOST.PID.N.ddlt after exec), never overwriting. */
 static int ddl_file_create(void)
 {
@@ -274,13 +293,29 @@ static int ddl_file_create(void)
 		return -ENOTDIR;
 	if (ds.st_uid != geteuid())
 		return -EPERM;
-	for (unsigned gen = 0; gen < 1000 && fd < 0; gen++) {
-		if (gen == 0)
-			snprintf(ddl_w.path, sizeof ddl_w.path, "%s/%s.%d.ddlt", ddl_g.cfg.dir,
-			         ddl_g.host, (int)getpid());
-		else
-			snprintf(ddl_w.path, sizeof ddl_w.path, "%s/%s.%d.%u.ddlt", ddl_g.cfg.dir,
-			         ddl_g.host, (int)getpid(), gen);
+	/* After exec the images before this one hold .0 (no number), .1 ...
+	 * .K: the first free number is found by doubling, then halving (a
+	 * dozen lookups after a thousand execs, not a thousand), and taken
+	 * with O_EXCL, counting on from it should another process of this pid
+	 * (a namespace's) have it. */
+	unsigned gen = 0;
+	if (ddl_file_gen_taken(0)) {
+		unsigned lo = 0, hi = 1; /* lo taken, hi to be looked at */
+		while (hi < (1u << 30) && ddl_file_gen_taken(hi)) {
+			lo = hi;
+			hi *= 2;
+		}
+		while (hi - lo > 1) {
+			unsigned mid = lo + (hi - lo) / 2;
+			if (ddl_file_gen_taken(mid))
+				lo = mid;
+			else
+				hi = mid;
+		}
+		gen = hi;
+	}
+	for (unsigned tries = 0; tries < 1000 && fd < 0; tries++, gen++) {
+		ddl_file_gen_path(gen);
 		ddl_g.exec_gen = gen;
 		fd = open(ddl_w.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 && errno != EEXIST)

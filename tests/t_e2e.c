@@ -612,6 +612,64 @@ int test_e2e_python_sockets(void)
 	return DDL_PASS;
 }
 
+/*
+ * A program that closes its stderr and opens a data file in its place
+ * (descriptor 2), then hits a full disk (here a 64 KiB file-size limit):
+ * the library's warning about the trace it cannot write must not land in
+ * the program's data.
+ */
+int test_e2e_stderr_reused(void)
+{
+	char *dir = tmpdir(), data[PATH_MAX], tdir[PATH_MAX];
+	snprintf(data, sizeof data, "%s/data", dir);
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--", (char *)tbuild("tests/progs/errfd"),
+	                data, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	      !strcmp(r.out, "errfd: 40000 messages\n"), "errfd under ddlprof: status %#x, out %s, err %s",
+	      r.status, r.out, r.err);
+	trun_free(&r);
+	FILE *f = fopen(data, "r");
+	CHECK(f, "no data file");
+	char buf[4096] = "";
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	CHECK(!strcmp(buf, "data\n"), "the program's data file holds %zu bytes: '%s'", n, buf);
+	return DDL_PASS;
+}
+
+/*
+ * A process that execs itself 1005 times: 1006 images, each a trace file
+ * of its own (past .999 too), found without trying every name before it,
+ * and one process of one run in the report, not 1006 runs of one id.
+ */
+int test_e2e_exec_chain(void)
+{
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "-o", tdir, "--",
+	                (char *)tbuild("tests/progs/execchain"), "1005", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 120, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+	      !strcmp(r.out, "execchain: 1005 execs\n"), "execchain: status %#x, out %s", r.status, r.out);
+	CHECK(!r.err[0], "the library said: %s", r.err);
+	trun_free(&r);
+	json_t *rep = treport(tdir, NULL);
+	json_t *p = json_array_get(json_object_get(rep, "processes"), 0);
+	CHECK(rep && json_array_size(json_object_get(rep, "processes")) == 1 &&
+	      json_array_size(json_object_get(rep, "other_runs")) == 0 &&
+	      !strchr(json_string_value(json_object_get(rep, "run_id")), '#'),
+	      "%zu processes, %zu other runs, run %s", json_array_size(json_object_get(rep, "processes")),
+	      json_array_size(json_object_get(rep, "other_runs")),
+	      json_string_value(json_object_get(rep, "run_id")));
+	CHECK(json_integer_value(json_object_get(p, "images")) == 1006, "%lld images, want 1006",
+	      (long long)json_integer_value(json_object_get(p, "images")));
+	json_decref(rep);
+	return DDL_PASS;
+}
+
 int test_e2e_fork_no_duplicates(void) { return tprog_exact("forkdup", NULL, 0); }
 int test_e2e_fortified_and_peek(void) { return tprog_exact("fortify", NULL, 0); }
 int test_e2e_hostile_program(void) { return tprog_exact("hostile", NULL, 0); }

@@ -44,6 +44,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_closes_every_fd) \
 	X(e2e_python_sockets) \
 	X(e2e_fork_no_duplicates) \
+	X(e2e_stderr_reused) \
+	X(e2e_exec_chain) \
 	X(e2e_fortified_and_peek) \
 	X(e2e_hostile_program) \
 	X(e2e_signal_handler_races) \
