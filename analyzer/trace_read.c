@@ -374,6 +374,44 @@ static int ddl_window_events(struct ddl_trace *t, const struct ddl_event *ev, si
 	return 0;
 }
 
+/*
+ * The first good chunk header at or after FROM (SIZE when none), past
+ * damage: the magic found with memmem (memory speed through a run of
+ * zeros, not a check at every byte), and the holes of a sparse file FD
+ * (-1: none) stepped over with SEEK_DATA, never read.
+ */
+static size_t ddl_next_header(const unsigned char *m, size_t size, size_t from, int fd,
+                              struct ddl_chunk *c)
+{
+	uint32_t magic = DDL_CHUNK_MAGIC;
+	size_t at = from;
+	while (at + sizeof *c <= size) {
+		if (fd >= 0) {
+			off_t d = lseek(fd, (off_t)at, SEEK_DATA);
+			if (d < 0 && errno == ENXIO)
+				return size; /* only a hole to the end */
+			if (d > (off_t)at)
+				at = (size_t)d;
+			if (at + sizeof *c > size)
+				return size;
+		}
+		/* a window at a time, so that a hole further on is stepped over too */
+		size_t end = size - at > (64u << 20) ? at + (64u << 20) : size;
+		const unsigned char *p = memmem(m + at, end - at, &magic, sizeof magic);
+		if (!p) {
+			at = end > at + sizeof magic ? end - sizeof magic + 1 : end;
+			if (end == size)
+				return size;
+			continue;
+		}
+		at = (size_t)(p - m);
+		if (at + sizeof *c <= size && ddl_chunk_header_ok(m + at, c))
+			return at;
+		at++;
+	}
+	return size;
+}
+
 /* Handles one checked chunk payload. */
 static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
                            const unsigned char *p, size_t n, size_t off)
@@ -649,7 +687,7 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 }
 
 static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
-                              ddl_events_fn cb, void *ctx, int mapped, char *err, size_t errlen);
+                              ddl_events_fn cb, void *ctx, int fd, char *err, size_t errlen);
 
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen)
 {
@@ -680,31 +718,32 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
 		return ddl_fail(err, errlen, path, "empty file, not a ddlprof trace");
 	}
 	const unsigned char *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
 	if (m == MAP_FAILED) {
+		close(fd);
 		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "cannot map: %s", strerror(errno));
 	}
 	/* the kernel reads ahead: the chunks are visited once, in order */
 	madvise((void *)m, size, MADV_SEQUENTIAL);
-	int rc = ddl_trace_parse_cb(m, size, path, t, cb, ctx, 1, err, errlen);
+	int rc = ddl_trace_parse_cb(m, size, path, t, cb, ctx, fd, err, errlen); /* fd: to skip holes */
 	munmap((void *)m, size);
+	close(fd);
 	return rc;
 }
 
 int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
                     size_t errlen)
 {
-	return ddl_trace_parse_cb(buf, size, name, t, NULL, NULL, 0, err, errlen);
+	return ddl_trace_parse_cb(buf, size, name, t, NULL, NULL, -1, err, errlen);
 }
 
 /*
- * MAPPED: BUF is a private read-only mapping of the file, whose pages
+ * FD >= 0: BUF is a private read-only mapping of the file FD, whose pages
  * already read are given back every 16 MiB (they read back from the file
  * if touched again), so that memory does not grow with the file's length.
  */
 static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
-                              ddl_events_fn cb, void *ctx, int mapped, char *err, size_t errlen)
+                              ddl_events_fn cb, void *ctx, int fd, char *err, size_t errlen)
 {
 	const unsigned char *m = buf;
 	const char *path = name;
@@ -732,9 +771,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 		    c.raw_size > DDL_CHUNK_MAX) {
 			ddl_problem(t, off, "damaged chunk header");
 			t->corrupt = 1;
-			size_t next = off + 1;
-			while (next + sizeof c <= size && !ddl_chunk_header_ok(m + next, &c))
-				next++;
+			size_t next = ddl_next_header(m, size, off + 1, fd, &c);
 			if (next + sizeof c > size)
 				break;
 			off = next;
@@ -796,7 +833,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			ddl_read_chunk(t, &c, m + body, c.size, off);
 		}
 		off = body + c.size;
-		if (mapped && off - released >= (16u << 20)) {
+		if (fd >= 0 && off - released >= (16u << 20)) {
 			size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 			size_t upto = pg ? off / pg * pg : released;
 			madvise((void *)(m + released), upto - released, MADV_DONTNEED);

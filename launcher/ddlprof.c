@@ -127,8 +127,11 @@ static void ddl_make_parents(const char *dir)
 static int ddl_prepare_dir(const char *dir)
 {
 	struct stat st;
-	ddl_make_parents(dir);
-	int rc = ddl_tracedir_prepare(dir, 1, &st);
+	int rc = ddl_tracedir_parent_trap(dir) ? DDL_TRACEDIR_PARENT_LINK : 0;
+	if (rc == 0) {
+		ddl_make_parents(dir); /* not through another user's link, checked first */
+		rc = ddl_tracedir_prepare(dir, 1, &st);
+	}
 	if (rc < 0) {
 		fprintf(stderr, "ddlprof: cannot write traces to %s: %s; running without profiling\n",
 		        dir, strerror(-rc));
@@ -149,6 +152,10 @@ static int ddl_prepare_dir(const char *dir)
 		fprintf(stderr, "ddlprof: every user can write into %s (mode %04o); refusing to write "
 		        "traces there: use a directory others cannot write\n", dir,
 		        (unsigned)(st.st_mode & 07777));
+		return -1;
+	case DDL_TRACEDIR_PARENT_LINK:
+		fprintf(stderr, "ddlprof: %s is reached through another user's symbolic link in a "
+		        "directory everyone can write into; refusing to follow it\n", dir);
 		return -1;
 	}
 	return 0;

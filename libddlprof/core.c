@@ -227,6 +227,8 @@ static int ddl_dir_check(const struct ddl_settings *c)
 		[DDL_TRACEDIR_NOTDIR] = "it is not a directory",
 		[DDL_TRACEDIR_FOREIGN] = "it belongs to another user",
 		[DDL_TRACEDIR_OPEN] = "every user can write into it (use a directory others cannot write)",
+		[DDL_TRACEDIR_PARENT_LINK] = "it is reached through another user's symbolic link in a "
+		                             "directory everyone can write into",
 	};
 	struct stat st;
 	int rc = ddl_tracedir_prepare(c->dir, ddl_env("DDLPROF_DIR") != NULL, &st);

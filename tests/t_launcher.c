@@ -3,6 +3,7 @@
  * safety, run ids and the warning about other runs, and the report's
  * handling of bad paths, bad files and existing outputs.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -42,6 +43,56 @@ int test_launcher_errors(void)
 		trun_free(&r);
 	}
 	trm("/tmp/ddltest-nf");
+	return DDL_PASS;
+}
+
+/*
+ * -o through another user's symbolic link in a sticky directory everyone
+ * can write into (as /tmp is), with fs.protected_symlinks off as here: the
+ * launcher and the library refuse to follow it, and nothing is made where
+ * it points; our own link there, or another user's in a directory of ours,
+ * is followed. Needs root (to own a link as another user).
+ */
+int test_launcher_parent_link(void)
+{
+	if (geteuid() != 0)
+		return DDL_SKIP;
+	char *dir = tmpdir(), sticky[PATH_MAX], target[PATH_MAX], theirs[PATH_MAX], ours[PATH_MAX],
+	     out[PATH_MAX], made[PATH_MAX];
+	snprintf(sticky, sizeof sticky, "%s/tmp", dir);
+	snprintf(target, sizeof target, "%s/target", dir);
+	snprintf(theirs, sizeof theirs, "%s/theirs", sticky);
+	snprintf(ours, sizeof ours, "%s/ours", sticky);
+	CHECK(mkdir(sticky, 0777) == 0 && chmod(sticky, 01777) == 0 && mkdir(target, 0700) == 0, "dirs");
+	CHECK(symlink(target, theirs) == 0 && lchown(theirs, 65534, 65534) == 0 && symlink(target, ours) == 0,
+	      "links: %s", strerror(errno));
+	const char *L = tbuild("bin/ddlprof");
+	snprintf(out, sizeof out, "%s/run", theirs);
+	snprintf(made, sizeof made, "%s/run", target);
+	char *a1[] = {(char *)L, "-q", "-o", out, "true", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(a1, NULL, 20, &r) == 0 && ddl_status(&r) == 125 && strstr(r.err, "symbolic link"),
+	      "another user's link: status %d: %s", ddl_status(&r), r.err);
+	trun_free(&r);
+	struct stat st;
+	CHECK(stat(made, &st) != 0, "%s was made through the link", made);
+	/* the library alone, as a process the launcher did not start */
+	char env1[PATH_MAX + 16], env2[PATH_MAX + 16];
+	snprintf(env1, sizeof env1, "DDLPROF_DIR=%s", out);
+	snprintf(env2, sizeof env2, "LD_PRELOAD=%s", tbuild("lib/libddlprof.so"));
+	char *env[] = {env1, env2, NULL};
+	char *a2[] = {(char *)tbuild("tests/progs/socketpair"), NULL};
+	CHECK(trun(a2, env, 30, &r) == 0 && ddl_status(&r) == 0 && strstr(r.err, "symbolic link"),
+	      "the library through the link: status %d: %s", ddl_status(&r), r.err);
+	trun_free(&r);
+	CHECK(stat(made, &st) != 0, "%s was made through the link by the library", made);
+	/* our own link in the same place is followed */
+	snprintf(out, sizeof out, "%s/run", ours);
+	char *a3[] = {(char *)L, "-q", "-o", out, "true", NULL};
+	CHECK(trun(a3, NULL, 20, &r) == 0 && ddl_status(&r) == 0, "our own link: status %d: %s",
+	      ddl_status(&r), r.err);
+	trun_free(&r);
+	CHECK(stat(made, &st) == 0 && S_ISDIR(st.st_mode), "our own link not followed");
 	return DDL_PASS;
 }
 

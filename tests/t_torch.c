@@ -858,7 +858,8 @@ int test_pyhook_entry_points(void)
 	        "%.3f (3), backward %.3f (4), optimizer %.3f (1)\n", step, mean, wait, ds, fwd, bwd, opt);
 	CHECK(fabs(mean - step) < 0.05 * step, "iteration %.3f ms, the loop's %.3f", mean, step);
 	CHECK(fabs(ds - wait) < fmax(0.15 * wait, 1), "data stall %.3f ms, the loop waited %.3f", ds, wait);
-	CHECK(fabs(fwd - 3) < 0.5 && fabs(bwd - 4) < 0.5 && fabs(opt - 1) < 0.3, "phases");
+	/* sleeps of 3, 4 and 1 ms: never shorter, later by a wake-up on a busy machine */
+	CHECK(fwd > 2.8 && fwd < 4.5 && bwd > 3.8 && bwd < 5.5 && opt > 0.8 && opt < 2.3, "phases");
 	json_t *in = json_object_get(me, "input");
 	CHECK(json_integer_value(json_object_get(in, "workers")) == 1 &&
 	      json_integer_value(json_object_get(in, "batches")) == 7 &&

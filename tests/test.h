@@ -22,6 +22,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_clock) \
 	X(reader_out_of_memory) \
 	X(reader_bomb) \
+	X(reader_sparse) \
 	X(reader_hostile_times) \
 	X(report_hostile_sums) \
 	X(fuzzseeds_traces) \
@@ -115,6 +116,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(gpu_synth_parts_vs_plan) \
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
+	X(launcher_parent_link) \
 	X(launcher_runs) \
 	X(docs_man_render) \
 	X(docs_install) \

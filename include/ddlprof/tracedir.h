@@ -93,7 +93,48 @@ enum ddl_tracedir_trap {
 	DDL_TRACEDIR_NOTDIR,   /* not a directory */
 	DDL_TRACEDIR_FOREIGN,  /* another user's */
 	DDL_TRACEDIR_OPEN,     /* every user may write into it, and it is not sticky */
+	DDL_TRACEDIR_PARENT_LINK, /* reached through a link protected_symlinks would not follow */
 };
+
+/*
+ * Whether a symbolic link on DIR's way (a parent, not DIR itself) is one
+ * that the kernel's fs.protected_symlinks would refuse to follow: in a
+ * sticky directory every user may write into (/tmp), owned neither by us
+ * nor by that directory's owner. Another user's link /tmp/x -> / would
+ * otherwise put our traces into /run for -o /tmp/x/run, on a machine with
+ * protected_symlinks off. 1 when there is one.
+ */
+static inline int ddl_tracedir_parent_trap(const char *dir)
+{
+	char p[4096];
+	size_t n = strlen(dir);
+	if (n >= sizeof p)
+		return 0;
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i < n; i++) {
+		if (p[i] != '/' || p[i - 1] == '/')
+			continue;
+		p[i] = 0;
+		struct stat ls, ds;
+		if (lstat(p, &ls) == 0 && S_ISLNK(ls.st_mode) && ls.st_uid != geteuid()) {
+			char *slash = strrchr(p, '/');
+			int ok;
+			if (!slash) {
+				ok = lstat(".", &ds) == 0;
+			} else if (slash == p) {
+				ok = lstat("/", &ds) == 0;
+			} else {
+				*slash = 0;
+				ok = lstat(p, &ds) == 0;
+				*slash = '/';
+			}
+			if (ok && (ds.st_mode & S_ISVTX) && (ds.st_mode & 002) && ls.st_uid != ds.st_uid)
+				return 1;
+		}
+		p[i] = '/';
+	}
+	return 0;
+}
 
 /*
  * Creates DIR, mode 0700, when CREATE is set, then checks it is a real
@@ -110,6 +151,8 @@ enum ddl_tracedir_trap {
  */
 static inline int ddl_tracedir_prepare(const char *dir, int create, struct stat *st)
 {
+	if (ddl_tracedir_parent_trap(dir))
+		return DDL_TRACEDIR_PARENT_LINK;
 	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
 	if (lstat(dir, st) != 0)
