@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "ddl.h"
+#include "ddlprof/tracedir.h"
 #include "ddlprof/crc32c.h"
 
 #define DDL_STAGE_EVENTS 32768 /* events per chunk: 1 MiB raw */
@@ -285,13 +286,14 @@ static int ddl_file_create(void)
 	struct ddl_file_header h;
 	struct stat ds;
 	int fd = -1;
-	mkdir(ddl_g.cfg.dir, 0700);
-	/* As the launcher does: a real directory of ours, never a link. */
-	if (lstat(ddl_g.cfg.dir, &ds) != 0)
-		return -errno;
-	if (!S_ISDIR(ds.st_mode))
+	/* the launcher's and the constructor's rule again (the directory may
+	 * have been replaced since): a real directory of ours, never a link */
+	int trap = ddl_tracedir_prepare(ddl_g.cfg.dir, 1, &ds);
+	if (trap < 0)
+		return trap;
+	if (trap == DDL_TRACEDIR_LINK || trap == DDL_TRACEDIR_NOTDIR)
 		return -ENOTDIR;
-	if (ds.st_uid != geteuid())
+	if (trap)
 		return -EPERM;
 	/* After exec the images before this one hold .0 (no number), .1 ...
 	 * .K: the first free number is found by doubling, then halving (a
