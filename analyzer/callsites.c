@@ -503,6 +503,9 @@ static size_t ddl_elf_funcs(struct ddl_symtab *st, const unsigned char *m, size_
  */
 static const unsigned char *ddl_map(const char *path, size_t *n)
 {
+	struct stat pre;
+	if (stat(path, &pre) != 0 || !S_ISREG(pre.st_mode))
+		return NULL; /* not even opened: opening a device can do things */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;

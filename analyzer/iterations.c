@@ -605,7 +605,7 @@ static int ddl_marks_split(const unsigned char *mark, size_t n, size_t from, siz
 			m += mark[i];
 		phases += 2 * m > k;
 	}
-	if (2 * phases >= mult)
+	if (2 * phases > mult)
 		return 0;
 	for (size_t j = period; j < mult; j++) {
 		size_t m = 0, m0 = 0, k = 0;

@@ -49,8 +49,8 @@ static void ddl_usage(FILE *f)
  * Where -o goes. A new or existing regular file is written through a
  * temporary name beside it and renamed over it once complete, so a failure
  * leaves nothing half-written (ddl_close_out); anything else that exists
- * (a character device such as /dev/null, a FIFO, a socket, a symlink such
- * as /dev/stdout) is written where it is and never replaced: TMP is left
+ * (a character device such as /dev/null, a FIFO, a symlink such as
+ * /dev/stdout) is written where it is and never replaced: TMP is left
  * empty. A directory or a block device is refused. What is there already
  * is overwritten only with --force, but for a device, FIFO or socket, whose
  * contents writing does not replace.
@@ -75,8 +75,12 @@ static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
 	}
 	int fd;
 	if (special || link) {
-		/* in place, through the link if one: the target stays what it is */
-		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (special ? 0 : O_TRUNC));
+		/* in place, through the link if one: the target stays what it is;
+		 * one of the process's own descriptors (/dev/stdout) appended to,
+		 * as the shell that opened it decided */
+		int own = !strncmp(path, "/dev/std", 8) || !strncmp(path, "/dev/fd/", 8) ||
+		          !strncmp(path, "/proc/self/fd/", 14);
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (special ? 0 : own ? O_APPEND : O_TRUNC));
 	} else {
 		snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
 		/* 0600 like the traces: a report holds command lines and addresses */
@@ -285,17 +289,18 @@ int main(int argc, char **argv)
 		if (rc != 0)
 			status = 1;
 	}
-	/* The CI gate, after the report is written: exit 3 when it trips. */
+	/* The CI gate, after the report is written: exit 3 when it trips; a
+	 * report short of what the traces hold passes no gate (exit 4). */
 	int tripped = 0;
-	for (int k = 0; k < nfail; k++)
+	for (int k = 0; k < nfail && !rep.incomplete; k++)
 		tripped |= ddl_failif_eval(&rep, fail_if[k], stderr);
 	if (tripped && status == 0)
 		status = 3;
-	/* a report short of what the traces hold passes no gate */
 	if (rep.incomplete) {
-		fprintf(stderr, "ddlprof-report: out of memory: the report is incomplete (exit status 4%s)\n",
-		        nfail ? "; --fail-if not judged" : "");
-		status = 4;
+		fprintf(stderr, "ddlprof-report: out of memory: the report is incomplete (exit status %d%s)\n",
+		        status == 1 ? 1 : 4, nfail ? "; --fail-if not judged" : "");
+		if (status != 1)
+			status = 4;
 	}
 	ddl_report_free(&rep);
 	ddl_traceset_free(&set);

@@ -155,7 +155,9 @@ static struct ddl_run *ddl_run_new(struct ddl_traceset *s, const char *id)
 }
 
 /* Whether U is a later image of a process of run R whose image before
- * ended in exec: the same process, so the same run however late it starts. */
+ * ended in exec, starting within 10 s of that end (a pid used again by a
+ * later job, whose file number is after it too, starts later): the same
+ * process, so the same run, after the run's other processes have ended. */
 static int ddl_exec_continues(const struct ddl_traceset *s, const struct ddl_run *r,
                               const struct ddl_trace *u)
 {
@@ -165,7 +167,8 @@ static int ddl_exec_continues(const struct ddl_traceset *s, const struct ddl_run
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ddl_trace *t = &s->t[i];
 		if (t->run == ri && t->exec_end && t->hdr.pid == u->hdr.pid &&
-		    t->hdr.exec_gen < u->hdr.exec_gen && !strncmp(t->hdr.host, u->hdr.host, DDL_HOST_MAX))
+		    t->hdr.exec_gen < u->hdr.exec_gen && !strncmp(t->hdr.host, u->hdr.host, DDL_HOST_MAX) &&
+		    u->hdr.start_real_ns - ddl_trace_end_real(t) <= INT64_C(10000000000))
 			return 1;
 	}
 	return 0;

@@ -119,13 +119,14 @@ static inline int ddl_tracedir_parent_trap(const char *dir)
 		if (lstat(p, &ls) == 0 && S_ISLNK(ls.st_mode) && ls.st_uid != geteuid()) {
 			char *slash = strrchr(p, '/');
 			int ok;
+			/* the directory the link lies in, reached as the kernel would */
 			if (!slash) {
-				ok = lstat(".", &ds) == 0;
+				ok = stat(".", &ds) == 0;
 			} else if (slash == p) {
-				ok = lstat("/", &ds) == 0;
+				ok = stat("/", &ds) == 0;
 			} else {
 				*slash = 0;
-				ok = lstat(p, &ds) == 0;
+				ok = stat(p, &ds) == 0;
 				*slash = '/';
 			}
 			if (ok && (ds.st_mode & S_ISVTX) && (ds.st_mode & 002) && ls.st_uid != ds.st_uid)
