@@ -74,13 +74,6 @@ static json_t *ddl_cs_find(json_t *rep, const char *function)
  * from the program's .symtab; the heartbeat thread's recv takes longer but
  * stalls nothing; and the call sites' stall adds up to the breakdown's.
  */
-static double ddl_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * A module the trace names, replaced by a FIFO before the report (as a
  * crafted trace could name one): the report must not wait on it.
@@ -104,9 +97,9 @@ int test_callsite_module_fifo(void)
 	trun_free(&r);
 	CHECK(unlink(prog) == 0 && mkfifo(prog, 0600) == 0, "mkfifo: %s", strerror(errno));
 	char *rep[] = {(char *)tbuild("bin/ddlprof-report"), "--json", t, NULL};
-	double t0 = ddl_now();
+	double t0 = tnow();
 	int rc = trun(rep, NULL, 20, &r);
-	double took = ddl_now() - t0;
+	double took = tnow() - t0;
 	fprintf(stderr, "    report with the program's file a FIFO: %.2f s\n", took);
 	CHECK(rc == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
 	      "the report did not finish as it should: %s", r.err);

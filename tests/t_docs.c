@@ -84,13 +84,6 @@ static int docs_write(const char *path, const char *text, size_t n)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-static double docs_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* A base port for tcpring (two ranks) below the ephemeral range. */
 static int docs_port(void)
 {
@@ -543,10 +536,10 @@ static int docs_pty_run(char *const argv[], int pipe_err, enum docs_pause how, c
 	*err = calloc(1, 1);
 	*stopped = 0;
 	int seen = 0, status = -1, traced = how == DOCS_PAUSE_MAPPED, traced_opts = 0;
-	double gone_at = 0, resume_at = 0, end = docs_now() + 120;
+	double gone_at = 0, resume_at = 0, end = tnow() + 120;
 	for (;;) {
 		docs_drain(rd, err, &n);
-		double now = docs_now();
+		double now = tnow();
 		if (how == DOCS_PAUSE_MAPPED && traced) {
 			/* Stopped at each system call (the child asked to be traced),
 			 * looked at, let go: a busy machine cannot hide the few

@@ -650,13 +650,6 @@ int test_reader_bomb(void)
 	return DDL_PASS;
 }
 
-static double rd_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * A real trace followed by 16 GiB of holes (a sparse file), and one
  * followed by 48 MiB of written zeros: each read, its damage named once,
@@ -682,9 +675,9 @@ int test_reader_sparse(void)
 		}
 		char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "--json", path, NULL};
 		struct ddl_run_result r;
-		double t0 = rd_now();
+		double t0 = tnow();
 		CHECK(trun(argv, NULL, 60, &r) == 0, "the report did not finish");
-		double took = rd_now() - t0;
+		double took = tnow() - t0;
 		json_t *j = json_loads(r.out, 0, NULL);
 		json_int_t ev = json_integer_value(tjget(json_array_get(json_object_get(j, "processes"), 0), "events"));
 		fprintf(stderr, "    %s: %.2f s, exit %d, %lld events\n", zeros ? "48 MiB of zeros" : "16 GiB of holes",

@@ -229,6 +229,8 @@ json_t *treport(const char *dir, int *status);
 json_t *tproc(json_t *report, long pid);
 /* The member of O at a dotted PATH ("job.breakdown_pct.compute"), or NULL. */
 json_t *tjget(json_t *o, const char *path);
+/* CLOCK_MONOTONIC in seconds, for a test to time what it runs. */
+double tnow(void);
 /* Runs a tests/progs program with and without ddlprof, compares stdout and
  * status, and compares the DDLT_EXPECT byte counts with the report. */
 int tprog_exact(const char *prog, char *const args[], int expect_status);

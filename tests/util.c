@@ -280,3 +280,10 @@ int tfreeports(int n)
 	}
 	return lo + start * n;
 }
+
+double tnow(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
