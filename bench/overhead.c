@@ -13,6 +13,8 @@
  *   overhead count N     N wrapped and N direct calls, for callgrind
  *   overhead events N    N wrapped calls with varied results, to size the
  *                        trace (bytes per event) and time the reader
+ *   overhead vm 1        the address space (VmSize, KiB) before the first
+ *                        traced call, and after one send() and a flush
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -33,6 +35,20 @@ __attribute__((noinline)) static ssize_t fake_send(int fd, const void *b, size_t
 	(void)b;
 	(void)f;
 	return fake_result > 0 ? (ssize_t)n : fake_result;
+}
+
+/* This process's address space, from /proc/self/status. */
+static long vm_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, "VmSize:", 7))
+			v = atol(line + 7);
+	if (f)
+		fclose(f);
+	return v;
 }
 
 static double now_ns(void)
@@ -103,13 +119,24 @@ int main(int argc, char **argv)
 	int rounds = argc > 3 ? atoi(argv[3]) : 7;
 	if (n < 1 || rounds < 1 || rounds > 101)
 		return 2;
+	const char *mode = argv[1];
+	if (!strcmp(mode, "vm")) {
+		long before = vm_kib();
+		int p[2];
+		char c = 'v';
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, p) != 0 || send(p[0], &c, 1, 0) != 1)
+			return 1;
+		struct timespec ts = {0, 300000000}; /* past a flush period */
+		nanosleep(&ts, NULL);
+		printf("vm_kib_start %ld vm_kib_after_event %ld\n", before, vm_kib());
+		return 0;
+	}
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
 		return 1;
 	static char buf[65536];
 	void *(*set)(const char *, void *) =
 		(void *(*)(const char *, void *))dlsym(RTLD_DEFAULT, "ddl_real_set");
-	const char *mode = argv[1];
 
 	if (!strcmp(mode, "fake") || !strcmp(mode, "count") || !strcmp(mode, "events")) {
 		if (!set) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -22,6 +23,21 @@
 #include "ddlprof/tracedir.h"
 
 struct ddl_global ddl_g = {.rank = -1, .world_size = -1, .local_rank = -1};
+
+void *ddl_lazy_map(void *_Atomic *slot, size_t bytes)
+{
+	int saved = errno;
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	errno = saved;
+	if (m == MAP_FAILED)
+		return NULL;
+	void *expect = NULL;
+	if (atomic_compare_exchange_strong(slot, &expect, m))
+		return m;
+	munmap(m, bytes); /* another thread mapped it first */
+	errno = saved;
+	return expect;
+}
 
 /* ---- settings ---- */
 
@@ -129,6 +145,18 @@ static int ddl_settings_load(struct ddl_settings *c)
 			c->compress = DDL_COMPRESS_NONE;
 		else {
 			ddl_warn("DDLPROF_COMPRESS='%.40s' is not lz4, zstd, none, 1 or 0; profiling is off", v);
+			rc = -EINVAL;
+		}
+	}
+	if ((v = ddl_env("DDLPROF_WRITER"))) {
+		if (!strcmp(v, "auto"))
+			c->writer = DDL_WRITER_AUTO;
+		else if (!strcmp(v, "thread"))
+			c->writer = DDL_WRITER_THREAD;
+		else if (!strcmp(v, "inline"))
+			c->writer = DDL_WRITER_INLINE;
+		else {
+			ddl_warn("DDLPROF_WRITER='%.40s' is not auto, thread or inline; profiling is off", v);
 			rc = -EINVAL;
 		}
 	}

@@ -36,6 +36,21 @@
 #define ddl_unlikely(x) __builtin_expect(!!(x), 0)
 
 /*
+ * Tables the library may never need (descriptors past the first thousand,
+ * peers, names, GPU handles, stacks) are mapped on first use, not kept in
+ * .bss, so the program's address space (RLIMIT_AS) pays only for what is
+ * used. ddl_lazy returns *SLOT, mapping BYTES of zeros there first when it
+ * is empty; of two racing threads the loser unmaps its copy. NULL when the
+ * mapping fails: the caller records without the table. Async-signal-safe.
+ */
+void *ddl_lazy_map(void *_Atomic *slot, size_t bytes) DDL_HIDDEN;
+static inline void *ddl_lazy(void *_Atomic *slot, size_t bytes)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	return ddl_likely(p != NULL) ? p : ddl_lazy_map(slot, bytes);
+}
+
+/*
  * Every libc function we interpose, with its type, one X-list per family:
  * X(name, ret, params). The real versions live in one table, resolved once
  * with dlsym(RTLD_NEXT); tests may point an entry at a fake through
@@ -94,6 +109,7 @@
 	X(_exit, void, (int)) \
 	X(_Exit, void, (int)) \
 	X(sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
+	X(sigaltstack, int, (const stack_t *, stack_t *)) \
 	X(signal, sighandler_t, (int, sighandler_t)) \
 	X(unshare, int, (int)) \
 	X(setns, int, (int, int)) \
@@ -163,7 +179,13 @@ struct ddl_settings {
 	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
 	unsigned backtrace;      /* DDLPROF_BACKTRACE: frames of call stacks, 0 off (unwind.c) */
 	char papi[512];          /* DDLPROF_PAPI: counters to read, comma-separated (papi.c) */
+	int writer;              /* DDLPROF_WRITER: enum ddl_writer_mode */
 };
+
+/* Who writes the trace: a thread of the library's (the writer), or, where a
+ * thread would cost the program a process (a tight RLIMIT_NPROC), the
+ * program's own threads as they record (ddl_writer_inline). */
+enum ddl_writer_mode { DDL_WRITER_AUTO = 0, DDL_WRITER_THREAD = 1, DDL_WRITER_INLINE = 2 };
 
 /* Families of recorded calls: the bits of ddl_g.enabled. */
 #define DDL_FAM_SOCKET 1u
@@ -188,6 +210,7 @@ struct ddl_global {
 	pid_t pid;               /* the process this state belongs to */
 	pid_t ppid;              /* its parent at start */
 	struct ddl_clock_sample start; /* taken at start (or fork): the header's */
+	int writer_inline;       /* no writer thread: the recording threads write */
 };
 extern struct ddl_global ddl_g DDL_HIDDEN;
 
@@ -233,6 +256,7 @@ struct ddl_thread {
 	int name_emitted;
 	struct ddl_thread *next;
 	size_t map_bytes;
+	void *alt;               /* DDL_ALTSTACK bytes in the same mapping, past a guard page */
 	/* the Python hook's open phases (python.c): their start ticks */
 	int py_depth;
 	unsigned py_in;          /* outermost forward, backward, step open (python.c) */
@@ -436,6 +460,8 @@ static inline void ddl_ring_put_args_call(struct ddl_thread *t, unsigned kind, u
 
 /* ---- writer.c ---- */
 int ddl_writer_start(void) DDL_HIDDEN;
+/* ddl_disable, said once for a process and the children it forks. */
+void ddl_writer_disable_once(const char *why, int err) DDL_HIDDEN;
 void ddl_writer_reopen(void) DDL_HIDDEN;
 /* Stop the writer around calls the kernel refuses to multi-threaded processes. */
 int ddl_writer_pause(void) DDL_HIDDEN;
@@ -445,6 +471,9 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value) DDL_HIDDEN;
 /* Async-signal-safe best-effort flush, uncompressed, then an end chunk. */
 void ddl_writer_flush_signal(uint32_t end_reason, int32_t value) DDL_HIDDEN;
 void ddl_writer_wake(void) DDL_HIDDEN;
+/* Inline mode: a ring looks whether to write every DDL_INLINE_CHECK events. */
+#define DDL_INLINE_CHECK 256
+int ddl_writer_inline(struct ddl_thread *t, uint64_t used) DDL_HIDDEN;
 void ddl_writer_after_fork_child(void) DDL_HIDDEN;
 void ddl_writer_atfork_prepare(void) DDL_HIDDEN;
 void ddl_writer_atfork_parent(void) DDL_HIDDEN;
@@ -519,5 +548,11 @@ void ddl_process_init(void) DDL_HIDDEN;
 
 /* ---- signal.c ---- */
 void ddl_signal_init(void) DDL_HIDDEN;
+/* An alternate signal stack for our fatal-signal handler, per thread that
+ * records, where the program has none (a stack overflow could not run the
+ * handler otherwise); sigaltstack() shows the program only its own. */
+#define DDL_ALTSTACK (64 * 1024)
+void ddl_altstack_take(void *sp) DDL_HIDDEN;
+void ddl_altstack_drop(void) DDL_HIDDEN;
 
 #endif

@@ -151,9 +151,12 @@ static unsigned ddl_ptab_hash(uintptr_t k)
 /* A kernel whose name could not be interned (the name table is full). */
 #define DDL_NO_NAME 0xffffffffu
 
-/* The value stored for K, or 0. */
-static uint32_t ddl_ptab_find(struct ddl_ptab *t, uintptr_t k)
+/* The value stored for K in the table at SLOT (mapped on the first put), or 0. */
+static uint32_t ddl_ptab_find(void *_Atomic *slot, uintptr_t k)
 {
+	struct ddl_ptab *t = atomic_load_explicit(slot, memory_order_acquire);
+	if (!t)
+		return 0;
 	for (unsigned i = 0, s = ddl_ptab_hash(k); i < DDL_PTAB_SLOTS; i++, s = (s + 1) & (DDL_PTAB_SLOTS - 1)) {
 		uintptr_t x = atomic_load_explicit(&t->key[s], memory_order_acquire);
 		if (x == k)
@@ -165,9 +168,10 @@ static uint32_t ddl_ptab_find(struct ddl_ptab *t, uintptr_t k)
 }
 
 /* Caller holds ddl_gpu_lock. Keeps the first value for a key; full tables stop growing. */
-static void ddl_ptab_put(struct ddl_ptab *t, uintptr_t k, uint32_t v)
+static void ddl_ptab_put(void *_Atomic *slot, uintptr_t k, uint32_t v)
 {
-	if (t->n >= DDL_PTAB_SLOTS * 3 / 4)
+	struct ddl_ptab *t = ddl_lazy(slot, sizeof *t);
+	if (!t || t->n >= DDL_PTAB_SLOTS * 3 / 4)
 		return;
 	for (unsigned s = ddl_ptab_hash(k);; s = (s + 1) & (DDL_PTAB_SLOTS - 1)) {
 		uintptr_t x = atomic_load_explicit(&t->key[s], memory_order_relaxed);
@@ -182,7 +186,7 @@ static void ddl_ptab_put(struct ddl_ptab *t, uintptr_t k, uint32_t v)
 	}
 }
 
-static struct ddl_ptab ddl_streams, ddl_funcs;
+static void *_Atomic ddl_streams, *_Atomic ddl_funcs; /* struct ddl_ptab each */
 static uint32_t ddl_next_stream = 1;
 
 uint32_t ddl_stream_id_slow(cudaStream_t s)
@@ -465,13 +469,14 @@ void ddl_pair_end_event(cudaEvent_t a, cudaStream_t s, int dev, unsigned dev_kin
 _Atomic int ddl_seg_on;
 _Atomic int ddl_seg_open[DDL_SEG_MAX];
 static pthread_mutex_t ddl_seg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+struct ddl_seg {
 	cudaEvent_t start;
 	cudaStream_t s;
 	int dev;
 	uint16_t tid;
 	uint32_t corr;
-} ddl_seg[DDL_SEG_MAX];
+};
+static void *_Atomic ddl_segs; /* struct ddl_seg[DDL_SEG_MAX], mapped on the first run */
 
 int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t corr)
 {
@@ -480,15 +485,16 @@ int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t cor
 		return 0;
 	}
 	int opened = 0;
+	struct ddl_seg *seg = ddl_lazy(&ddl_segs, DDL_SEG_MAX * sizeof *seg);
 	pthread_mutex_lock(&ddl_seg_lock);
-	if (!atomic_load(&ddl_seg_open[sid])) {
+	if (seg && !atomic_load(&ddl_seg_open[sid])) {
 		cudaEvent_t e = ddl_pair_start_event(s, ddl_gtls.dev);
 		if (e) {
-			ddl_seg[sid].start = e;
-			ddl_seg[sid].s = s;
-			ddl_seg[sid].dev = ddl_gtls.dev;
-			ddl_seg[sid].tid = tid;
-			ddl_seg[sid].corr = corr;
+			seg[sid].start = e;
+			seg[sid].s = s;
+			seg[sid].dev = ddl_gtls.dev;
+			seg[sid].tid = tid;
+			seg[sid].corr = corr;
 			atomic_store(&ddl_seg_open[sid], 1);
 			opened = 1;
 		}
@@ -504,11 +510,11 @@ int ddl_seg_launch_slow(cudaStream_t s, uint32_t sid, uint16_t tid, uint32_t cor
 
 void ddl_seg_close_slow(uint32_t sid)
 {
+	struct ddl_seg *seg = atomic_load(&ddl_segs); /* mapped by the run's start */
 	pthread_mutex_lock(&ddl_seg_lock);
-	if (atomic_load(&ddl_seg_open[sid])) {
-		ddl_pair_end_event(ddl_seg[sid].start, ddl_seg[sid].s, ddl_seg[sid].dev,
-		                   DDL_EV_DEV_KERNEL | DDL_EVF_RUN << 8,
-		                   ddl_seg[sid].tid, ddl_seg[sid].corr, sid);
+	if (seg && atomic_load(&ddl_seg_open[sid])) {
+		ddl_pair_end_event(seg[sid].start, seg[sid].s, seg[sid].dev,
+		                   DDL_EV_DEV_KERNEL | DDL_EVF_RUN << 8, seg[sid].tid, seg[sid].corr, sid);
 		atomic_store(&ddl_seg_open[sid], 0);
 	}
 	pthread_mutex_unlock(&ddl_seg_lock);

@@ -14,21 +14,22 @@
 #define DDL_NAME_SLOTS 65536 /* kernel names too: a framework registers thousands */
 #define DDL_NAME_MAX 255
 
-static struct {
+struct ddl_name_tab {
 	_Atomic uint64_t key[DDL_NAME_SLOTS];
 	_Atomic uint32_t idx[DDL_NAME_SLOTS];
 	_Atomic uint32_t next;
-} ddl_names;
+};
+static void *_Atomic ddl_names; /* a struct ddl_name_tab, mapped on the first name */
 
 /*
  * Another thread claimed this name's slot and is writing its string: wait
  * for its id, briefly; 0 (unnamed) if it takes too long, as it would in a
  * forked child whose parent was mid-write when it forked.
  */
-static uint32_t ddl_name_wait(unsigned s)
+static uint32_t ddl_name_wait(struct ddl_name_tab *nt, unsigned s)
 {
 	for (int i = 0; i < 100000; i++) {
-		uint32_t id = atomic_load_explicit(&ddl_names.idx[s], memory_order_acquire);
+		uint32_t id = atomic_load_explicit(&nt->idx[s], memory_order_acquire);
 		if (id)
 			return id;
 		if (i > 100)
@@ -45,22 +46,25 @@ uint32_t ddl_name_intern(const char *name)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
 	h |= 1;
+	struct ddl_name_tab *nt = ddl_lazy(&ddl_names, sizeof *nt);
+	if (!nt)
+		return 0;
 	for (unsigned i = 0; i < DDL_NAME_SLOTS; i++) {
 		unsigned s = (unsigned)(h + i) & (DDL_NAME_SLOTS - 1);
-		uint64_t k = atomic_load_explicit(&ddl_names.key[s], memory_order_acquire);
+		uint64_t k = atomic_load_explicit(&nt->key[s], memory_order_acquire);
 		if (k == h)
-			return ddl_name_wait(s);
+			return ddl_name_wait(nt, s);
 		if (k)
 			continue;
 		uint64_t expect = 0;
-		if (!atomic_compare_exchange_strong(&ddl_names.key[s], &expect, h)) {
+		if (!atomic_compare_exchange_strong(&nt->key[s], &expect, h)) {
 			if (expect != h)
 				continue;
-			return ddl_name_wait(s);
+			return ddl_name_wait(nt, s);
 		}
-		uint32_t id = atomic_fetch_add(&ddl_names.next, 1) + 1;
+		uint32_t id = atomic_fetch_add(&nt->next, 1) + 1;
 		ddl_strings_add(DDL_STR_NAME, id, 0, name, len);
-		atomic_store_explicit(&ddl_names.idx[s], id, memory_order_release);
+		atomic_store_explicit(&nt->idx[s], id, memory_order_release);
 		return id;
 	}
 	return 0;

@@ -20,12 +20,13 @@
 #define DDL_COMM_MAX 4096
 
 static pthread_mutex_t ddl_comm_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+struct ddl_comm_tab {
 	ncclComm_t handle[DDL_COMM_MAX];
 	uint64_t key[DDL_COMM_MAX];
 	uint32_t id[DDL_COMM_MAX]; /* the trace's communicator id (ddl_comm_id_new) */
 	uint32_t n; /* slots 1..n in use */
-} ddl_comms;
+};
+static void *_Atomic ddl_comms; /* a struct ddl_comm_tab, mapped on the first communicator */
 
 static uint64_t ddl_fnv(uint64_t h, const void *p, size_t n)
 {
@@ -55,22 +56,28 @@ static size_t ddl_nccl_type_size(ncclDataType_t t)
 /* The id of a communicator we saw created, or 0. Newest first: handles are reused. */
 static uint32_t ddl_comm_find(ncclComm_t c)
 {
-	pthread_mutex_lock(&ddl_comm_lock);
+	struct ddl_comm_tab *ct = atomic_load(&ddl_comms);
 	uint32_t id = 0;
-	for (uint32_t i = ddl_comms.n; i >= 1 && !id; i--)
-		if (ddl_comms.handle[i - 1] == c)
-			id = ddl_comms.id[i - 1];
+	if (!ct)
+		return 0;
+	pthread_mutex_lock(&ddl_comm_lock);
+	for (uint32_t i = ct->n; i >= 1 && !id; i--)
+		if (ct->handle[i - 1] == c)
+			id = ct->id[i - 1];
 	pthread_mutex_unlock(&ddl_comm_lock);
 	return id;
 }
 
 static uint64_t ddl_comm_key(uint32_t id)
 {
+	struct ddl_comm_tab *ct = atomic_load(&ddl_comms);
 	uint64_t key = 0;
+	if (!ct)
+		return 0;
 	pthread_mutex_lock(&ddl_comm_lock);
-	for (uint32_t i = ddl_comms.n; id && i >= 1 && !key; i--)
-		if (ddl_comms.id[i - 1] == id)
-			key = ddl_comms.key[i - 1];
+	for (uint32_t i = ct->n; id && i >= 1 && !key; i--)
+		if (ct->id[i - 1] == id)
+			key = ct->key[i - 1];
 	pthread_mutex_unlock(&ddl_comm_lock);
 	return key;
 }
@@ -110,14 +117,15 @@ static uint32_t ddl_comm_add(ncclComm_t c, uint64_t key, uint64_t parent, int co
 		if (qd >= 0)
 			dev = qd;
 	}
-	pthread_mutex_lock(&ddl_comm_lock);
+	struct ddl_comm_tab *ct = ddl_lazy(&ddl_comms, sizeof *ct);
 	uint32_t id = 0;
-	if (ddl_comms.n < DDL_COMM_MAX) {
-		uint32_t slot = ddl_comms.n++;
+	pthread_mutex_lock(&ddl_comm_lock);
+	if (ct && ct->n < DDL_COMM_MAX) {
+		uint32_t slot = ct->n++;
 		id = ddl_comm_id_new();
-		ddl_comms.handle[slot] = c;
-		ddl_comms.key[slot] = key;
-		ddl_comms.id[slot] = id;
+		ct->handle[slot] = c;
+		ct->key[slot] = key;
+		ct->id[slot] = id;
 	}
 	pthread_mutex_unlock(&ddl_comm_lock);
 	if (!id)

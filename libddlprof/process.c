@@ -43,7 +43,7 @@ static void ddl_atfork_child(void)
 		return;
 	int rc = ddl_writer_start();
 	if (rc < 0)
-		ddl_disable("cannot start the trace writer in a forked child", -rc);
+		ddl_writer_disable_once("cannot start the trace writer in a forked child", -rc);
 }
 void ddl_process_init(void)
 {

@@ -128,6 +128,74 @@ DDL_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 	return 0;
 }
 
+/* ---- the alternate stack of our handler ---- */
+
+/* The stack we gave this thread, while it has it (NULL: none, or the
+ * program's own). */
+static __thread void *ddl_alt_sp __attribute__((tls_model("initial-exec")));
+
+/* Gives the calling thread SP (DDL_ALTSTACK bytes) as its alternate signal
+ * stack, unless the program has given it one: after fork the stack this
+ * thread had from us belongs to a ring the child hands out afresh, so SP
+ * replaces it. Async-signal-safe; keeps errno. */
+void ddl_altstack_take(void *sp)
+{
+	stack_t cur;
+	int saved = errno;
+	if (sp && ddl_real.sigaltstack && ddl_real.sigaltstack(NULL, &cur) == 0 &&
+	    !(cur.ss_flags & SS_ONSTACK) && ((cur.ss_flags & SS_DISABLE) || cur.ss_sp == ddl_alt_sp)) {
+		stack_t ss = {.ss_sp = sp, .ss_flags = 0, .ss_size = DDL_ALTSTACK};
+		if (ddl_real.sigaltstack(&ss, NULL) == 0)
+			ddl_alt_sp = sp;
+	}
+	errno = saved;
+}
+
+/* The thread ends: the stack goes back with its ring. */
+void ddl_altstack_drop(void)
+{
+	stack_t cur, off = {.ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0};
+	int saved = errno;
+	if (ddl_alt_sp && ddl_real.sigaltstack(NULL, &cur) == 0 && cur.ss_sp == ddl_alt_sp &&
+	    !(cur.ss_flags & (SS_ONSTACK | SS_DISABLE)) && ddl_real.sigaltstack(&off, NULL) == 0)
+		ddl_alt_sp = NULL;
+	errno = saved;
+}
+
+/*
+ * While the thread has our stack, the program sees none: a query says
+ * SS_DISABLE, disabling keeps ours, and a stack of its own replaces ours.
+ * The kernel reads and writes the program's pointers (EFAULT, EINVAL and
+ * ENOMEM are its own); only the answer in OLD is ours.
+ */
+DDL_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	if (ddl_unlikely(!ddl_real.sigaltstack))
+		ddl_real_resolve();
+	stack_t cur;
+	if (!ddl_alt_sp || ddl_real.sigaltstack(NULL, &cur) != 0 || cur.ss_sp != ddl_alt_sp ||
+	    (cur.ss_flags & SS_DISABLE))
+		return ddl_real.sigaltstack(ss, old);
+	if (old && ddl_real.sigaltstack(NULL, old) != 0)
+		return -1;
+	if (ss) {
+		void *mine = ddl_alt_sp;
+		if (ddl_real.sigaltstack(ss, NULL) != 0)
+			return -1;
+		ddl_alt_sp = NULL; /* the program's own from now on, */
+		int saved = errno;
+		if (ddl_real.sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE))
+			ddl_altstack_take(mine); /* unless it disabled what it took for none */
+		errno = saved;
+	}
+	if (old) {
+		old->ss_sp = NULL;
+		old->ss_flags = SS_DISABLE;
+		old->ss_size = 0;
+	}
+	return 0;
+}
+
 DDL_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
 	if (ddl_unlikely(!ddl_real.signal))

@@ -42,8 +42,10 @@
 #define DDL_FD_STATE(v) ((v) & 3u)
 #define DDL_FD_PEER(v)  ((v) >> 2) /* PEERED entries never carry DDL_FD_EPSOCK */
 
-/* In .bss: pages are only backed once a descriptor that high is used. */
-static _Atomic uint32_t ddl_fdtab[DDL_FD_MAX];
+/* In pages of 1024 descriptors, mapped when a descriptor in one is first
+ * set (ddl_lazy): a missing page reads as DDL_FD_UNKNOWN throughout. */
+#define DDL_FD_PAGE 1024u
+static void *_Atomic ddl_fdtab[DDL_FD_MAX / DDL_FD_PAGE];
 static _Atomic unsigned ddl_fd_hi; /* one past the highest descriptor set */
 
 /*
@@ -139,11 +141,12 @@ static int ddl_host_has(int family, const void *a)
 /* ---- peers ---- */
 
 #define DDL_PEER_SLOTS 8192
-static struct {
+struct ddl_peer_tab {
 	_Atomic uint64_t key[DDL_PEER_SLOTS];
 	_Atomic uint32_t idx[DDL_PEER_SLOTS];
 	_Atomic uint32_t next;
-} ddl_peers;
+};
+static void *_Atomic ddl_peers; /* a struct ddl_peer_tab, mapped on the first peer */
 
 static uint64_t ddl_fnv(uint64_t h, const void *p, size_t n)
 {
@@ -195,10 +198,10 @@ static int ddl_peer_text(const struct sockaddr *sa, char *out, size_t cap, int *
  * string lock, which the writer releases within one write). 0, an unknown
  * peer, if it takes too long.
  */
-static uint32_t ddl_peer_wait(unsigned s)
+static uint32_t ddl_peer_wait(struct ddl_peer_tab *pt, unsigned s)
 {
 	for (int i = 0; i < 100000; i++) {
-		uint32_t idx = atomic_load_explicit(&ddl_peers.idx[s], memory_order_acquire);
+		uint32_t idx = atomic_load_explicit(&pt->idx[s], memory_order_acquire);
 		if (idx)
 			return idx;
 		if (i > 100)
@@ -226,22 +229,25 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 		return 0;
 	}
 	h |= 1;
+	struct ddl_peer_tab *pt = ddl_lazy(&ddl_peers, sizeof *pt);
+	if (!pt)
+		return 0;
 	for (unsigned i = 0; i < DDL_PEER_SLOTS; i++) {
 		unsigned s = (unsigned)(h + i) & (DDL_PEER_SLOTS - 1);
-		uint64_t k = atomic_load_explicit(&ddl_peers.key[s], memory_order_acquire);
+		uint64_t k = atomic_load_explicit(&pt->key[s], memory_order_acquire);
 		if (k == h)
-			return ddl_peer_wait(s);
+			return ddl_peer_wait(pt, s);
 		if (k != 0)
 			continue;
 		uint64_t expect = 0;
-		if (!atomic_compare_exchange_strong(&ddl_peers.key[s], &expect, h)) {
+		if (!atomic_compare_exchange_strong(&pt->key[s], &expect, h)) {
 			if (expect == h)
-				return ddl_peer_wait(s);
+				return ddl_peer_wait(pt, s);
 			continue;
 		}
 		int saved = errno;
 		int g = ddl_guard_on();
-		uint32_t idx = atomic_fetch_add(&ddl_peers.next, 1) + 1;
+		uint32_t idx = atomic_fetch_add(&pt->next, 1) + 1;
 		char text[160];
 		int local = 0;
 		struct sockaddr_storage ss;
@@ -254,7 +260,7 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 			n = sizeof text - 1;
 		ddl_strings_add(DDL_STR_PEER, idx, (local ? DDL_PEERF_LOCAL : 0) | (uint32_t)sa->sa_family << 8,
 		                text, (size_t)n);
-		atomic_store_explicit(&ddl_peers.idx[s], idx, memory_order_release);
+		atomic_store_explicit(&pt->idx[s], idx, memory_order_release);
 		ddl_guard_off(g);
 		errno = saved;
 		return idx;
@@ -264,15 +270,44 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 
 /* ---- descriptor table ---- */
 
+/* FD's entry, or NULL when its page was never mapped (fd < DDL_FD_MAX). */
+static inline _Atomic uint32_t *ddl_fd_slot(unsigned fd)
+{
+	_Atomic uint32_t *p = atomic_load_explicit(&ddl_fdtab[fd / DDL_FD_PAGE], memory_order_acquire);
+	return p ? &p[fd % DDL_FD_PAGE] : NULL;
+}
+
+static inline uint32_t ddl_fd_load(unsigned fd)
+{
+	_Atomic uint32_t *e = ddl_fd_slot(fd);
+	return e ? atomic_load_explicit(e, memory_order_relaxed) : DDL_FD_UNKNOWN;
+}
+
+/* FD's entry, its page mapped first if need be; NULL when it cannot be. */
+static _Atomic uint32_t *ddl_fd_slot_map(unsigned fd)
+{
+	_Atomic uint32_t *p = ddl_lazy(&ddl_fdtab[fd / DDL_FD_PAGE], DDL_FD_PAGE * sizeof *p);
+	return p ? &p[fd % DDL_FD_PAGE] : NULL;
+}
+
 static void ddl_fd_set(int fd, uint32_t v)
 {
-	if (fd < 0 || (unsigned)fd >= DDL_FD_MAX)
-		return;
-	atomic_store_explicit(&ddl_fdtab[fd], v, memory_order_relaxed);
+	_Atomic uint32_t *e = fd >= 0 && (unsigned)fd < DDL_FD_MAX ? ddl_fd_slot_map((unsigned)fd) : NULL;
+	if (!e)
+		return; /* unmapped: looked at again next time */
+	atomic_store_explicit(e, v, memory_order_relaxed);
 	unsigned hi = atomic_load_explicit(&ddl_fd_hi, memory_order_relaxed);
 	while ((unsigned)fd >= hi &&
 	       !atomic_compare_exchange_weak(&ddl_fd_hi, &hi, (unsigned)fd + 1))
 		;
+}
+
+/* EPFD, an epoll instance, watches a socket. */
+static void ddl_fd_mark_epoll(int epfd)
+{
+	_Atomic uint32_t *e = ddl_fd_slot_map((unsigned)epfd);
+	if (e)
+		atomic_fetch_or(e, DDL_FD_EPSOCK | DDL_FD_NOTSOCK);
 }
 
 static uint32_t ddl_fd_peered(int fd, uint32_t peer)
@@ -324,7 +359,7 @@ static inline uint32_t ddl_fd_get(int fd)
 {
 	if (ddl_unlikely((unsigned)fd >= DDL_FD_MAX))
 		return DDL_FD_NOTSOCK;
-	uint32_t v = atomic_load_explicit(&ddl_fdtab[fd], memory_order_relaxed);
+	uint32_t v = ddl_fd_load((unsigned)fd);
 	if (ddl_likely(DDL_FD_STATE(v) == DDL_FD_PEERED))
 		return v;
 	return ddl_fd_get_slow(fd, v);
@@ -340,7 +375,7 @@ __attribute__((noinline)) static uint32_t ddl_fd_peer_slow(int fd)
 static inline uint32_t ddl_fd_peer(int fd)
 {
 	if (ddl_likely((unsigned)fd < DDL_FD_MAX)) {
-		uint32_t v = atomic_load_explicit(&ddl_fdtab[fd], memory_order_relaxed);
+		uint32_t v = ddl_fd_load((unsigned)fd);
 		if (ddl_likely(DDL_FD_STATE(v) == DDL_FD_PEERED))
 			return DDL_FD_PEER(v);
 	}
@@ -367,16 +402,17 @@ static inline unsigned ddl_fd_family(int fd, int reading)
 /* The descriptor was closed or replaced: forget what we knew. */
 static void ddl_fd_forget(int fd)
 {
-	if (fd >= 0 && (unsigned)fd < DDL_FD_MAX)
-		atomic_store_explicit(&ddl_fdtab[fd], DDL_FD_UNKNOWN, memory_order_relaxed);
+	_Atomic uint32_t *e = fd >= 0 && (unsigned)fd < DDL_FD_MAX ? ddl_fd_slot((unsigned)fd) : NULL;
+	if (e)
+		atomic_store_explicit(e, DDL_FD_UNKNOWN, memory_order_relaxed);
 }
 
 void ddl_fd_opened(int fd, int data)
 {
 	if (data)
 		ddl_fd_forget(fd); /* looked at on its first read */
-	else if (fd >= 0 && (unsigned)fd < DDL_FD_MAX) /* /proc, /sys, /dev: no data, not recorded */
-		atomic_store_explicit(&ddl_fdtab[fd], DDL_FD_NOTSOCK, memory_order_relaxed);
+	else /* /proc, /sys, /dev: no data, not recorded */
+		ddl_fd_set(fd, DDL_FD_NOTSOCK);
 }
 
 void ddl_socket_init(void)
@@ -815,8 +851,7 @@ static unsigned ddl_epoll_flag(int epfd)
 {
 	if ((unsigned)epfd >= DDL_FD_MAX)
 		return 0;
-	return atomic_load_explicit(&ddl_fdtab[epfd], memory_order_relaxed) & DDL_FD_EPSOCK
-	           ? DDL_EVF_SOCKWAIT : 0;
+	return ddl_fd_load((unsigned)epfd) & DDL_FD_EPSOCK ? DDL_EVF_SOCKWAIT : 0;
 }
 
 DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
@@ -955,7 +990,7 @@ DDL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (r == 0 && op == EPOLL_CTL_ADD && (unsigned)epfd < DDL_FD_MAX &&
 	    (atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed) & DDL_FAM_SOCKET) &&
 	    ddl_fd_is_sock(fd))
-		atomic_fetch_or(&ddl_fdtab[epfd], DDL_FD_EPSOCK | DDL_FD_NOTSOCK);
+		ddl_fd_mark_epoll(epfd);
 	return r;
 }
 

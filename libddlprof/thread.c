@@ -31,6 +31,7 @@ static pthread_once_t ddl_key_once = PTHREAD_ONCE_INIT;
 static void ddl_thread_exit(void *p)
 {
 	struct ddl_thread *t = p;
+	ddl_altstack_drop(); /* the next thread to claim the ring gets it */
 	ddl_self = NULL;
 	ddl_self_state = DDL_TS_GONE;
 	atomic_store_explicit(&t->dead, DDL_RING_DEAD, memory_order_release);
@@ -63,16 +64,19 @@ static struct ddl_thread *ddl_thread_claim(void)
 			return t;
 		}
 	}
-	size_t n = ddl_g.cfg.ring_events;
-	size_t bytes = sizeof(struct ddl_thread) + n * sizeof(struct ddl_event);
+	size_t n = ddl_g.cfg.ring_events, page = (size_t)getpagesize();
+	size_t ring = (sizeof(struct ddl_thread) + n * sizeof(struct ddl_event) + page - 1) & ~(page - 1);
+	size_t bytes = ring + page + DDL_ALTSTACK; /* ring, guard page, alternate stack */
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
 	struct ddl_thread *t = m;
 	memset(t, 0, sizeof *t);
+	/* a handler that overflows the alternate stack faults on the guard page
+	 * rather than write over the ring */
+	t->alt = mprotect((char *)m + ring, page, PROT_NONE) == 0 ? (char *)m + ring + page : NULL;
 	t->ev = (struct ddl_event *)(t + 1);
 	t->mask = n - 1;
-	t->half = n / 2;
 	t->map_bytes = bytes;
 	t->next = atomic_load(&ddl_reg_head);
 	atomic_store_explicit(&ddl_reg_head, t, memory_order_release);
@@ -90,6 +94,10 @@ static void ddl_thread_take(struct ddl_thread *t, int internal)
 	t->tidbits = internal ? 0 : ddl_tidbits(t->idx);
 	t->busy = 0;
 	t->kick_tail = 0;
+	/* the slow path's first look: at half full, or soon in inline mode */
+	t->half = (t->mask + 1) / 2;
+	if (ddl_g.writer_inline && t->half > DDL_INLINE_CHECK)
+		t->half = DDL_INLINE_CHECK;
 	t->tid = (pid_t)syscall(SYS_gettid);
 }
 
@@ -107,12 +115,13 @@ struct ddl_thread *ddl_thread_slow(void)
 		ddl_thread_take(t, 0);
 	pthread_mutex_unlock(&ddl_reg_lock);
 	if (!t) {
-		ddl_disable("cannot map a thread buffer", errno);
+		ddl_writer_disable_once("cannot map a thread buffer", errno);
 		ddl_self_state = DDL_TS_NEW;
 		errno = saved;
 		return NULL;
 	}
 	ddl_thread_name(t);
+	ddl_altstack_take(t->alt);
 	if (ddl_key != (pthread_key_t)-1)
 		pthread_setspecific(ddl_key, t);
 	ddl_self = t;
@@ -168,7 +177,12 @@ int ddl_ring_room(struct ddl_thread *t, uint64_t h)
 {
 	t->cached_tail = atomic_load_explicit(&t->tail, memory_order_acquire);
 	uint64_t used = h - t->cached_tail;
-	if (used >= t->half && t->kick_tail != t->cached_tail + 1) {
+	if (ddl_g.writer_inline) {
+		if (ddl_writer_inline(t, used)) {
+			t->cached_tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+			used = h - t->cached_tail;
+		}
+	} else if (used >= t->half && t->kick_tail != t->cached_tail + 1) {
 		t->kick_tail = t->cached_tail + 1;
 		ddl_writer_wake();
 	}

@@ -48,18 +48,20 @@ static struct {
  * release, after its id; a slot whose key is set but id still 0 is being
  * interned by another thread, and that call goes without a stack.
  */
-static struct {
-	_Atomic uint64_t key[DDL_STACK_SLOTS];
-	_Atomic uint32_t id[DDL_STACK_SLOTS];
-	_Atomic uint32_t next;
-} ddl_stacks;
-
-/* Modules by the address of their first loaded segment. */
-static struct {
-	_Atomic uintptr_t key[DDL_MOD_SLOTS];
-	_Atomic uint32_t id[DDL_MOD_SLOTS];
-	_Atomic uint32_t next;
-} ddl_mods;
+struct ddl_bt_tabs {
+	struct {
+		_Atomic uint64_t key[DDL_STACK_SLOTS];
+		_Atomic uint32_t id[DDL_STACK_SLOTS];
+		_Atomic uint32_t next;
+	} stacks;
+	/* Modules by the address of their first loaded segment. */
+	struct {
+		_Atomic uintptr_t key[DDL_MOD_SLOTS];
+		_Atomic uint32_t id[DDL_MOD_SLOTS];
+		_Atomic uint32_t next;
+	} mods;
+};
+static void *_Atomic ddl_bt; /* a struct ddl_bt_tabs, mapped on the first stack */
 
 /* ---- modules, as the dynamic loader lists them ---- */
 
@@ -142,14 +144,17 @@ static int ddl_mod_find(uintptr_t pc, struct ddl_mod_find *f)
  */
 static uint32_t ddl_mod_id(const struct ddl_mod_find *f)
 {
+	struct ddl_bt_tabs *bt = ddl_lazy(&ddl_bt, sizeof *bt);
 	uintptr_t k = f->start;
+	if (!bt)
+		return 0;
 	for (unsigned i = 0; i < DDL_MOD_SLOTS; i++) {
 		unsigned s = (unsigned)((k >> 12) + i) & (DDL_MOD_SLOTS - 1);
-		uintptr_t cur = atomic_load_explicit(&ddl_mods.key[s], memory_order_acquire);
+		uintptr_t cur = atomic_load_explicit(&bt->mods.key[s], memory_order_acquire);
 		if (cur == 0) {
 			uintptr_t expect = 0;
-			if (atomic_compare_exchange_strong(&ddl_mods.key[s], &expect, k)) {
-				uint32_t id = atomic_fetch_add(&ddl_mods.next, 1) + 1;
+			if (atomic_compare_exchange_strong(&bt->mods.key[s], &expect, k)) {
+				uint32_t id = atomic_fetch_add(&bt->mods.next, 1) + 1;
 				char path[4096], text[4200];
 				const char *name = f->name && f->name[0] ? f->name : NULL;
 				if (!name) {
@@ -163,7 +168,7 @@ static uint32_t ddl_mod_id(const struct ddl_mod_find *f)
 					n = 0;
 				ddl_strings_add(DDL_STR_MODULE, id, 0, text,
 				                (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
-				atomic_store_explicit(&ddl_mods.id[s], id, memory_order_release);
+				atomic_store_explicit(&bt->mods.id[s], id, memory_order_release);
 				return id;
 			}
 			cur = expect;
@@ -172,7 +177,7 @@ static uint32_t ddl_mod_id(const struct ddl_mod_find *f)
 			continue;
 		/* another thread got here first: it is writing one string */
 		for (int spin = 0; spin < 1000; spin++) {
-			uint32_t id = atomic_load_explicit(&ddl_mods.id[s], memory_order_acquire);
+			uint32_t id = atomic_load_explicit(&bt->mods.id[s], memory_order_acquire);
 			if (id)
 				return id;
 			sched_yield();
@@ -193,10 +198,11 @@ static inline int ddl_own_frame(uintptr_t pc)
 __attribute__((noinline)) static uint32_t ddl_stack_intern(void *const *pc, int n, uint64_t h,
                                                           unsigned s)
 {
+	struct ddl_bt_tabs *bt = atomic_load(&ddl_bt); /* mapped by our caller */
 	uint64_t expect = 0;
-	if (!atomic_compare_exchange_strong(&ddl_stacks.key[s], &expect, h))
-		return expect == h ? atomic_load_explicit(&ddl_stacks.id[s], memory_order_acquire) : 0;
-	uint32_t id = atomic_fetch_add(&ddl_stacks.next, 1) + 1;
+	if (!atomic_compare_exchange_strong(&bt->stacks.key[s], &expect, h))
+		return expect == h ? atomic_load_explicit(&bt->stacks.id[s], memory_order_acquire) : 0;
+	uint32_t id = atomic_fetch_add(&bt->stacks.next, 1) + 1;
 	char text[1024];
 	size_t len = 0;
 	for (int i = 0; i < n; i++) {
@@ -217,7 +223,7 @@ __attribute__((noinline)) static uint32_t ddl_stack_intern(void *const *pc, int 
 		len += (size_t)k;
 	}
 	ddl_strings_add(DDL_STR_STACK, id, (uint32_t)n, text, len);
-	atomic_store_explicit(&ddl_stacks.id[s], id, memory_order_release);
+	atomic_store_explicit(&bt->stacks.id[s], id, memory_order_release);
 	return id;
 }
 
@@ -243,11 +249,14 @@ static uint32_t ddl_stack_take(void)
 		h = (h ^ (uint64_t)(uintptr_t)pc[i + j]) * 0x100000001b3ull;
 	h ^= h >> 29;
 	h |= 1;
+	struct ddl_bt_tabs *bt = ddl_lazy(&ddl_bt, sizeof *bt);
+	if (!bt)
+		return 0;
 	for (unsigned j = 0; j < DDL_STACK_SLOTS; j++) {
 		unsigned s = (unsigned)(h + j) & (DDL_STACK_SLOTS - 1);
-		uint64_t cur = atomic_load_explicit(&ddl_stacks.key[s], memory_order_acquire);
+		uint64_t cur = atomic_load_explicit(&bt->stacks.key[s], memory_order_acquire);
 		if (cur == h)
-			return atomic_load_explicit(&ddl_stacks.id[s], memory_order_acquire);
+			return atomic_load_explicit(&bt->stacks.id[s], memory_order_acquire);
 		if (cur == 0)
 			return ddl_stack_intern(pc + i, k, h, s);
 	}
@@ -327,12 +336,13 @@ void ddl_unwind_init(void)
  */
 void ddl_unwind_after_fork_child(void)
 {
-	if (!ddl_bt_depth)
+	struct ddl_bt_tabs *bt = atomic_load(&ddl_bt);
+	if (!ddl_bt_depth || !bt)
 		return;
 	for (unsigned s = 0; s < DDL_STACK_SLOTS; s++)
-		if (atomic_load(&ddl_stacks.key[s]) && !atomic_load(&ddl_stacks.id[s]))
-			atomic_store(&ddl_stacks.key[s], 0);
+		if (atomic_load(&bt->stacks.key[s]) && !atomic_load(&bt->stacks.id[s]))
+			atomic_store(&bt->stacks.key[s], 0);
 	for (unsigned s = 0; s < DDL_MOD_SLOTS; s++)
-		if (atomic_load(&ddl_mods.key[s]) && !atomic_load(&ddl_mods.id[s]))
-			atomic_store(&ddl_mods.key[s], 0);
+		if (atomic_load(&bt->mods.key[s]) && !atomic_load(&bt->mods.id[s]))
+			atomic_store(&bt->mods.key[s], 0);
 }

@@ -81,21 +81,43 @@ static struct {
 	_Atomic int wake;       /* futex word */
 	_Atomic int64_t sig_flushed_ns; /* CLOCK_MONOTONIC of the last flush before a handler */
 	_Atomic int *told;      /* shared with forked children: a failure was reported */
-	struct ddl_event stage[DDL_STAGE_EVENTS];
-	/* the codec, found at run time: set once, before the writer starts */
+	struct ddl_event *stage; /* DDL_STAGE_EVENTS, mapped on the first events (ddl_buffers_map) */
+	int inline_mode;        /* no writer thread: the recording threads write (ddl_writer_inline) */
+	int64_t last_flush_ns;  /* CLOCK_MONOTONIC of the last flush, in inline mode */
+	/* the codec, found at run time: set once, before the first file is made */
+	int codec_tried;
 	uint16_t codec;         /* DDL_CHUNKF_LZ4, DDL_CHUNKF_ZSTD, or 0: raw */
 	void *zctx;             /* zstd's context, or LZ4's state */
 	size_t (*z_compress)(void *, void *, size_t, const void *, size_t, int);
 	unsigned (*z_iserror)(size_t);
 	int (*lz_compress)(void *, const char *, char *, int, int, int);
-	void *zbuf;             /* compressed output, room for a full stage */
+	void *zbuf;             /* compressed output, room for a full stage: mapped with it */
 	size_t zcap;
 } ddl_w;
+
+#define DDL_STAGE_BYTES (DDL_STAGE_EVENTS * sizeof(struct ddl_event))
 
 static void *ddl_map(size_t n)
 {
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
+}
+
+static int64_t ddl_mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Profiling off, with one line for a process and the children it forks
+ * (a full disk, a lost directory, no threads left fail them all alike). */
+void ddl_writer_disable_once(const char *why, int err)
+{
+	if (ddl_w.told && atomic_exchange(ddl_w.told, 1))
+		atomic_store(&ddl_g.enabled, 0);
+	else
+		ddl_disable(why, err);
 }
 
 /*
@@ -114,17 +136,13 @@ static int ddl_lz4_open(void)
 	ddl_w.lz_compress = (int (*)(void *, const char *, char *, int, int, int))dlsym(
 		h, "LZ4_compress_fast_extState");
 	int ss = state_size ? state_size() : 0;
-	int cap = bound ? bound((int)sizeof ddl_w.stage) : 0;
+	int cap = bound ? bound((int)DDL_STAGE_BYTES) : 0;
 	void *state = ss > 0 && cap > 0 && ddl_w.lz_compress ? ddl_map((size_t)ss) : NULL;
-	void *buf = state ? ddl_map((size_t)cap) : NULL;
-	if (!buf) {
-		if (state)
-			munmap(state, (size_t)ss);
+	if (!state) {
 		dlclose(h);
 		return -1;
 	}
 	ddl_w.zctx = state;
-	ddl_w.zbuf = buf;
 	ddl_w.zcap = (size_t)cap;
 	ddl_w.codec = DDL_CHUNKF_LZ4;
 	return 0;
@@ -145,27 +163,27 @@ static int ddl_zstd_open(void)
 		dlclose(h);
 		return -1;
 	}
-	size_t cap = bound(sizeof ddl_w.stage);
-	void *buf = ddl_map(cap);
-	void *ctx = buf ? mk() : NULL;
+	void *ctx = mk();
 	if (!ctx) {
-		if (buf)
-			munmap(buf, cap);
 		dlclose(h);
 		return -1;
 	}
-	ddl_w.zbuf = buf;
-	ddl_w.zcap = cap;
+	ddl_w.zcap = bound(DDL_STAGE_BYTES);
 	ddl_w.zctx = ctx;
 	ddl_w.codec = DDL_CHUNKF_ZSTD;
 	return 0;
 }
 
 /* The codec asked for when its library loads, else the other one, else
- * none: a program on a machine without either still runs, writing raw. */
+ * none: a program on a machine without either still runs, writing raw.
+ * Tried once, and never once a file was made: its header names the codec.
+ * Its output buffer is mapped with the stage, on the first events. */
 static void ddl_codec_open(void)
 {
-	if (ddl_w.codec || ddl_g.cfg.compress == DDL_COMPRESS_NONE)
+	if (ddl_w.codec_tried || ddl_w.created)
+		return;
+	ddl_w.codec_tried = 1;
+	if (ddl_g.cfg.compress == DDL_COMPRESS_NONE)
 		return;
 	if (ddl_g.cfg.compress == DDL_COMPRESS_ZSTD) {
 		if (ddl_zstd_open() < 0)
@@ -210,7 +228,7 @@ static int ddl_chunk_write(int fd, uint16_t type, const void *p, size_t n, int m
 	const void *out = p;
 	/* Either codec fails cleanly when the output would not fit in zcap
 	 * (a strings chunk may be longer than a stage): the chunk goes raw. */
-	if (may_compress && ddl_w.codec && n >= 256 && n <= DDL_CHUNK_MAX) {
+	if (may_compress && ddl_w.codec && ddl_w.zbuf && n >= 256 && n <= DDL_CHUNK_MAX) {
 		size_t z = 0;
 		if (ddl_w.codec == DDL_CHUNKF_LZ4) {
 			int r = ddl_w.lz_compress(ddl_w.zctx, p, ddl_w.zbuf, (int)n, (int)ddl_w.zcap, 1);
@@ -359,6 +377,18 @@ static int ddl_file_open(void)
 	return fd;
 }
 
+/* The stage and the codec's output, mapped on the first flush that writes
+ * (mmap: a signal handler's flush may be the first). Without room for the
+ * codec's output chunks go raw. Returns 0 or -ENOMEM. */
+static int ddl_buffers_map(void)
+{
+	if (!ddl_w.stage && !(ddl_w.stage = ddl_map(DDL_STAGE_BYTES)))
+		return -ENOMEM;
+	if (ddl_w.codec && !ddl_w.zbuf)
+		ddl_w.zbuf = ddl_map(ddl_w.zcap);
+	return 0;
+}
+
 static int ddl_rings_pending(void)
 {
 	for (struct ddl_thread *t = ddl_threads_first(); t; t = t->next)
@@ -397,6 +427,8 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 		ddl_threads_reap();
 		return 0;
 	}
+	if (ddl_buffers_map() < 0)
+		return -ENOMEM;
 	int fd = ddl_file_open();
 	if (fd < 0)
 		return fd;
@@ -453,12 +485,11 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 	return rc;
 }
 
-static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t value)
+/* A flush failed (rc < 0), with the file lock held, which this releases:
+ * the trace is broken for good, said once for a process and the children
+ * it forks. */
+static void ddl_flush_failed(int rc)
 {
-	ddl_spin_try(&ddl_w.lock, -1);
-	/* bounded on the last flushes: a thread stuck holding the string lock
-	 * must not keep the end chunk from being written */
-	int rc = ddl_flush_locked(compress, end_type, reason, value, end_type ? 2000 : -1);
 	if (rc < 0 && !ddl_w.broken) {
 		char why[4400];
 		ddl_w.broken = 1;
@@ -469,14 +500,77 @@ static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t v
 		ddl_spin_unlock(&ddl_w.lock);
 		/* A full disk or a lost directory fails every process of a job:
 		 * one line for a process and the children it forks. */
-		if (ddl_w.told && atomic_exchange(ddl_w.told, 1))
-			atomic_store(&ddl_g.enabled, 0);
-		else
-			ddl_disable(why, -rc);
-		return rc;
+		ddl_writer_disable_once(why, -rc);
+		return;
 	}
 	ddl_spin_unlock(&ddl_w.lock);
+}
+
+/*
+ * A flush on a program thread (inline mode, or the last one without a
+ * writer), with every signal blocked: a handler's _exit must not cut the
+ * last flush short, nor one of its calls find the lock held by the code it
+ * interrupted; and a write past RLIMIT_FSIZE must not kill the program
+ * (the writer thread blocks signals for the same reason): the SIGXFSZ our
+ * write raised is taken back, unless one was pending already.
+ */
+static int ddl_flush_here(int compress, uint16_t end_type, uint32_t reason, int32_t value,
+                          int string_tries)
+{
+	sigset_t all, old, pend, xfsz;
+	sigfillset(&all);
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int had = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+	int rc = ddl_flush_locked(compress, end_type, reason, value, string_tries);
+	if (!had && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ)) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t value)
+{
+	ddl_spin_try(&ddl_w.lock, -1);
+	/* bounded on the last flushes: a thread stuck holding the string lock
+	 * must not keep the end chunk from being written */
+	int rc = ddl_flush_locked(compress, end_type, reason, value, end_type ? 2000 : -1);
+	ddl_flush_failed(rc);
+	return rc;
+}
+
+/*
+ * Inline mode (no writer thread, ddl_writer_start): the recording thread T
+ * writes, from ddl_ring_room, once its ring is half full or once a flush
+ * period has passed since the last flush; T->half makes the ring look
+ * again DDL_INLINE_CHECK events later. USED is how full T's ring is.
+ * Returns 1 when it wrote (the tails moved). Keeps errno; may run in a
+ * signal handler: the file lock is only tried, and only LZ4 (no
+ * allocation) compresses.
+ */
+int ddl_writer_inline(struct ddl_thread *t, uint64_t used)
+{
+	uint64_t full_half = (t->mask + 1) / 2;
+	uint64_t next = used + DDL_INLINE_CHECK;
+	t->half = next < full_half ? next : full_half;
+	if (used < full_half &&
+	    ddl_mono_ns() - ddl_w.last_flush_ns < (int64_t)ddl_g.cfg.flush_ms * 1000000)
+		return 0;
+	if (ddl_w.owner != getpid() || ddl_w.finished || ddl_w.broken || !ddl_spin_try(&ddl_w.lock, 1))
+		return 0;
+	int saved = errno;
+	int busy = t->busy;
+	t->busy = 1; /* our own opens and writes pass through the wrappers */
+	int rc = ddl_flush_here(ddl_w.codec == DDL_CHUNKF_LZ4, 0, 0, 0, 64);
+	ddl_w.last_flush_ns = ddl_mono_ns();
+	ddl_flush_failed(rc);
+	t->busy = busy;
+	t->half = DDL_INLINE_CHECK < full_half ? DDL_INLINE_CHECK : full_half;
+	errno = saved;
+	return 1;
 }
 
 /* Called from wrappers: keeps errno. */
@@ -530,13 +624,6 @@ static void ddl_writer_private_fds(void)
 		}
 	}
 	syscall(SYS_close, d);
-}
-
-static int64_t ddl_mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /*
@@ -593,9 +680,30 @@ static void *ddl_writer_main(void *arg)
 	return NULL;
 }
 
-/* Starts the writer thread with every signal blocked, so signals meant for
+/*
+ * Whether a thread of ours could cost the program a process: RLIMIT_NPROC
+ * counts every thread of the user's (root's are not held to it), and a
+ * limit this low is one a program may meet. The kernel's own default, half
+ * its thread maximum, is far above.
+ */
+#define DDL_NPROC_TIGHT 16384
+
+static int ddl_nproc_tight(void)
+{
+	struct rlimit rl;
+	return getuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	       rl.rlim_cur <= DDL_NPROC_TIGHT;
+}
+
+/*
+ * Starts the writer thread with every signal blocked, so signals meant for
  * the program are never delivered to it (and a write past RLIMIT_FSIZE only
- * leaves SIGXFSZ pending there). Returns 0 or a negative errno. */
+ * leaves SIGXFSZ pending there). Where that thread would count against a
+ * tight process limit, or cannot be made for want of one (EAGAIN), there is
+ * none: inline mode, the recording threads write (ddl_writer_inline), and
+ * the program keeps every process its limit allows. Returns 0 or a
+ * negative errno.
+ */
 int ddl_writer_start(void)
 {
 	sigset_t all, old;
@@ -603,28 +711,41 @@ int ddl_writer_start(void)
 	if (ddl_w.running || ddl_w.finished)
 		return 0;
 	ddl_w.owner = getpid();
-	ddl_codec_open();
 	if (!ddl_w.told) { /* kept across fork: shared with every child */
 		void *p = mmap(NULL, sizeof *ddl_w.told, PROT_READ | PROT_WRITE,
 		               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		ddl_w.told = p == MAP_FAILED ? NULL : p;
 	}
+	/* The codec loads here, on the program's thread: the writer thread's
+	 * first malloc would reserve a 64 MiB arena of address space. */
+	ddl_codec_open();
+	int mode = ddl_g.cfg.writer;
+	if (mode == DDL_WRITER_AUTO)
+		mode = ddl_w.inline_mode || ddl_nproc_tight() ? DDL_WRITER_INLINE : DDL_WRITER_THREAD;
+	int rc = EAGAIN;
 	atomic_store(&ddl_w.stop, 0);
 	atomic_store(&ddl_w.stopping, 0);
-	atomic_store(&ddl_w.alive, 1);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&a);
-	pthread_attr_setstacksize(&a, 256 * 1024);
-	int rc = pthread_create(&ddl_w.thread, &a, ddl_writer_main, NULL);
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
+	if (mode == DDL_WRITER_THREAD) {
+		atomic_store(&ddl_w.alive, 1);
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, 128 * 1024);
+		rc = pthread_create(&ddl_w.thread, &a, ddl_writer_main, NULL);
+		pthread_attr_destroy(&a);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc == 0) {
+			pthread_setname_np(ddl_w.thread, "ddlprof-writer");
+			ddl_w.running = 1;
+			return 0;
+		}
 		atomic_store(&ddl_w.alive, 0);
-		return -rc;
+		if (rc != EAGAIN || ddl_g.cfg.writer == DDL_WRITER_THREAD)
+			return -rc;
 	}
-	pthread_setname_np(ddl_w.thread, "ddlprof-writer");
-	ddl_w.running = 1;
+	ddl_w.inline_mode = 1;
+	ddl_g.writer_inline = 1;
+	ddl_w.last_flush_ns = ddl_mono_ns();
 	return 0;
 }
 
@@ -662,9 +783,11 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 		pthread_join(ddl_w.thread, NULL);
 		ddl_w.running = 0;
 	} else {
-		/* No writer (it failed): write from here. */
+		/* No writer (inline mode, or it failed): write from here, maybe
+		 * in a signal handler (_exit): zstd would allocate. */
 		uint16_t type = end_reason == DDL_END_EXEC ? DDL_CHUNK_EXEC : end_reason ? DDL_CHUNK_END : 0;
-		ddl_flush(1, type, end_reason, value);
+		ddl_spin_try(&ddl_w.lock, -1);
+		ddl_flush_failed(ddl_flush_here(ddl_w.codec == DDL_CHUNKF_LZ4, type, end_reason, value, 2000));
 	}
 	if (end_reason)
 		ddl_w.finished = 1; /* nothing is written after an end or exec chunk */

@@ -56,6 +56,12 @@ if [ -x $B/bench/launch ] && [ -f $B/bench/libfakecudart.so ]; then
 		echo "   8 kernels in turn:  $(awk '{print $4}' "$T/emlaunch" | med) ns   added per launch: $(awk '{print $6}' "$T/emlaunch" | med) ns   (each process: $(awk '{printf "%s ", $6}' "$T/emlaunch"))"
 	fi
 fi
+echo "-- address space the library adds (VmSize, KiB; the same program without it is the baseline)"
+base=$($OV vm 1 | awk '{print $2}')
+for w in thread inline; do
+	set -- $(env LD_PRELOAD="$LIB" DDLPROF_DIR="$T/vm$w" DDLPROF_WRITER=$w $OV vm 1 | awk '{print $2, $4}')
+	echo "   writer $w: +$(($1 - base)) KiB before the first event, +$(($2 - base)) KiB after one (its ring and the writer's buffers)"
+done
 echo "-- send() of 64 bytes on a socketpair, with and without the library (medians of $RUNS processes)"
 for i in $(seq "$RUNS"); do $OV send 200000 5; done | awk '{print $2}' >"$T/plain"
 for i in $(seq "$RUNS"); do pre "s$i" $OV send 200000 5; done | awk '{print $2}' >"$T/with"

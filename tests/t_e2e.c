@@ -173,19 +173,24 @@ static int ddl_sigkill_runs(const char *dir, int flush_ms, char *const env[], in
 
 /*
  * SIGKILL at random moments, many times, at the default flush period and at
- * 50 ms; with buffers too large to pass half full within the run, so that
- * only the period brings events to the file.
+ * 50 ms, and at 60 ms with no writer thread (inline mode); with buffers too
+ * large to pass half full within the run, so that only the period brings
+ * events to the file.
  */
 int test_e2e_sigkill_random(void)
 {
 	char *dir = tmpdir();
 	srand((unsigned)getpid());
-	double w100, w50;
+	double w100, w50, win;
 	char *big[] = {"DDLPROF_BUFFER_EVENTS=4194304", NULL};
+	/* no writer thread (as under a tight ulimit -u): the program's thread writes */
+	char *inl[] = {"DDLPROF_BUFFER_EVENTS=4194304", "DDLPROF_WRITER=inline", NULL};
 	if (ddl_sigkill_runs(dir, 100, NULL, 12, &w100) != DDL_PASS ||
-	    ddl_sigkill_runs(dir, 50, big, 12, &w50) != DDL_PASS)
+	    ddl_sigkill_runs(dir, 50, big, 12, &w50) != DDL_PASS ||
+	    ddl_sigkill_runs(dir, 60, inl, 8, &win) != DDL_PASS)
 		return DDL_FAIL;
-	fprintf(stderr, "    most lost: %.1f ms at the 100 ms period, %.1f ms at 50 ms\n", w100, w50);
+	fprintf(stderr, "    most lost: %.1f ms at the 100 ms period, %.1f ms at 50 ms, %.1f ms at 60 ms "
+	        "without a writer thread\n", w100, w50, win);
 	trm(dir);
 	return DDL_PASS;
 }
@@ -227,14 +232,15 @@ static int ddl_run_fault(const char *prog, const char *how, const char *tdir,
 	return DDL_PASS;
 }
 
-/* Default-action deaths flush and end the trace; the status is unchanged. */
+/* Default-action deaths flush and end the trace; the status is unchanged.
+ * A stack overflow too: the handler runs on the library's alternate stack. */
 int test_e2e_fatal_signal_flush(void)
 {
 	static const struct {
 		const char *prog, *how;
 		int sig;
 	} c[] = {{"crash", "segv", SIGSEGV}, {"crash", "abort", SIGABRT}, {"crash", "term", SIGTERM},
-	         {"fault", "bus", SIGBUS}};
+	         {"fault", "bus", SIGBUS}, {"crash", "overflow", SIGSEGV}};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		char *dir = tmpdir(), tdir[PATH_MAX];
 		snprintf(tdir, sizeof tdir, "%s/t", dir);
@@ -255,6 +261,25 @@ int test_e2e_fatal_signal_flush(void)
 		trm(dir);
 		free(dir);
 	}
+	return DDL_PASS;
+}
+
+/* The program sees only its own alternate signal stacks (the library's,
+ * which its handler needs on a stack overflow, is hidden): every answer
+ * of sigaltstack() as without ddlprof, errors included. */
+int test_e2e_altstack_view(void)
+{
+	char *dir = tmpdir(), tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	struct ddl_run_result a, b;
+	if (ddl_run_fault("crash", "altstack", tdir, &a, &b) != DDL_PASS)
+		return DDL_FAIL;
+	CHECK(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0 && strstr(b.out, "own: yes") &&
+	      strstr(b.out, "at end: 0 Success flags 0x2 size 0 no stack"), "status %#x, stdout %s",
+	      b.status, b.out);
+	trun_free(&a);
+	trun_free(&b);
+	trm(dir);
 	return DDL_PASS;
 }
 
@@ -745,6 +770,58 @@ int test_e2e_file_size_limit(void)
 	CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "stdout differs");
 	CHECK(ddl_count_lines(b.err, "ddlprof[") <= 2 && (b.nerr == 0 || strstr(b.err, "File too large")),
 	      "messages: %s", b.err);
+	trun_free(&a);
+	trun_free(&b);
+	trm(dir);
+	return DDL_PASS;
+}
+
+/*
+ * A process limit (ulimit -u, an ordinary user's: root is not held to it):
+ * a program that forks until fork fails makes as many children under
+ * ddlprof as without, although every child records (no writer thread of
+ * ours takes a process), and each child's trace is whole.
+ */
+int test_e2e_process_limit(void)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+		printf("    skipped: needs root and setpriv to run as nobody\n");
+		return DDL_SKIP;
+	}
+	char *dir = tmpdir(), tdir[PATH_MAX], cmd[4 * PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/u", dir);
+	CHECK(chmod(dir, 0711) == 0 && mkdir(tdir, 0700) == 0 && chown(tdir, 65534, 65534) == 0,
+	      "a directory for nobody");
+	const char *prog = tbuild("tests/progs/storm");
+	struct ddl_run_result a, b;
+	snprintf(cmd, sizeof cmd, "ulimit -u 40 && exec %s nproc", prog);
+	char *plain[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+	                 "/bin/bash", "-c", cmd, NULL};
+	CHECK(trun(plain, NULL, 60, &a) == 0, "storm nproc did not finish");
+	snprintf(cmd, sizeof cmd, "ulimit -u 40 && exec %s -q -o %s/t -- %s nproc", tbuild("bin/ddlprof"),
+	         tdir, prog);
+	CHECK(trun(plain, NULL, 60, &b) == 0, "storm nproc did not finish under ddlprof");
+	int n = -1;
+	CHECK(sscanf(a.out, "nproc: %d children, then EAGAIN", &n) == 1 && n > 20,
+	      "without ddlprof: %s%s", a.out, a.err);
+	printf("    %d children before EAGAIN without ddlprof; with it: %.40s\n", n, b.out);
+	CHECK(a.status == b.status && WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0,
+	      "status %#x without, %#x with ddlprof", a.status, b.status);
+	CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "stdout differs:\n%s---\n%s", a.out, b.out);
+	CHECK(b.nerr == 0, "messages: %s", b.err);
+	snprintf(tdir, sizeof tdir, "%s/u/t", dir);
+	int st;
+	json_t *rep = treport(tdir, &st);
+	CHECK(rep && st == 0, "report status %d", st);
+	json_t *procs = json_object_get(rep, "processes");
+	CHECK(json_array_size(procs) == (size_t)n, "%zu traces for %d children", json_array_size(procs), n);
+	for (size_t i = 0; i < json_array_size(procs); i++) {
+		json_t *net = json_object_get(json_array_get(procs, i), "network");
+		CHECK(json_integer_value(json_object_get(net, "bytes_sent")) == 1000 &&
+		      json_integer_value(json_object_get(net, "bytes_received")) == 1000,
+		      "child %zu: bytes not all recorded", i);
+	}
+	json_decref(rep);
 	trun_free(&a);
 	trun_free(&b);
 	trm(dir);

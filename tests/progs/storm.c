@@ -8,6 +8,9 @@
  *   storm signals     a 200 us interval timer interrupting socket calls
  *                     (handler without SA_RESTART), 20000 exchanges
  *   storm fdlimit     RLIMIT_NOFILE 64: open until EMFILE, then socket I/O
+ *   storm nproc       fork children that each move bytes and wait, until
+ *                     fork fails (run it under a small ulimit -u): prints
+ *                     how many it made, then lets them all go
  *   storm calls       a 100 us interval timer, first without SA_RESTART,
  *                     then with it, interrupting every blocking call a
  *                     wrapper times: connect, accept, poll, select,
@@ -231,6 +234,50 @@ static int fdlimit(void)
 	printf("fdlimit: moved 2000 blocks\n");
 	write_expect(g_sent, g_recv);
 	return 0;
+}
+
+/* ---- storm nproc ---- */
+
+static int nproc(void)
+{
+	int go[2], ready[2];
+	make_pipe(go);
+	make_pipe(ready);
+	pid_t kids[4096];
+	int n = 0, err = 0;
+	while (n < 4096) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0) {
+			err = errno;
+			break;
+		}
+		if (pid == 0) {
+			int sv[2];
+			char c;
+			close(go[1]);
+			stream_pair(sv, 0);
+			exchange(sv[0], sv[1], 1000); /* events: the child has a trace of its own */
+			if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 0)
+				_exit(97);
+			_exit(0);
+		}
+		kids[n++] = pid;
+		char c;
+		if (read(ready[0], &c, 1) != 1)
+			fail("a child did not start");
+	}
+	printf("nproc: %d children, then %s\n", n, err == EAGAIN ? "EAGAIN" : strerror(err));
+	fflush(stdout);
+	close(go[1]); /* every child reads end of file and exits */
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		if (waitpid(kids[i], &st, 0) != kids[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad++;
+	}
+	printf("nproc: %d children failed\n", bad);
+	return bad ? 1 : 0;
 }
 
 /* ---- storm calls ---- */
@@ -694,6 +741,8 @@ int main(int argc, char **argv)
 		return fdlimit();
 	if (!strcmp(m, "calls"))
 		return calls();
-	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit | calls\n");
+	if (!strcmp(m, "nproc"))
+		return nproc();
+	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit | calls | nproc\n");
 	return 2;
 }
