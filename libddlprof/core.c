@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -127,6 +128,12 @@ static int ddl_settings_load(struct ddl_settings *c)
 		}
 		snprintf(c->dir, sizeof c->dir, "%s/%s", cwd, rel);
 	}
+	/* Under ulimit -v every mapping of ours is address space the program
+	 * cannot have: buffers of 128 KiB a thread, not 1 MiB, unless asked. */
+	struct rlimit as;
+	c->as_limited = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+	if (c->as_limited)
+		c->ring_events = 4096;
 	unsigned ring = c->ring_events;
 	rc |= ddl_parse_uint("DDLPROF_FLUSH_MS", 1, 60000, &c->flush_ms);
 	rc |= ddl_parse_uint("DDLPROF_BUFFER_EVENTS", 64, 1u << 24, &ring);

@@ -180,6 +180,7 @@ struct ddl_settings {
 	unsigned backtrace;      /* DDLPROF_BACKTRACE: frames of call stacks, 0 off (unwind.c) */
 	char papi[512];          /* DDLPROF_PAPI: counters to read, comma-separated (papi.c) */
 	int writer;              /* DDLPROF_WRITER: enum ddl_writer_mode */
+	int as_limited;          /* RLIMIT_AS is set (ulimit -v): smaller buffers */
 };
 
 /* Who writes the trace: a thread of the library's (the writer), or, where a

@@ -31,7 +31,9 @@
 #include "ddlprof/tracedir.h"
 #include "ddlprof/crc32c.h"
 
-#define DDL_STAGE_EVENTS 32768 /* events per chunk: 1 MiB raw */
+/* Events per chunk: 32768 (1 MiB raw), or 4096 where RLIMIT_AS is set;
+ * fixed before the stage is first mapped. */
+static size_t ddl_stage_events = 32768;
 
 /* ---- the locks of the file and of the string table (strings.c) ---- */
 
@@ -81,7 +83,7 @@ static struct {
 	_Atomic int wake;       /* futex word */
 	_Atomic int64_t sig_flushed_ns; /* CLOCK_MONOTONIC of the last flush before a handler */
 	_Atomic int *told;      /* shared with forked children: a failure was reported */
-	struct ddl_event *stage; /* DDL_STAGE_EVENTS, mapped on the first events (ddl_buffers_map) */
+	struct ddl_event *stage; /* ddl_stage_events, mapped on the first events (ddl_buffers_map) */
 	int inline_mode;        /* no writer thread: the recording threads write (ddl_writer_inline) */
 	int64_t last_flush_ns;  /* CLOCK_MONOTONIC of the last flush, in inline mode */
 	/* the codec, found at run time: set once, before the first file is made */
@@ -95,7 +97,7 @@ static struct {
 	size_t zcap;
 } ddl_w;
 
-#define DDL_STAGE_BYTES (DDL_STAGE_EVENTS * sizeof(struct ddl_event))
+#define DDL_STAGE_BYTES (ddl_stage_events * sizeof(struct ddl_event))
 
 static void *ddl_map(size_t n)
 {
@@ -452,17 +454,17 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 		while (tail != head && rc == 0) {
 			size_t take = (size_t)(head - tail);
 			size_t off = (size_t)(tail & t->mask);
-			if (take > DDL_STAGE_EVENTS - n)
-				take = DDL_STAGE_EVENTS - n;
+			if (take > ddl_stage_events - n)
+				take = ddl_stage_events - n;
 			if (take > t->mask + 1 - off)
 				take = t->mask + 1 - off; /* up to the ring's wrap */
 			/* packed launches become their event and args record here */
 			size_t out;
-			size_t used = ddl_ring_unpack(&ddl_w.stage[n], DDL_STAGE_EVENTS - n, &t->ev[off], take, &out);
+			size_t used = ddl_ring_unpack(&ddl_w.stage[n], ddl_stage_events - n, &t->ev[off], take, &out);
 			n += out;
 			tail += used;
 			atomic_store_explicit(&t->tail, tail, memory_order_release);
-			if (n == DDL_STAGE_EVENTS || used < take) {
+			if (n == ddl_stage_events || used < take) {
 				rc = ddl_chunk_write(fd, DDL_CHUNK_EVENTS, ddl_w.stage,
 				                     n * sizeof(struct ddl_event), compress);
 				ddl_w.events += n;
@@ -716,6 +718,8 @@ int ddl_writer_start(void)
 		               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		ddl_w.told = p == MAP_FAILED ? NULL : p;
 	}
+	if (!ddl_w.stage && ddl_g.cfg.as_limited)
+		ddl_stage_events = 4096; /* a program under ulimit -v keeps more of it */
 	/* The codec loads here, on the program's thread: the writer thread's
 	 * first malloc would reserve a 64 MiB arena of address space. */
 	ddl_codec_open();

@@ -828,6 +828,60 @@ int test_e2e_process_limit(void)
 	return DDL_PASS;
 }
 
+/* Runs CMD under sh with ulimit -v KIB; its result in *R. */
+static int ddl_run_vlimit(long kib, const char *cmd, struct ddl_run_result *r)
+{
+	char line[4 * PATH_MAX];
+	snprintf(line, sizeof line, "ulimit -v %ld && exec %s", kib, cmd);
+	char *argv[] = {"/bin/sh", "-c", line, NULL};
+	return trun(argv, NULL, 30, r);
+}
+
+/*
+ * An address-space limit (ulimit -v): the smallest under which a program
+ * runs without ddlprof is found, and with ddlprof the program runs, alike,
+ * and is traced whole with 1.5 MiB more (the library's code and static
+ * data, the writer's stack and buffers, the thread's ring and signal
+ * stack; 8.4 MiB before the tables were mapped on first use).
+ */
+int test_e2e_address_limit(void)
+{
+	char *dir = tmpdir(), plain[PATH_MAX + 16], prof[3 * PATH_MAX];
+	snprintf(plain, sizeof plain, "%s altstack", tbuild("tests/progs/crash"));
+	snprintf(prof, sizeof prof, "%s -q -o %s/t -- %s", tbuild("bin/ddlprof"), dir, plain);
+	long lo = 1024, hi = 65536; /* lo fails, hi runs */
+	struct ddl_run_result a, b;
+	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0,
+	      "crash altstack does not run under ulimit -v %ld", hi);
+	trun_free(&a);
+	while (hi - lo > 32) {
+		long mid = (lo + hi) / 2;
+		CHECK(ddl_run_vlimit(mid, plain, &a) == 0, "run under ulimit -v %ld", mid);
+		if (WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0)
+			hi = mid;
+		else
+			lo = mid;
+		trun_free(&a);
+	}
+	long v = hi + 1536;
+	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && ddl_run_vlimit(v, prof, &b) == 0, "runs");
+	printf("    runs in %ld KiB without ddlprof; with it, in %ld: status %#x\n", hi, v, b.status);
+	CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
+	      "status %#x without, %#x with ddlprof; stdout:\n%s---\n%s", a.status, b.status, a.out, b.out);
+	CHECK(b.nerr == 0, "messages: %s", b.err);
+	char tdir[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	struct ddl_end end;
+	int truncated;
+	int64_t bytes = ddl_trace_sent(tdir, &end, &truncated);
+	CHECK(bytes == 5000 && !truncated && end.reason == DDL_END_EXIT, "trace: %lld bytes sent, "
+	      "truncated %d, end %u", (long long)bytes, truncated, end.reason);
+	trun_free(&a);
+	trun_free(&b);
+	trm(dir);
+	return DDL_PASS;
+}
+
 /* Rank and world size come from whichever launcher's variables are set. */
 int test_e2e_rank_env(void)
 {
