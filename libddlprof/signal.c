@@ -11,6 +11,7 @@
  * its own dispositions, never ours.
  */
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +27,11 @@ static struct {
 	int managed;              /* we watch this signal's disposition */
 	struct sigaction user;    /* what the program believes is installed */
 } ddl_sig[DDL_NSIG];
+
+/* The stack the thread that starts us (the main thread) gets at once, in a
+ * mapping of its own: it may overflow before it records anything, with
+ * other threads' events still buffered. */
+static void *ddl_alt_main;
 
 static int ddl_sig_sync(int sig)
 {
@@ -86,6 +92,12 @@ static int ddl_sig_install(int sig, const struct sigaction *act)
 
 void ddl_signal_init(void)
 {
+	size_t page = (size_t)getpagesize();
+	char *m = mmap(NULL, page + DDL_ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED && mprotect(m, page, PROT_NONE) == 0) { /* a guard page below */
+		ddl_alt_main = m + page;
+		ddl_altstack_take(ddl_alt_main);
+	}
 	for (size_t i = 0; i < sizeof ddl_fatal / sizeof ddl_fatal[0]; i++) {
 		int sig = ddl_fatal[i];
 		struct sigaction cur;
@@ -143,7 +155,8 @@ void ddl_altstack_take(void *sp)
 	stack_t cur;
 	int saved = errno;
 	if (sp && ddl_real.sigaltstack && ddl_real.sigaltstack(NULL, &cur) == 0 &&
-	    !(cur.ss_flags & SS_ONSTACK) && ((cur.ss_flags & SS_DISABLE) || cur.ss_sp == ddl_alt_sp)) {
+	    !(cur.ss_flags & SS_ONSTACK) &&
+	    ((cur.ss_flags & SS_DISABLE) || (cur.ss_sp == ddl_alt_sp && cur.ss_sp != ddl_alt_main))) {
 		stack_t ss = {.ss_sp = sp, .ss_flags = 0, .ss_size = DDL_ALTSTACK};
 		if (ddl_real.sigaltstack(&ss, NULL) == 0)
 			ddl_alt_sp = sp;

@@ -240,7 +240,8 @@ int test_e2e_fatal_signal_flush(void)
 		const char *prog, *how;
 		int sig;
 	} c[] = {{"crash", "segv", SIGSEGV}, {"crash", "abort", SIGABRT}, {"crash", "term", SIGTERM},
-	         {"fault", "bus", SIGBUS}, {"crash", "overflow", SIGSEGV}};
+	         {"fault", "bus", SIGBUS}, {"crash", "overflow", SIGSEGV},
+	         {"crash", "overflow-idle", SIGSEGV}};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		char *dir = tmpdir(), tdir[PATH_MAX];
 		snprintf(tdir, sizeof tdir, "%s/t", dir);

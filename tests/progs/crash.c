@@ -1,12 +1,15 @@
 /*
  * Moves 5000 bytes over a socketpair, prints one line, then dies by the
  * signal named in argv[1] (segv, abort, term, or overflow: SIGSEGV from a
- * stack overflow, where a handler can only run on an alternate stack) with
+ * stack overflow, where a handler can only run on an alternate stack;
+ * overflow-idle: the same on a main thread that recorded nothing, the
+ * bytes moved by another thread) with
  * its default action. The trace must still hold those events, flushed from
  * the signal handler. With "altstack" it prints what sigaltstack() says as
  * it gives the thread a stack of its own and takes it away, and exits 0.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 
 #define PROG "crash"
@@ -63,21 +66,37 @@ static int altstack(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The 5000 bytes, on whichever thread calls it. */
+static void *exchange(void *arg)
 {
 	int sv[2];
 	char buf[5000];
+	(void)arg;
 	memset(buf, 'c', sizeof buf);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
-		return 99;
+		exit(99);
 	send_all(sv[0], buf, sizeof buf, 0, 0);
 	recv_all(sv[1], buf, sizeof buf, 0, 0);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *how = argc > 1 ? argv[1] : "segv";
+	if (!strcmp(how, "overflow-idle")) {
+		/* another thread moves the bytes; the main thread, which records
+		 * nothing, overflows its stack while they are still buffered */
+		pthread_t th;
+		if (pthread_create(&th, NULL, exchange, NULL) != 0 || pthread_join(th, NULL) != 0)
+			return 99;
+	} else {
+		exchange(NULL);
+	}
 	printf("crash: moved %llu bytes\n", g_recv);
 	fflush(stdout);
-	const char *how = argc > 1 ? argv[1] : "segv";
 	if (!strcmp(how, "altstack"))
 		return altstack();
-	if (!strcmp(how, "overflow"))
+	if (!strcmp(how, "overflow") || !strcmp(how, "overflow-idle"))
 		return deeper(NULL, 0);
 	if (!strcmp(how, "abort"))
 		abort();
