@@ -50,6 +50,39 @@ static void ddl_thread_name(struct ddl_thread *t)
 	ddl_strings_add(DDL_STR_THREAD, t->idx, (uint32_t)t->tid, name, strlen(name));
 }
 
+/*
+ * The events of a new ring, carved from maps that a forked child does not
+ * inherit (MADV_WIPEONFORK, Linux 4.14: the child sees zeros, and drops
+ * what the parent buffered anyway, ddl_threads_after_fork_child). Inherited
+ * copy-on-write, as they were, every fork() write-protected every ring page
+ * in the parent; each recording thread then took a copy-on-write fault (a
+ * page copy and a TLB shootdown) per 128 events, and the next fork() waited
+ * for the address space's lock behind those faults. Each map has room for
+ * as many rings as there are already, up to 16 (one under ulimit -v), so
+ * the maps the kernel counts against vm.max_map_count, beside the program's
+ * thread stacks, stay as many as before: two a ring (the guard page, the
+ * alternate stack with the header), and these few. Under ddl_reg_lock.
+ */
+static struct ddl_event *ddl_events_new(size_t bytes)
+{
+	static char *free_at;
+	static size_t left, rings;
+	if (left < bytes) {
+		size_t k = ddl_g.cfg.as_limited || rings < 1 ? 1 : rings < 16 ? rings : 16;
+		void *m = mmap(NULL, k * bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		madvise(m, k * bytes, MADV_WIPEONFORK); /* refused before 4.14: inherited, as before */
+		free_at = m;
+		left = k * bytes;
+	}
+	struct ddl_event *ev = (struct ddl_event *)free_at;
+	free_at += bytes;
+	left -= bytes;
+	rings++;
+	return ev;
+}
+
 /* Claim a drained ring of an ended thread, or map a new one. NULL on failure. */
 static struct ddl_thread *ddl_thread_claim(void)
 {
@@ -65,17 +98,23 @@ static struct ddl_thread *ddl_thread_claim(void)
 		}
 	}
 	size_t n = ddl_g.cfg.ring_events, page = (size_t)getpagesize();
-	size_t ring = (sizeof(struct ddl_thread) + n * sizeof(struct ddl_event) + page - 1) & ~(page - 1);
-	size_t bytes = ring + page + DDL_ALTSTACK; /* ring, guard page, alternate stack */
+	size_t head = (sizeof(struct ddl_thread) + page - 1) & ~(page - 1);
+	size_t bytes = page + DDL_ALTSTACK + head; /* guard page, alternate stack, header */
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
-	struct ddl_thread *t = m;
+	struct ddl_event *ev = ddl_events_new(n * sizeof(struct ddl_event));
+	if (!ev) {
+		munmap(m, bytes);
+		return NULL;
+	}
+	/* above the alternate stack's top, which a handler never writes past */
+	struct ddl_thread *t = (struct ddl_thread *)((char *)m + page + DDL_ALTSTACK);
 	memset(t, 0, sizeof *t);
 	/* a handler that overflows the alternate stack faults on the guard page
-	 * rather than write over the ring */
-	t->alt = mprotect((char *)m + ring, page, PROT_NONE) == 0 ? (char *)m + ring + page : NULL;
-	t->ev = (struct ddl_event *)(t + 1);
+	 * rather than write over what lies below */
+	t->alt = mprotect(m, page, PROT_NONE) == 0 ? (char *)m + page : NULL;
+	t->ev = ev;
 	t->mask = n - 1;
 	t->map_bytes = bytes;
 	t->next = atomic_load(&ddl_reg_head);

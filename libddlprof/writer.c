@@ -99,9 +99,20 @@ static struct {
 
 #define DDL_STAGE_BYTES (ddl_stage_events * sizeof(struct ddl_event))
 
+/*
+ * The writer's scratch memory (the stage, the codec's state and output):
+ * contents that mean nothing past one flush, so a forked child gets them
+ * zeroed (MADV_WIPEONFORK) instead of shared copy-on-write. Else every
+ * fork() write-protects them and the next flush takes a copy-on-write
+ * fault per page in the parent, while the program forks again. Keeps errno.
+ */
 static void *ddl_map(size_t n)
 {
+	int saved = errno;
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED)
+		madvise(p, n, MADV_WIPEONFORK); /* Linux 4.14; else copied as before */
+	errno = saved;
 	return p == MAP_FAILED ? NULL : p;
 }
 
