@@ -469,6 +469,9 @@ int ddl_writer_pause(void) DDL_HIDDEN;
 void ddl_writer_resume(int paused) DDL_HIDDEN;
 /* Drain every ring and write; end_reason 0 = no end chunk. Not signal-safe. */
 void ddl_writer_stop(uint32_t end_reason, int32_t value) DDL_HIDDEN;
+/* _exit with no file and nothing buffered: 1, and the writer is left to
+ * die with the process (the file lock held); 0: stop it as usual. */
+int ddl_writer_exit_idle(void) DDL_HIDDEN;
 /* Async-signal-safe best-effort flush, uncompressed, then an end chunk. */
 void ddl_writer_flush_signal(uint32_t end_reason, int32_t value) DDL_HIDDEN;
 void ddl_writer_wake(void) DDL_HIDDEN;

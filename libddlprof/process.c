@@ -260,7 +260,8 @@ DDL_EXPORT int daemon(int nochdir, int noclose)
 static void ddl_uexit_flush(int status)
 {
 	if (ddl_g.initialised && atomic_load(&ddl_g.enabled) && ddl_g.pid == getpid()) {
-		ddl_writer_stop(DDL_END_UEXIT, status);
+		if (!ddl_writer_exit_idle())
+			ddl_writer_stop(DDL_END_UEXIT, status);
 		atomic_store(&ddl_g.enabled, 0);
 	}
 }

@@ -809,6 +809,31 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 }
 
 /*
+ * _exit or _Exit of a process that has no trace file and nothing buffered
+ * (a forked child leaving at once, a helper that recorded nothing): the
+ * writer's last flush would write nothing, so it is neither woken nor
+ * joined. On a busy machine each hand-over between the two threads waits
+ * for a CPU, milliseconds apiece, and fork plus wait costs the parent all
+ * of them. The file lock is taken and kept, so the writer cannot start a
+ * file in the moment before the process ends. Returns 1 when so (the caller
+ * exits now), 0 when the writer is to be stopped as usual.
+ */
+int ddl_writer_exit_idle(void)
+{
+	if (ddl_w.owner != getpid() || ddl_w.finished || ddl_w.created ||
+	    atomic_load(&ddl_w.stopping))
+		return 0;
+	if (!ddl_spin_try(&ddl_w.lock, 64))
+		return 0; /* the writer is flushing: let it finish */
+	if (ddl_w.created || ddl_rings_pending()) {
+		ddl_spin_unlock(&ddl_w.lock);
+		return 0;
+	}
+	ddl_w.finished = 1; /* and the lock stays held: nothing more is written */
+	return 1;
+}
+
+/*
  * From a fatal-signal handler (async-signal-safe: atomics, clock_gettime
  * and futex only). With end_reason set the process is about to die: the
  * writer writes what is buffered and an end chunk. With 0 a handler of the
