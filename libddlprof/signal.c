@@ -181,13 +181,17 @@ void ddl_altstack_drop(void)
  * The kernel reads and writes the program's pointers (EFAULT, EINVAL and
  * ENOMEM are its own); only the answer in OLD is ours.
  */
-DDL_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+/* Not instrumented by ThreadSanitizer, whose own start-up calls it. */
+__attribute__((no_sanitize("thread"))) DDL_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 {
+	/* Not ours on this thread: straight to the kernel, resolving nothing (a
+	 * runtime such as a sanitizer's calls this before it can run dlsym). */
+	if (!ddl_alt_sp)
+		return (int)syscall(SYS_sigaltstack, ss, old);
 	if (ddl_unlikely(!ddl_real.sigaltstack))
 		ddl_real_resolve();
 	stack_t cur;
-	if (!ddl_alt_sp || ddl_real.sigaltstack(NULL, &cur) != 0 || cur.ss_sp != ddl_alt_sp ||
-	    (cur.ss_flags & SS_DISABLE))
+	if (ddl_real.sigaltstack(NULL, &cur) != 0 || cur.ss_sp != ddl_alt_sp || (cur.ss_flags & SS_DISABLE))
 		return ddl_real.sigaltstack(ss, old);
 	if (old && ddl_real.sigaltstack(NULL, old) != 0)
 		return -1;

@@ -42,9 +42,10 @@ int tsan_summary(void)
  * report made on that thread would have no descriptor 2 to go to, or would
  * land in whatever the writer opened there. The library's syscall() calls
  * land here (it is compiled into the program): that one call keeps
- * descriptor 2; everything else goes to libc's syscall().
+ * descriptor 2; everything else goes to libc's syscall(). Not instrumented:
+ * TSan's own start-up reaches it (sigaltstack, through the library's).
  */
-long syscall(long nr, ...)
+__attribute__((no_sanitize("thread"))) long syscall(long nr, ...)
 {
 	static long (*real_syscall)(long, ...);
 	long (*real)(long, ...) = __atomic_load_n(&real_syscall, __ATOMIC_RELAXED);
