@@ -114,7 +114,7 @@ $(B)/examples/ddlsynth-gpu: examples/ddlsynth.c $(B)/obj/kernels/kernels_cu.o ke
 	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -DDDL_REAL_CUDA -Ikernels $(WARN) $(CFLAGS) -pthread -o $@ examples/ddlsynth.c \
 		$(B)/obj/kernels/kernels_cu.o -L$(CUDA_LIBDIR) -lcudart -lnccl -Wl,-rpath,$(CUDA_LIBDIR) -lstdc++ -lm
 
-$(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h analyzer/*.h scheduler/*.h recommender/*.h)
+$(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h launcher/*.h analyzer/*.h scheduler/*.h recommender/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Ianalyzer -Ischeduler -Irecommender $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
 
@@ -189,7 +189,9 @@ $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -pthread -o $@ $< $(B)/lib/libddlread.a $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
 
-$(B)/tests/ddltest: $(TEST_SRC) analyzer/ivset.c $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h analyzer/*.h)
+# (the tests read each command's option table: launcher/launcher_opts.h, ...)
+$(B)/tests/ddltest: $(TEST_SRC) analyzer/ivset.c $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h analyzer/*.h) \
+	$(wildcard launcher/*_opts.h scheduler/*_opts.h recommender/*_opts.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) analyzer/ivset.c \
 		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lz -ldl -lm

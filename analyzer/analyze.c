@@ -30,7 +30,7 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 		snprintf(err, errlen, "out of memory");
 		return DDL_ANALYZE_NOMEM;
 	}
-	if (ddl_report_bw(r, o->bw, err, errlen) < 0)
+	if (ddl_report_bw(r->bw, o->bw, err, errlen) < 0)
 		return DDL_ANALYZE_USAGE;
 	r->iteration_names = o->iteration_names;
 	r->iteration_names_given = o->iteration_names_given;

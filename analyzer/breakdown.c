@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ddlprof/rate.h"
 #include "ivset.h"
 #include "report.h"
 
@@ -233,34 +234,32 @@ static void ddl_report_sensitivity(struct ddl_report *r)
 	r->have_sensitivity = 1;
 }
 
-/* A rate: a number with kbit, mbit, gbit, KB, MB, GB, or bytes/s; < 0 if bad. */
-static double ddl_rate(const char *s, size_t n)
+/*
+ * The rate of ddlprof --perturb-net rate=R as a trace recorded it, in
+ * bytes/s; < 0 if bad. By ddlprof/rate.h's rule, the library's; but for the
+ * KB, MB and GB (bytes a second) that an older library took, which the
+ * rule refuses, so their traces keep their meaning.
+ */
+static double ddl_recorded_rate(const char *s)
 {
-	char buf[64], *end;
-	if (n == 0 || n >= sizeof buf)
-		return -1;
-	memcpy(buf, s, n);
-	buf[n] = 0;
-	double v = strtod(buf, &end);
-	static const struct {
-		const char *unit;
-		double mult;
-	} units[] = {{"", 1}, {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8},
-	             {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
-	if (end == buf)
-		return -1;
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (!strcmp(end, units[i].unit))
-			return v > 0 ? v * units[i].mult : -1;
+	double bps;
+	char why[256], *end;
+	if (ddl_rate_parse(s, strlen(s), &bps, why, sizeof why) == 0)
+		return bps / 8;
+	double v = strtod(s, &end);
+	static const char *const units[] = {"KB", "MB", "GB"};
+	for (int i = 0; i < 3 && end != s && v > 0; i++)
+		if (!strcmp(end, units[i]))
+			return v * (i == 0 ? 1e3 : i == 1 ? 1e6 : 1e9);
 	return -1;
 }
 
-int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errlen)
+int ddl_report_bw(double bw[3], const char *spec, char *err, size_t errlen)
 {
 	static const char *const names[] = {"machine", "rack", "cluster"};
-	r->bw[DDL_LEVEL_MACHINE] = 100e9 / 8; /* shared memory or NVLink inside a machine */
-	r->bw[DDL_LEVEL_RACK] = 25e9 / 8;     /* one top-of-rack switch */
-	r->bw[DDL_LEVEL_CLUSTER] = 10e9 / 8;  /* across racks, oversubscribed */
+	bw[DDL_LEVEL_MACHINE] = 100e9 / 8; /* shared memory or NVLink inside a machine */
+	bw[DDL_LEVEL_RACK] = 25e9 / 8;     /* one top-of-rack switch */
+	bw[DDL_LEVEL_CLUSTER] = 10e9 / 8;  /* across racks, oversubscribed */
 	for (const char *p = spec; p && *p;) {
 		const char *eq = strchr(p, '='), *comma = strchr(p, ',');
 		const char *end = comma ? comma : p + strlen(p);
@@ -268,13 +267,18 @@ int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errl
 		for (int k = 0; k < 3 && eq && eq < end; k++)
 			if ((size_t)(eq - p) == strlen(names[k]) && !strncmp(p, names[k], strlen(names[k])))
 				l = k;
-		double v = l >= 0 ? ddl_rate(eq + 1, (size_t)(end - eq - 1)) : -1;
-		if (v <= 0) {
-			snprintf(err, errlen, "--bw '%.*s': use machine=, rack= or cluster= with a rate such "
-			         "as 25gbit", (int)(end - p), p);
+		if (l < 0) {
+			snprintf(err, errlen, "--bw '%s': '%.*s': use machine=, rack= or cluster= with a "
+			         "rate such as 25gbit", spec, (int)(end - p), p);
 			return -1;
 		}
-		r->bw[l] = v;
+		char why[256];
+		double bps;
+		if (ddl_rate_parse(eq + 1, (size_t)(end - eq - 1), &bps, why, sizeof why) < 0) {
+			snprintf(err, errlen, "--bw '%s': %s", spec, why);
+			return -1;
+		}
+		bw[l] = bps / 8;
 		p = comma ? comma + 1 : end;
 	}
 	return 0;
@@ -316,7 +320,7 @@ void ddl_report_breakdown(struct ddl_report *r)
 
 /*
  * Measured against predicted. A run made under ddlprof --perturb-net
- * rate=R had every send of every process held to R bytes a second: a link
+ * rate=R had every send of every process held to R bits a second: a link
  * of bandwidth R. Its measured iteration is set beside T(R), the equation
  * above at bw = R, from the baseline's inputs when there is a baseline
  * (the same job unperturbed: the prediction is then a real forecast) and
@@ -459,7 +463,7 @@ int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, si
 	}
 	if (rc == 0) {
 		struct ddl_sens_in in;
-		double bw = !strncmp(pert, "rate=", 5) ? ddl_rate(pert + 5, strlen(pert + 5)) : -1;
+		double bw = !strncmp(pert, "rate=", 5) ? ddl_recorded_rate(pert + 5) : -1;
 		memset(&r->measured, 0, sizeof r->measured);
 		r->measured.perturb = pert;
 		r->measured.iteration_s = r->iter_mean_s;

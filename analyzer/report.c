@@ -1,7 +1,9 @@
 /*
  * ddlprof-report: reads trace directories and files, picks one run (the
  * newest, or --run ID), builds the report model and prints it in the chosen
- * format. Formats dispatch from a static table.
+ * format. Formats dispatch from a static table; the options are
+ * report_opts.h's table, read and written out (-o) as every ddlprof
+ * command does (ddlprof/cli.h).
  *
  * Exit status: 0 done; 1 bad input (a path that does not exist, a file that
  * is not a readable trace, damaged chunks, no traces); 2 usage error; 3 a
@@ -10,16 +12,15 @@
  * thing to profile.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "progress.h"
 #include "report.h"
+#include "report_opts.h"
 
 static const struct {
 	const char *name;
@@ -33,98 +34,26 @@ static const struct {
 	{"csv", ddl_out_csv},
 };
 
-static void ddl_usage(FILE *f)
-{
-	fprintf(f, "usage: ddlprof-report [--json | --dump | --chrome | --html | --csv |\n"
-	           "                       --format text|json|dump|chrome|html|csv] [--run ID]\n"
-	           "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
-	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
-	           "                      [--baseline DIR] [-q] [-o FILE [--force]] DIR|FILE...\n"
-	           "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
-	           "       ddlprof-report --compare real=DIR synthetic=DIR [--json] [-o FILE]\n"
-	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
-}
+static const struct ddl_cli_opt ddl_opts[] = {DDL_REPORT_OPTIONS(DDL_CLI_OPT)};
 
-/*
- * Where -o goes. A new or existing regular file is written through a
- * temporary name beside it and renamed over it once complete, so a failure
- * leaves nothing half-written (ddl_close_out); anything else that exists
- * (a character device such as /dev/null, a FIFO, a symlink such as
- * /dev/stdout) is written where it is and never replaced: TMP is left
- * empty. A directory or a block device is refused. What is there already
- * is overwritten only with --force, but for a device, FIFO or socket, whose
- * contents writing does not replace.
- */
-static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
+static void ddl_usage(void)
 {
-	struct stat ls, st;
-	tmp[0] = 0;
-	int exists = lstat(path, &ls) == 0, link = exists && S_ISLNK(ls.st_mode);
-	int target = link ? stat(path, &st) == 0 : exists; /* a dangling link has none */
-	if (!link)
-		st = ls;
-	if (target && (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))) {
-		fprintf(stderr, "ddlprof-report: %s: a %s; name a file for -o\n", path,
-		        S_ISDIR(st.st_mode) ? "directory" : "block device");
-		return NULL;
-	}
-	int special = target && !S_ISREG(st.st_mode);
-	if (exists && !special && !force) {
-		fprintf(stderr, "ddlprof-report: %s exists; pass --force to overwrite it\n", path);
-		return NULL;
-	}
-	int fd;
-	if (special || link) {
-		/* in place, through the link if one: the target stays what it is;
-		 * one of the process's own descriptors (/dev/stdout) appended to,
-		 * as the shell that opened it decided */
-		int own = !strncmp(path, "/dev/std", 8) || !strncmp(path, "/dev/fd/", 8) ||
-		          !strncmp(path, "/proc/self/fd/", 14);
-		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (special ? 0 : own ? O_APPEND : O_TRUNC));
-	} else {
-		snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-		/* 0600 like the traces: a report holds command lines and addresses */
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	}
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		fprintf(stderr, "ddlprof-report: %s: %s\n", tmp[0] ? tmp : path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		if (tmp[0])
-			unlink(tmp);
-	}
-	return f;
-}
-
-/* Ends -o's output F: in place, or renamed over PATH when OK (else removed). 0 or -1. */
-static int ddl_close_out(FILE *f, const char *path, const char *tmp, int ok)
-{
-	int rc = fclose(f) == 0 && ok ? 0 : -1;
-	if (rc == 0 && tmp[0] && rename(tmp, path) != 0)
-		rc = -1;
-	if (rc != 0 && tmp[0])
-		unlink(tmp);
-	return rc;
+	printf("usage: ddlprof-report [--json | --dump | --chrome | --html | --csv |\n"
+	       "                       --format text|json|dump|chrome|html|csv] [--run ID]\n"
+	       "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
+	       "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
+	       "                      [--baseline DIR] [-q] [-o FILE [--force]] DIR|FILE...\n"
+	       "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
+	       "       ddlprof-report --compare real=DIR synthetic=DIR [--json] [-o FILE]\n"
+	       "Summarise ddlprof traces: each rank's iteration split into compute, data stall,\n"
+	       "interconnect and network stall and idle; iterations, stragglers, GPU kernels and\n"
+	       "collectives, network traffic and sensitivity.\n");
+	ddl_cli_help(stdout, ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0]);
+	printf("See ddlprof-report(1).\n");
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},   {"dump", no_argument, NULL, 'd'},
-		{"format", required_argument, NULL, 'F'}, {"run", required_argument, NULL, 'r'},
-		{"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"warmup", required_argument, NULL, 'w'}, {"iteration-name", required_argument, NULL, 'n'},
-		{"bw", required_argument, NULL, 'b'}, {"fail-if", required_argument, NULL, 'x'},
-		{"data-names", required_argument, NULL, 'D'},
-		{"baseline", required_argument, NULL, 'B'},
-		{"compare", required_argument, NULL, 'C'},
-		/* format aliases: the option's name is the format's */
-		{"chrome", no_argument, NULL, 'A'}, {"html", no_argument, NULL, 'A'},
-		{"csv", no_argument, NULL, 'A'},
-		{NULL, 0, NULL, 0}};
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
 	char *compare[DDL_CMP_RUNS];
 	int ncompare = 0;
@@ -132,101 +61,96 @@ int main(int argc, char **argv)
 	int nfail = 0;
 	const char *baseline = NULL; /* --baseline: the unperturbed run of a --perturb-net run */
 	char err[1024];
-	int quiet = 0, force = 0, c, warmup = 5, idx = 0, names_given = 0;
+	int quiet = 0, force = 0, c, warmup = 5, names_given = 0;
 	char *end;
-	while ((c = getopt_long(argc, argv, "o:hq", opts, &idx)) != -1) {
+	const char *P = "ddlprof-report";
+	const mode_t mode = 0600; /* -o's file, like the traces: a report holds command lines */
+	struct ddl_cli cli;
+	ddl_cli_init(&cli, P, ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0], 0);
+	while ((c = ddl_cli_next(&cli, argc, argv)) != -1) {
 		switch (c) {
-		case 'q': quiet = 1; break;
-		case 'j': format = "json"; break;
-		case 'd': format = "dump"; break;
-		case 'F': format = optarg; break;
-		case 'A': format = opts[idx].name; break;
-		case 'r': run_id = optarg; break;
-		case 'o': out = optarg; break;
-		case 'f': force = 1; break;
-		case 'h': ddl_usage(stdout); return 0;
-		case 'V': printf("ddlprof-report %s\n", DDLPROF_VERSION); return 0;
-		case 'w':
+		case DDL_REPORT_O_QUIET: quiet = 1; break;
+		case DDL_REPORT_O_FORMAT: format = optarg; break;
+		/* the aliases: the option's name is the format's */
+		case DDL_REPORT_O_JSON:
+		case DDL_REPORT_O_DUMP:
+		case DDL_REPORT_O_CHROME:
+		case DDL_REPORT_O_HTML:
+		case DDL_REPORT_O_CSV: format = ddl_opts[cli.index].name; break;
+		case DDL_REPORT_O_RUN: run_id = optarg; break;
+		case DDL_REPORT_O_OUTPUT: out = optarg; break;
+		case DDL_REPORT_O_FORCE: force = 1; break;
+		case DDL_REPORT_O_HELP: ddl_usage(); return 0;
+		case DDL_REPORT_O_VERSION: printf("ddlprof-report %s\n", DDLPROF_VERSION); return 0;
+		case DDL_REPORT_O_WARMUP:
 			warmup = (int)strtol(optarg, &end, 10);
-			if (*end || end == optarg || warmup < 0 || warmup > 1000000) {
-				fprintf(stderr, "ddlprof-report: --warmup '%s': a whole number, 0 or more\n", optarg);
-				return 2;
-			}
+			if (*end || end == optarg || warmup < 0 || warmup > 1000000)
+				return ddl_cli_usage(P, "--warmup '%s': a whole number, 0 or more", optarg);
 			break;
-		case 'b': bw = optarg; break;
-		case 'x':
-			if (nfail == 16 || ddl_failif_check(optarg, err, sizeof err) < 0) {
-				fprintf(stderr, "ddlprof-report: %s\n",
-				        nfail == 16 ? "at most 16 --fail-if conditions" : err);
-				return 2;
-			}
+		case DDL_REPORT_O_BW:
+			/* checked here, where a mistake is a usage error */
+			if (ddl_report_bw((double[3]){0}, optarg, err, sizeof err) < 0)
+				return ddl_cli_usage(P, "%s", err);
+			bw = optarg;
+			break;
+		case DDL_REPORT_O_FAIL_IF:
+			if (nfail == 16)
+				return ddl_cli_usage(P, "at most 16 --fail-if conditions");
+			if (ddl_failif_check(optarg, err, sizeof err) < 0)
+				return ddl_cli_usage(P, "%s", err);
 			fail_if[nfail++] = optarg;
 			break;
-		case 'n':
-			if (!*optarg || strlen(optarg) > 400) {
-				fprintf(stderr, "ddlprof-report: --iteration-name: 1 to 400 characters of globs\n");
-				return 2;
-			}
+		case DDL_REPORT_O_ITERATION_NAME:
+			if (!*optarg || strlen(optarg) > 400)
+				return ddl_cli_usage(P, "--iteration-name: 1 to 400 characters of globs");
 			iter_names = optarg;
 			names_given = 1;
 			break;
-		case 'C':
-			if (ncompare == DDL_CMP_RUNS) {
-				fprintf(stderr, "ddlprof-report: at most five --compare runs (single, node, multi, "
-				        "real, synthetic)\n");
-				return 2;
-			}
+		case DDL_REPORT_O_COMPARE:
+			if (ncompare == DDL_CMP_RUNS)
+				return ddl_cli_usage(P, "at most five --compare runs (single, node, multi, "
+				                     "real, synthetic)");
 			compare[ncompare++] = optarg;
 			break;
-		case 'B': baseline = optarg; break;
-		case 'D':
-			if (!*optarg || strlen(optarg) > 200) {
-				fprintf(stderr, "ddlprof-report: --data-names: 1 to 200 characters of globs\n");
-				return 2;
-			}
+		case DDL_REPORT_O_BASELINE: baseline = optarg; break;
+		case DDL_REPORT_O_DATA_NAMES:
+			if (!*optarg || strlen(optarg) > 200)
+				return ddl_cli_usage(P, "--data-names: 1 to 200 characters of globs");
 			data_names = optarg;
 			break;
-		default: ddl_usage(stderr); return 2;
+		default: return DDL_CLI_USAGE; /* said by ddl_cli_next */
 		}
 	}
 	int fi = -1;
 	for (size_t i = 0; i < sizeof ddl_formats / sizeof ddl_formats[0]; i++)
 		if (!strcmp(ddl_formats[i].name, format))
 			fi = (int)i;
-	if (fi < 0) {
-		fprintf(stderr, "ddlprof-report: unknown format '%s' (text, json, dump, chrome, html or csv)\n", format);
-		return 2;
-	}
+	if (fi < 0)
+		return ddl_cli_usage(P, "unknown format '%s' (text, json, dump, chrome, html or csv)",
+		                     format);
 	if (ncompare) {
 		/* --compare single=A node=B multi=C: the runs after the first are operands */
 		for (int i = optind; i < argc; i++) {
-			if (ncompare == DDL_CMP_RUNS || !strchr(argv[i], '=')) {
-				fprintf(stderr, "ddlprof-report: with --compare, name the runs as single=DIR "
-				        "node=DIR multi=DIR, or real=DIR synthetic=DIR, not '%s'\n", argv[i]);
-				return 2;
-			}
+			if (ncompare == DDL_CMP_RUNS || !strchr(argv[i], '='))
+				return ddl_cli_usage(P, "with --compare, name the runs as single=DIR node=DIR "
+				                     "multi=DIR, or real=DIR synthetic=DIR, not '%s'", argv[i]);
 			compare[ncompare++] = argv[i];
 		}
-		if (strcmp(format, "text") && strcmp(format, "json")) {
-			fprintf(stderr, "ddlprof-report: --compare writes text or --json\n");
-			return 2;
-		}
+		if (strcmp(format, "text") && strcmp(format, "json"))
+			return ddl_cli_usage(P, "--compare writes text or --json");
 		struct ddl_cmp_opts co = {bw, iter_names, data_names, names_given, warmup,
 		                          !strcmp(format, "json")};
 		char tmp[4200];
-		FILE *f = out ? ddl_open_out(out, force, tmp, sizeof tmp) : stdout;
+		FILE *f = out ? ddl_cli_out_open(P, out, force, mode, tmp, sizeof tmp) : stdout;
 		if (!f)
 			return 1;
 		int st = ddl_compare(compare, ncompare, &co, f);
-		if (out && ddl_close_out(f, out, tmp, st == 0) != 0 && st == 0)
+		if (out && ddl_cli_out_close(f, out, tmp, st == 0) != 0 && st == 0)
 			st = 1;
 		return st;
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "ddlprof-report: name a trace directory or file\n");
-		ddl_usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return ddl_cli_usage(P, "name a trace directory or file");
 	struct ddl_traceset set;
 	struct ddl_progress prog;
 	ddl_progress_init(&prog, "ddlprof-report", quiet);
@@ -274,13 +198,13 @@ int main(int argc, char **argv)
 				status = 1;
 		}
 	char tmp[4200];
-	FILE *f = out ? ddl_open_out(out, force, tmp, sizeof tmp) : stdout;
+	FILE *f = out ? ddl_cli_out_open(P, out, force, mode, tmp, sizeof tmp) : stdout;
 	if (!f) {
 		status = 1;
 	} else {
 		int rc = ddl_formats[fi].out(&rep, f);
 		if (out) {
-			rc = ddl_close_out(f, out, tmp, rc == 0);
+			rc = ddl_cli_out_close(f, out, tmp, rc == 0);
 			if (rc != 0)
 				fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(errno));
 		} else if (fflush(stdout) != 0) {

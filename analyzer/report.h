@@ -417,9 +417,11 @@ void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p);
 /* The device-timeline breakdown of one process; -1 when it has no device
  * intervals (then the host-side one of breakdown.c applies). */
 int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p);
-/* Parses "machine=100gbit,rack=25gbit,cluster=10gbit" (any subset) into
- * r->bw; 0, or -1 with the reason in ERR. */
-int ddl_report_bw(struct ddl_report *r, const char *spec, char *err, size_t errlen);
+/* Parses --bw's "machine=100gbit,rack=25gbit,cluster=10gbit" (any subset;
+ * rates by ddlprof/rate.h) into BW, bytes/s per level, the defaults where
+ * SPEC (NULL: none) names none; 0, or -1 with the reason, naming --bw and
+ * the value, in ERR. */
+int ddl_report_bw(double bw[3], const char *spec, char *err, size_t errlen);
 /* The run to report: run ID, else the newest; but when the traces hold
  * runs both with and without --perturb-net, the newest perturbed one
  * (its baseline is then the newest other). NULL when there is none. */

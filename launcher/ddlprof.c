@@ -7,8 +7,13 @@
  * or torchrun; all write into the same directory, told apart by host and pid
  * and grouped by run id.
  *
+ * Options: launcher_opts.h's table, read as every ddlprof command reads
+ * its own (ddlprof/cli.h); a --perturb-net rate by ddlprof/rate.h, the
+ * library's rule.
+ *
  * Exit status when the command cannot be started: 125 for our own errors
- * (bad options, a directory that is a link, a file or another user's),
+ * (bad options, said in one line ending "try --help"; a directory that is
+ * a link, a file or another user's),
  * 126 command not executable, 127 not found, as env(1) and timeout(1) do.
  * A directory we cannot write into costs the profile, not the job: one
  * line, and the command runs unprofiled.
@@ -27,43 +32,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ddlprof/rate.h"
 #include "ddlprof/tracedir.h"
 #include "ddlprof/trace.h"
+#include "launcher_opts.h"
 
 #define DDL_EXIT_OWN 125
 #define DDL_PAPI_MAX 16 /* as libddlprof/papi.c */
 
-static void ddl_usage(FILE *f)
+static const struct ddl_cli_opt ddl_opts[] = {DDL_LAUNCH_OPTIONS(DDL_CLI_OPT)};
+
+static void ddl_usage(void)
 {
-	fprintf(f,
-	        "usage: ddlprof [-o DIR] [--trace LIST] [--run-id ID] [--python on|off]\n"
-	        "               [--data real|synthetic] [--flush-ms N] [-q] [--]\n"
-	        "               COMMAND [ARGS...]\n"
-	        "  -o, --output DIR   trace directory (default ddlprof-trace), created 0700\n"
-	        "  --trace LIST       families to trace: all, socket, cuda, nccl, nvtx, gloo, file,\n"
-	        "                     python (default all)\n"
-	        "  --run-id ID        run id shared by every rank (default: the scheduler's job id)\n"
-	        "  --flush-ms N       writer period in milliseconds, 1..60000 (default 100)\n"
-	        "  --compress MODE    trace chunk codec: lz4 (default), zstd (smaller, slower to\n"
-	        "                     read) or none\n"
-	        "  --perturb-net SPEC slow the job's own sends: delay=USEC each, or rate=RATE\n"
-	        "                     (e.g. rate=100mbit), to measure its network sensitivity\n"
-	        "  --kernel-sample N  time 1 kernel launch in N on the device with CUDA events\n"
-	        "                     (0 never; default 16; every launch when CUPTI runs)\n"
-	        "  --cupti MODE       auto (when a GPU driver is present), on or off\n"
-	        "  --backtrace DEPTH  record the call stack (DEPTH frames, 1..32; 0 off) of each\n"
-	        "                     communication and synchronisation call (needs libunwind)\n"
-	        "  --papi EVENTS      read these PAPI counters per thread at each marker event,\n"
-	        "                     e.g. perf::TASK-CLOCK,perf::CONTEXT-SWITCHES (needs libpapi)\n"
-	        "  --python MODE      on (default): Python programs that import torch have their\n"
-	        "                     steps, data loader and torch.distributed calls recorded, with\n"
-	        "                     no change to the program; off: not (as DDLPROF_PYTHON=0)\n"
-	        "  --data MODE        real (default), or synthetic: each DataLoader serves its first\n"
-	        "                     batch again in place of loading, to measure the step without\n"
-	        "                     data stall (compare with ddlprof-report --compare)\n"
-	        "  -q, --quiet        no messages from the launcher (the library still reports\n"
-	        "                     failures, one line each)\n"
-	        "See ddlprof(1).\n");
+	printf("usage: ddlprof [-q] [-o DIR] [--trace LIST] [--run-id ID] [--python on|off]\n"
+	       "               [--data real|synthetic] [--flush-ms N] [--compress MODE]\n"
+	       "               [--perturb-net SPEC] [--kernel-sample N] [--cupti MODE]\n"
+	       "               [--backtrace DEPTH] [--papi EVENTS] [--] COMMAND [ARGS...]\n"
+	       "Run COMMAND with its communication, GPU and data loading calls traced.\n");
+	ddl_cli_help(stdout, ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0]);
+	printf("See ddlprof(1).\n");
 }
 
 static int ddl_valid_trace(const char *list)
@@ -368,95 +355,85 @@ static int ddl_exec(char **cmd)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, NULL, 'o'}, {"trace", required_argument, NULL, 't'},
-		{"run-id", required_argument, NULL, 'r'}, {"flush-ms", required_argument, NULL, 'F'},
-		{"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-		{"perturb-net", required_argument, NULL, 'P'},
-		{"kernel-sample", required_argument, NULL, 'K'},
-		{"cupti", required_argument, NULL, 'C'},
-		{"backtrace", required_argument, NULL, 'B'},
-		{"papi", required_argument, NULL, 'Z'},
-		{"compress", required_argument, NULL, 'L'},
-		{"python", required_argument, NULL, 'Y'},
-		{"data", required_argument, NULL, 'D'},
-		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
 	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL, *perturb = NULL;
 	const char *ksample = NULL, *cupti = NULL, *backtrace = NULL, *papi = NULL, *compress = NULL;
 	const char *python = NULL, *data = NULL;
 	int quiet = 0, c;
-	while ((c = getopt_long(argc, argv, "+o:qh", opts, NULL)) != -1) {
+	struct ddl_cli cli;
+	ddl_cli_init(&cli, "ddlprof", ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0], 1);
+	while ((c = ddl_cli_next(&cli, argc, argv)) != -1) {
 		switch (c) {
-		case 'o': dir = optarg; break;
-		case 't': trace = optarg; break;
-		case 'r': run_id = optarg; break;
-		case 'F': flush = optarg; break;
-		case 'q': quiet = 1; break;
-		case 'P': perturb = optarg; break;
-		case 'K': ksample = optarg; break;
-		case 'C': cupti = optarg; break;
-		case 'B': backtrace = optarg; break;
-		case 'Z': papi = optarg; break;
-		case 'L': compress = optarg; break;
-		case 'Y': python = optarg; break;
-		case 'D': data = optarg; break;
-		case 'h': ddl_usage(stdout); return 0;
-		case 'V': printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
-		default: ddl_usage(stderr); return DDL_EXIT_OWN;
+		case DDL_LAUNCH_O_OUTPUT: dir = optarg; break;
+		case DDL_LAUNCH_O_TRACE: trace = optarg; break;
+		case DDL_LAUNCH_O_RUN_ID: run_id = optarg; break;
+		case DDL_LAUNCH_O_FLUSH_MS: flush = optarg; break;
+		case DDL_LAUNCH_O_QUIET: quiet = 1; break;
+		case DDL_LAUNCH_O_PERTURB_NET: perturb = optarg; break;
+		case DDL_LAUNCH_O_KERNEL_SAMPLE: ksample = optarg; break;
+		case DDL_LAUNCH_O_CUPTI: cupti = optarg; break;
+		case DDL_LAUNCH_O_BACKTRACE: backtrace = optarg; break;
+		case DDL_LAUNCH_O_PAPI: papi = optarg; break;
+		case DDL_LAUNCH_O_COMPRESS: compress = optarg; break;
+		case DDL_LAUNCH_O_PYTHON: python = optarg; break;
+		case DDL_LAUNCH_O_DATA: data = optarg; break;
+		case DDL_LAUNCH_O_HELP: ddl_usage(); return 0;
+		case DDL_LAUNCH_O_VERSION: printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
+		default: return DDL_EXIT_OWN; /* said by ddl_cli_next */
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "ddlprof: no command to profile\n");
-		ddl_usage(stderr);
+		ddl_cli_usage("ddlprof", "no command to profile");
 		return DDL_EXIT_OWN;
 	}
 	if (trace && !ddl_valid_trace(trace)) {
-		fprintf(stderr, "ddlprof: --trace '%s': use a comma list of all, socket, cuda, nccl, nvtx, "
-		        "gloo, file, python\n", trace);
+		ddl_cli_usage("ddlprof", "--trace '%s': use a comma list of all, socket, cuda, nccl, nvtx, "
+		              "gloo, file, python", trace);
 		return DDL_EXIT_OWN;
 	}
 	if (run_id && !ddl_runid_valid(run_id)) {
-		fprintf(stderr, "ddlprof: --run-id '%s': 1 to %d characters of A-Z a-z 0-9 - _ . :\n",
-		        run_id, DDL_RUNID_MAX - 1);
+		ddl_cli_usage("ddlprof", "--run-id '%s': 1 to %d characters of A-Z a-z 0-9 - _ . :",
+		              run_id, DDL_RUNID_MAX - 1);
 		return DDL_EXIT_OWN;
 	}
-	if (perturb && strncmp(perturb, "delay=", 6) && strncmp(perturb, "rate=", 5)) {
-		fprintf(stderr, "ddlprof: --perturb-net '%s': delay=USEC or rate=RATE (e.g. rate=100mbit)\n",
-		        perturb);
+	char why[256];
+	long delay_us;
+	double bps;
+	if (perturb && ddl_perturb_spec_parse(perturb, &delay_us, &bps, why, sizeof why) < 0) {
+		ddl_cli_usage("ddlprof", "--perturb-net '%s': %s", perturb, why);
 		return DDL_EXIT_OWN;
 	}
 	if (ksample && !ddl_valid_long(ksample, 0, 1 << 20)) {
-		fprintf(stderr, "ddlprof: --kernel-sample '%s': a whole number in 0..1048576\n", ksample);
+		ddl_cli_usage("ddlprof", "--kernel-sample '%s': a whole number in 0..1048576", ksample);
 		return DDL_EXIT_OWN;
 	}
 	if (compress && strcmp(compress, "lz4") && strcmp(compress, "zstd") && strcmp(compress, "none")) {
-		fprintf(stderr, "ddlprof: --compress '%s': lz4, zstd or none\n", compress);
+		ddl_cli_usage("ddlprof", "--compress '%s': lz4, zstd or none", compress);
 		return DDL_EXIT_OWN;
 	}
 	if (python && strcmp(python, "on") && strcmp(python, "off")) {
-		fprintf(stderr, "ddlprof: --python '%s': on or off\n", python);
+		ddl_cli_usage("ddlprof", "--python '%s': on or off", python);
 		return DDL_EXIT_OWN;
 	}
 	if (data && strcmp(data, "real") && strcmp(data, "synthetic")) {
-		fprintf(stderr, "ddlprof: --data '%s': real or synthetic\n", data);
+		ddl_cli_usage("ddlprof", "--data '%s': real or synthetic", data);
 		return DDL_EXIT_OWN;
 	}
 	if (cupti && strcmp(cupti, "auto") && strcmp(cupti, "on") && strcmp(cupti, "off")) {
-		fprintf(stderr, "ddlprof: --cupti '%s': auto, on or off\n", cupti);
+		ddl_cli_usage("ddlprof", "--cupti '%s': auto, on or off", cupti);
 		return DDL_EXIT_OWN;
 	}
 	if (backtrace && !ddl_valid_long(backtrace, 0, 32)) {
-		fprintf(stderr, "ddlprof: --backtrace '%s': frames to record, a whole number in 0..32\n",
-		        backtrace);
+		ddl_cli_usage("ddlprof", "--backtrace '%s': frames to record, a whole number in 0..32",
+		              backtrace);
 		return DDL_EXIT_OWN;
 	}
 	if (papi && !ddl_valid_papi(papi)) {
-		fprintf(stderr, "ddlprof: --papi '%s': a comma list of 1 to %d PAPI event names, such as "
-		        "perf::TASK-CLOCK,PAPI_TOT_INS\n", papi, DDL_PAPI_MAX);
+		ddl_cli_usage("ddlprof", "--papi '%s': a comma list of 1 to %d PAPI event names, such as "
+		              "perf::TASK-CLOCK,PAPI_TOT_INS", papi, DDL_PAPI_MAX);
 		return DDL_EXIT_OWN;
 	}
 	if (flush && !ddl_valid_long(flush, 1, 60000)) {
-		fprintf(stderr, "ddlprof: --flush-ms '%s': a whole number of milliseconds in 1..60000\n", flush);
+		ddl_cli_usage("ddlprof", "--flush-ms '%s': a whole number of milliseconds in 1..60000", flush);
 		return DDL_EXIT_OWN;
 	}
 	char lib[PATH_MAX], absdir[PATH_MAX], id[DDL_RUNID_MAX];

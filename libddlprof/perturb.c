@@ -9,13 +9,15 @@
 #include <string.h>
 
 #include "ddl.h"
+#include "ddlprof/rate.h"
 
 /*
  * ddlprof --perturb-net: the job's own sends made slower on purpose, so its
  * sensitivity to the network can be measured. delay=USEC adds that much to
- * every send; rate=RATE lets the process's sends through at RATE bytes per
- * second at most (a token bucket shared by its threads). The time spent is
- * inside the call, as a slower network's would be. Keeps errno.
+ * every send; rate=RATE lets the process's sends through at RATE bits a
+ * second at most (ddlprof/rate.h; a token bucket shared by its threads).
+ * The time spent is inside the call, as a slower network's would be.
+ * Keeps errno.
  */
 int ddl_perturb_on;
 static int64_t ddl_perturb_delay_ns;
@@ -55,38 +57,16 @@ void ddl_perturb(uint64_t bytes)
 	errno = saved;
 }
 
-/* Parses "delay=USEC" or "rate=N[kbit|mbit|gbit|KB|MB|GB]"; 0 or -EINVAL. */
+/* Parses DDLPROF_PERTURB_NET by ddlprof/rate.h's rule, the launcher's; 0 or -EINVAL. */
 int ddl_perturb_parse(const char *spec)
 {
-	char *end;
-	if (!strncmp(spec, "delay=", 6)) {
-		long us = strtol(spec + 6, &end, 10);
-		if (*end || end == spec + 6 || us < 1 || us > 10000000)
-			return -EINVAL;
-		ddl_perturb_delay_ns = (int64_t)us * 1000;
-	} else if (!strncmp(spec, "rate=", 5)) {
-		double v = strtod(spec + 5, &end);
-		double mult = 1;
-		if (!strcmp(end, "kbit"))
-			mult = 1e3 / 8;
-		else if (!strcmp(end, "mbit"))
-			mult = 1e6 / 8;
-		else if (!strcmp(end, "gbit"))
-			mult = 1e9 / 8;
-		else if (!strcmp(end, "KB"))
-			mult = 1e3;
-		else if (!strcmp(end, "MB"))
-			mult = 1e6;
-		else if (!strcmp(end, "GB"))
-			mult = 1e9;
-		else if (*end)
-			return -EINVAL;
-		if (end == spec + 5 || !(v * mult >= 1000) || v * mult > 1e12)
-			return -EINVAL;
-		ddl_perturb_ns_per_byte = 1e9 / (v * mult);
-	} else {
+	long us;
+	double bps;
+	char why[256];
+	if (ddl_perturb_spec_parse(spec, &us, &bps, why, sizeof why) < 0)
 		return -EINVAL;
-	}
+	ddl_perturb_delay_ns = (int64_t)us * 1000;
+	ddl_perturb_ns_per_byte = bps > 0 ? 8e9 / bps : 0;
 	ddl_perturb_on = 1;
 	return 0;
 }

@@ -140,6 +140,8 @@ void ddl_profile_free(struct ddl_profile *p);
 char *ddl_slurp_fd(int fd, size_t *len, size_t max);
 /* Which step of running the report failed. */
 enum ddl_spawn_step { DDL_SPAWN_OK, DDL_SPAWN_PIPE, DDL_SPAWN_START, DDL_SPAWN_READ };
+/* Nonzero (ddlprof-recommend -q): the report runs with -q, no progress line. */
+extern int ddl_spawn_quiet;
 /*
  * Runs BIN --json -- DIR (BIN looked up in PATH unless it holds a '/'),
  * reads its standard output with ddl_slurp_fd (MAX) and waits for it.

@@ -3,12 +3,15 @@
  * from its structure: layers, parameters, compute per step), projects the
  * job's run time and cost on every configuration of the instance catalog
  * and picks the cheapest within a time budget, the fastest within a cost
- * budget, or the Pareto front of both. Options and inputs are read here;
- * catalog.c, profile.c, model.c, search.c and output.c do the rest;
+ * budget, or the Pareto front of both. Options (rec_opts.h's table, read
+ * as every ddlprof command reads its own: ddlprof/cli.h) and inputs are
+ * read here, the result written to stdout or -o's file; catalog.c,
+ * profile.c, model.c, search.c and output.c do the rest;
  * --slurm adds the sbatch options for network locality (slurm.c).
  *
  * Exit status: 0 a recommendation; 1 bad input (a profile that cannot be
- * read or is not a usable ddlprof-report/1); 2 usage error or a malformed
+ * read or is not a usable ddlprof-report/1, an existing -o file without
+ * --force, output that could not be written); 2 usage error or a malformed
  * catalog; 4 nothing meets the budget (the nearest option is named).
  */
 #include <errno.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "rec.h"
+#include "rec_opts.h"
 
 #ifndef DDLPROF_VERSION
 #define DDLPROF_VERSION "unknown"
@@ -41,62 +45,38 @@
 #define DDL_MAX_CATALOGS 16
 #define DDL_MAX_NOTES 256
 
-static void ddl_usage(FILE *f)
+static const struct ddl_cli_opt ddl_opts[] = {DDL_REC_OPTIONS(DDL_CLI_OPT)};
+
+static void ddl_usage(void)
 {
-	fprintf(f,
-	        "usage: ddlprof-recommend (--profile REPORT.json|DIR)... | --layers L --params P --compute-ms C\n"
-	        "                         (--iterations N | --epochs E --samples-per-epoch S --batch B)\n"
-	        "                         [--budget-hours H] [--budget-usd D] [--spot] [--json]\n"
-	        "                         [--catalog FILE]... [--max-instances N] [--instance GLOBS]\n"
-	        "                         [--precision fp32|fp16] [--scaling strong|weak]\n"
-	        "                         [--algorithm ring|tree] [--allreduce flat|hierarchical]\n"
-	        "                         [--measured-gpu MODEL] [--measured-instance TYPE]\n"
-	        "                         [--grad-bytes B] [--data-ms D] [--overlap F]\n"
-	        "                         [--min-gpu-memory GIB] [--alpha S] [--beta X]\n"
-	        "                         [--slurm [--wait-history FILE] [--switch-threshold F]\n"
-	        "                                  [--nodes-per-switch K]]\n"
-	        "  --profile P          a ddlprof-report/1 JSON, a directory with report.json, or a trace directory\n"
-	        "  --layers L           layers of a job with no profile (one all-reduce each)\n"
-	        "  --params P           its parameters (gradients of 4 bytes each)\n"
-	        "  --compute-ms C       its compute per step on one GPU (--measured-gpu, else the reference GPU)\n"
-	        "  --iterations N       steps of the whole job\n"
-	        "  --epochs E --samples-per-epoch S --batch B   the same as epochs (B: global batch; per GPU when weak)\n"
-	        "  --budget-hours H     the cheapest configuration that finishes within H hours\n"
-	        "  --budget-usd D       the fastest configuration that costs at most D dollars\n"
-	        "                       (both: the Pareto front within both, the cheapest recommended)\n"
-	        "  --spot               spot prices (types without one are left out)\n"
-	        "  --json               ddlprof-recommend/1 JSON on standard output\n"
-	        "  --catalog FILE       instance catalog, repeatable (default: the installed aws.json)\n"
-	        "  --max-instances N    instances per configuration, 1..N (default 8)\n"
-	        "  --instance GLOBS     only instance types matching these comma-separated patterns\n"
-	        "  --precision P        which relative GPU throughput scales compute (default fp32)\n"
-	        "  --scaling S          strong: fixed global batch; weak: fixed batch per GPU (default:\n                       inferred from two profiles at different GPU counts, else strong)\n"
-	        "  --algorithm A        all-reduce algorithm, ring (default) or tree\n"
-	        "  --allreduce A        flat (one ring) or hierarchical (default: as measured)\n"
-	        "  --measured-gpu M     the GPU the profiles ran on (overrides job.gpu.model)\n"
-	        "  --measured-instance T  the instance type they ran on (narrows the measured match)\n"
-	        "  --grad-bytes B       gradient bytes all-reduced per step (overrides the measured)\n"
-	        "  --data-ms D, --overlap F  data stall per step, and fraction of communication hidden\n"
-	        "                       under compute, of a job with no profile (default 0 and 0)\n"
-	        "  --min-gpu-memory G   only instance types whose GPUs have at least G GiB\n"
-	        "  --alpha S, --beta X  communication model coefficients (see MODEL in the man page)\n"
-	        "  --slurm              sbatch options for the (first) profiled job: --nodes, --gres and\n"
-	        "                       --switches=COUNT@MAX_WAIT (without a run length: only these)\n"
-	        "  --wait-history FILE  recent waits, demand,wait_s lines, for MAX_WAIT (default: a table)\n"
-	        "  --switch-threshold F share of time lost across switches that asks for one (0.10)\n"
-	        "  --nodes-per-switch K nodes under one leaf switch (default: the job fits under one)\n"
-	        "See ddlprof-recommend(1).\n");
+	printf("usage: ddlprof-recommend (--profile REPORT.json|DIR)... | --layers L --params P --compute-ms C\n"
+	       "                         (--iterations N | --epochs E --samples-per-epoch S --batch B)\n"
+	       "                         [--budget-hours H] [--budget-usd D] [--spot] [--json]\n"
+	       "                         [-o FILE [--force]] [-q] [--catalog FILE]...\n"
+	       "                         [--max-instances N] [--instance GLOBS]\n"
+	       "                         [--precision fp32|fp16] [--scaling strong|weak]\n"
+	       "                         [--algorithm ring|tree] [--allreduce flat|hierarchical]\n"
+	       "                         [--measured-gpu MODEL] [--measured-instance TYPE]\n"
+	       "                         [--grad-bytes B] [--data-ms D] [--overlap F]\n"
+	       "                         [--min-gpu-memory GIB] [--alpha S] [--beta X]\n"
+	       "                         [--slurm [--wait-history FILE] [--switch-threshold F]\n"
+	       "                                  [--nodes-per-switch K]]\n"
+	       "Project a training job's run time and cost on the instances of a catalog and\n"
+	       "pick the cheapest within a time budget, or the fastest within a cost budget.\n");
+	ddl_cli_help(stdout, ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0]);
+	printf("See ddlprof-recommend(1).\n");
 }
 
+/* One line, "ddlprof-recommend: ...; try --help". Returns 2. */
+static int ddl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int ddl_usage_error(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "ddlprof-recommend: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (see --help)\n");
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	return 2;
+	return ddl_cli_usage("ddlprof-recommend", "%s", msg);
 }
 
 /* A finite number in [lo, hi]; whole when asked. Returns 0 or -1. */
@@ -162,7 +142,8 @@ struct ddl_opts {
 	size_t nprof;
 	const char *catalogs[DDL_MAX_CATALOGS];
 	size_t ncat;
-	int json;
+	int json, quiet, force;
+	const char *out; /* -o */
 	double layers, params, compute_ms, data_ms, overlap, grad_bytes, alpha, beta;
 	int have_layers, have_params, have_compute, have_data, have_overlap, have_grad, have_alpha,
 	        have_beta;
@@ -172,187 +153,147 @@ struct ddl_opts {
 	struct ddl_slurm_opts so;
 };
 
-enum {
-	O_PROFILE = 256, O_CATALOG, O_JSON, O_ITER, O_EPOCHS, O_SAMPLES, O_BATCH, O_HOURS, O_USD,
-	O_SPOT, O_MAXI, O_INST, O_PREC, O_SCALING, O_ALGO, O_AR, O_MGPU, O_MINST, O_LAYERS,
-	O_PARAMS, O_GRAD, O_COMPUTE, O_DATA, O_OVERLAP, O_MINMEM, O_ALPHA, O_BETA, O_VERSION,
-	O_SLURM, O_WAITS, O_SWTHR, O_NPS
-};
-
 /* Parses the command line into O and S; 0, or the exit status of a usage error. */
 static int ddl_parse(int argc, char **argv, struct ddl_opts *o, struct ddl_settings *s)
 {
-	static const struct option opts[] = {
-		{"profile", required_argument, NULL, O_PROFILE},
-		{"catalog", required_argument, NULL, O_CATALOG},
-		{"json", no_argument, NULL, O_JSON},
-		{"iterations", required_argument, NULL, O_ITER},
-		{"epochs", required_argument, NULL, O_EPOCHS},
-		{"samples-per-epoch", required_argument, NULL, O_SAMPLES},
-		{"batch", required_argument, NULL, O_BATCH},
-		{"budget-hours", required_argument, NULL, O_HOURS},
-		{"budget-usd", required_argument, NULL, O_USD},
-		{"spot", no_argument, NULL, O_SPOT},
-		{"max-instances", required_argument, NULL, O_MAXI},
-		{"instance", required_argument, NULL, O_INST},
-		{"precision", required_argument, NULL, O_PREC},
-		{"scaling", required_argument, NULL, O_SCALING},
-		{"algorithm", required_argument, NULL, O_ALGO},
-		{"allreduce", required_argument, NULL, O_AR},
-		{"measured-gpu", required_argument, NULL, O_MGPU},
-		{"measured-instance", required_argument, NULL, O_MINST},
-		{"layers", required_argument, NULL, O_LAYERS},
-		{"params", required_argument, NULL, O_PARAMS},
-		{"grad-bytes", required_argument, NULL, O_GRAD},
-		{"compute-ms", required_argument, NULL, O_COMPUTE},
-		{"data-ms", required_argument, NULL, O_DATA},
-		{"overlap", required_argument, NULL, O_OVERLAP},
-		{"min-gpu-memory", required_argument, NULL, O_MINMEM},
-		{"alpha", required_argument, NULL, O_ALPHA},
-		{"beta", required_argument, NULL, O_BETA},
-		{"slurm", no_argument, NULL, O_SLURM},
-		{"wait-history", required_argument, NULL, O_WAITS},
-		{"switch-threshold", required_argument, NULL, O_SWTHR},
-		{"nodes-per-switch", required_argument, NULL, O_NPS},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, O_VERSION},
-		{NULL, 0, NULL, 0}};
 	int c;
 	double v;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	struct ddl_cli cli;
+	ddl_cli_init(&cli, "ddlprof-recommend", ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0], 0);
+	while ((c = ddl_cli_next(&cli, argc, argv)) != -1) {
 		switch (c) {
-		case O_PROFILE:
+		case DDL_REC_O_PROFILE:
 			if (o->nprof == DDL_MAX_PROFILES)
 				return ddl_usage_error("at most %d --profile", DDL_MAX_PROFILES);
 			o->profiles[o->nprof++] = optarg;
 			break;
-		case O_CATALOG:
+		case DDL_REC_O_CATALOG:
 			if (o->ncat == DDL_MAX_CATALOGS)
 				return ddl_usage_error("at most %d --catalog", DDL_MAX_CATALOGS);
 			o->catalogs[o->ncat++] = optarg;
 			break;
-		case O_JSON: o->json = 1; break;
-		case O_SPOT: s->spot = 1; break;
-		case O_ITER:
+		case DDL_REC_O_JSON: o->json = 1; break;
+		case DDL_REC_O_SPOT: s->spot = 1; break;
+		case DDL_REC_O_ITER:
 			if (ddl_num(optarg, 1, 1e15, 1, &s->iterations) < 0)
 				return ddl_usage_error("--iterations: want a whole number from 1 to 1e15, not '%s'", optarg);
 			break;
-		case O_EPOCHS:
+		case DDL_REC_O_EPOCHS:
 			if (ddl_num(optarg, 0, 1e9, 0, &s->epochs) < 0 || s->epochs <= 0)
 				return ddl_usage_error("--epochs: want a number above 0, not '%s'", optarg);
 			break;
-		case O_SAMPLES:
+		case DDL_REC_O_SAMPLES:
 			if (ddl_num(optarg, 1, 1e15, 1, &s->samples) < 0)
 				return ddl_usage_error("--samples-per-epoch: want a whole number from 1 to 1e15, not '%s'", optarg);
 			break;
-		case O_BATCH:
+		case DDL_REC_O_BATCH:
 			if (ddl_num(optarg, 1, 1e12, 1, &s->batch) < 0)
 				return ddl_usage_error("--batch: want a whole number from 1 to 1e12, not '%s'", optarg);
 			break;
-		case O_HOURS:
+		case DDL_REC_O_HOURS:
 			if (ddl_num(optarg, 0, 1e9, 0, &s->budget_hours) < 0 || s->budget_hours <= 0)
 				return ddl_usage_error("--budget-hours: want a number of hours above 0, not '%s'", optarg);
 			break;
-		case O_USD:
+		case DDL_REC_O_USD:
 			if (ddl_num(optarg, 0, 1e15, 0, &s->budget_usd) < 0 || s->budget_usd <= 0)
 				return ddl_usage_error("--budget-usd: want a number of dollars above 0, not '%s'", optarg);
 			break;
-		case O_MAXI:
+		case DDL_REC_O_MAXI:
 			if (ddl_num(optarg, 1, 1024, 1, &v) < 0)
 				return ddl_usage_error("--max-instances: want a whole number from 1 to 1024, not '%s'", optarg);
 			s->max_instances = (int)v;
 			break;
-		case O_INST:
+		case DDL_REC_O_INST:
 			if (strlen(optarg) >= 1000)
 				return ddl_usage_error("--instance: patterns longer than 1000 characters");
 			s->instance_globs = optarg;
 			break;
-		case O_PREC:
+		case DDL_REC_O_PREC:
 			if (strcmp(optarg, "fp32") && strcmp(optarg, "fp16"))
 				return ddl_usage_error("--precision: want fp32 or fp16, not '%s'", optarg);
 			s->fp16 = !strcmp(optarg, "fp16");
 			break;
-		case O_SCALING:
+		case DDL_REC_O_SCALING:
 			if (strcmp(optarg, "strong") && strcmp(optarg, "weak"))
 				return ddl_usage_error("--scaling: want strong or weak, not '%s'", optarg);
 			s->scaling = strcmp(optarg, "weak") ? DDL_STRONG : DDL_WEAK;
 			o->have_scaling = 1;
 			break;
-		case O_ALGO:
+		case DDL_REC_O_ALGO:
 			if (strcmp(optarg, "ring") && strcmp(optarg, "tree"))
 				return ddl_usage_error("--algorithm: want ring or tree, not '%s'", optarg);
 			s->algo = strcmp(optarg, "tree") ? DDL_RING : DDL_TREE;
 			break;
-		case O_AR:
+		case DDL_REC_O_AR:
 			if (strcmp(optarg, "flat") && strcmp(optarg, "hierarchical"))
 				return ddl_usage_error("--allreduce: want flat or hierarchical, not '%s'", optarg);
 			s->allreduce = strcmp(optarg, "flat") ? DDL_AR_HIER : DDL_AR_FLAT;
 			break;
-		case O_MGPU: o->measured_gpu = optarg; break;
-		case O_MINST: s->measured_instance = optarg; break;
-		case O_LAYERS:
+		case DDL_REC_O_MGPU: o->measured_gpu = optarg; break;
+		case DDL_REC_O_MINST: s->measured_instance = optarg; break;
+		case DDL_REC_O_LAYERS:
 			if (ddl_num(optarg, 1, 1e6, 1, &o->layers) < 0)
 				return ddl_usage_error("--layers: want a whole number from 1 to 1e6, not '%s'", optarg);
 			o->have_layers = 1;
 			break;
-		case O_PARAMS:
+		case DDL_REC_O_PARAMS:
 			if (ddl_num(optarg, 1, 1e15, 0, &o->params) < 0)
 				return ddl_usage_error("--params: want a number from 1 to 1e15, not '%s'", optarg);
 			o->have_params = 1;
 			break;
-		case O_GRAD:
+		case DDL_REC_O_GRAD:
 			if (ddl_num(optarg, 0, 1e16, 0, &o->grad_bytes) < 0)
 				return ddl_usage_error("--grad-bytes: want a number from 0 to 1e16, not '%s'", optarg);
 			o->have_grad = 1;
 			break;
-		case O_COMPUTE:
+		case DDL_REC_O_COMPUTE:
 			if (ddl_num(optarg, 0, 1e9, 0, &o->compute_ms) < 0 || o->compute_ms <= 0)
 				return ddl_usage_error("--compute-ms: want a number of milliseconds above 0, not '%s'", optarg);
 			o->have_compute = 1;
 			break;
-		case O_DATA:
+		case DDL_REC_O_DATA:
 			if (ddl_num(optarg, 0, 1e9, 0, &o->data_ms) < 0)
 				return ddl_usage_error("--data-ms: want a number of milliseconds from 0, not '%s'", optarg);
 			o->have_data = 1;
 			break;
-		case O_OVERLAP:
+		case DDL_REC_O_OVERLAP:
 			if (ddl_num(optarg, 0, 1, 0, &o->overlap) < 0)
 				return ddl_usage_error("--overlap: want a fraction from 0 to 1, not '%s'", optarg);
 			o->have_overlap = 1;
 			break;
-		case O_MINMEM:
+		case DDL_REC_O_MINMEM:
 			if (ddl_num(optarg, 0, 1e6, 0, &s->min_gpu_mem) < 0)
 				return ddl_usage_error("--min-gpu-memory: want GiB from 0, not '%s'", optarg);
 			break;
-		case O_ALPHA:
+		case DDL_REC_O_ALPHA:
 			if (ddl_num(optarg, 0, 1, 0, &o->alpha) < 0)
 				return ddl_usage_error("--alpha: want seconds from 0 to 1, not '%s'", optarg);
 			o->have_alpha = 1;
 			break;
-		case O_BETA:
+		case DDL_REC_O_BETA:
 			if (ddl_num(optarg, 0, 1000, 0, &o->beta) < 0 || o->beta <= 0)
 				return ddl_usage_error("--beta: want a number above 0 and at most 1000, not '%s'", optarg);
 			o->have_beta = 1;
 			break;
-		case O_SLURM: o->slurm = 1; break;
-		case O_WAITS: o->so.history = optarg; o->have_slurm_opts = 1; break;
-		case O_SWTHR:
+		case DDL_REC_O_SLURM: o->slurm = 1; break;
+		case DDL_REC_O_WAITS: o->so.history = optarg; o->have_slurm_opts = 1; break;
+		case DDL_REC_O_SWTHR:
 			if (ddl_num(optarg, 0, 1, 0, &o->so.threshold) < 0)
 				return ddl_usage_error("--switch-threshold: want a fraction from 0 to 1, not '%s'", optarg);
 			o->have_slurm_opts = 1;
 			break;
-		case O_NPS:
+		case DDL_REC_O_NPS:
 			if (ddl_num(optarg, 1, 1e6, 1, &v) < 0)
 				return ddl_usage_error("--nodes-per-switch: want a whole number from 1 to 1e6, not '%s'", optarg);
 			o->so.nodes_per_switch = (int)v;
 			o->have_slurm_opts = 1;
 			break;
-		case 'h': ddl_usage(stdout); return -1;
-		case O_VERSION: printf("ddlprof-recommend %s\n", DDLPROF_VERSION); return -1;
-		case ':': return ddl_usage_error("%s needs an argument", name);
-		default: return ddl_usage_error("unknown option '%s'", name);
+		case DDL_REC_O_OUTPUT: o->out = optarg; break;
+		case DDL_REC_O_FORCE: o->force = 1; break;
+		case DDL_REC_O_QUIET: o->quiet = 1; break;
+		case DDL_REC_O_HELP: ddl_usage(); return -1;
+		case DDL_REC_O_VERSION: printf("ddlprof-recommend %s\n", DDLPROF_VERSION); return -1;
+		default: return DDL_CLI_USAGE; /* said by ddl_cli_next */
 		}
 	}
 	if (optind < argc)
@@ -456,6 +397,22 @@ static void ddl_infer_scaling(const struct ddl_profile *prof, size_t nprof, stru
 	         b->compute_s, b->ranks, b->file);
 }
 
+/* Where the output goes: stdout, or -o's file (ddlprof/cli.h); NULL after a message. */
+static FILE *ddl_out_open(const struct ddl_opts *o, char *tmp, size_t n)
+{
+	return o->out ? ddl_cli_out_open("ddlprof-recommend", o->out, o->force, 0644, tmp, n) : stdout;
+}
+
+/* Ends the output F of ddl_out_open, OK when written whole: 0, or -1 after a message. */
+static int ddl_out_close(const struct ddl_opts *o, FILE *f, const char *tmp, int ok)
+{
+	int rc = o->out ? ddl_cli_out_close(f, o->out, tmp, ok) : fflush(stdout) == 0 && ok ? 0 : -1;
+	if (rc < 0)
+		fprintf(stderr, "ddlprof-recommend: writing %s: %s\n", o->out ? o->out : "the output",
+		        strerror(errno));
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct ddl_opts o = {0};
@@ -468,9 +425,10 @@ int main(int argc, char **argv)
 	int rc = ddl_parse(argc, argv, &o, &s);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	ddl_spawn_quiet = o.quiet;
 	int slurm_only = o.slurm && !(s.iterations > 0) && !(s.epochs > 0); /* no run length: no search */
 
-	char err[2048], path[PATH_MAX];
+	char err[2048], path[PATH_MAX], tmp[PATH_MAX + 32];
 	struct ddl_catalog cat = {0};
 	struct ddl_profile prof[DDL_MAX_PROFILES];
 	struct ddl_notes notes = {0};
@@ -590,8 +548,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		if (slurm_only) {
-			rc = (o.json ? ddl_slurm_json(&sl, NULL, 0, stdout) : ddl_slurm_text(&sl, prof[0].file, stdout)) < 0 ||
-			     fflush(stdout) ? 1 : 0;
+			FILE *f = ddl_out_open(&o, tmp, sizeof tmp);
+			int ok = f && (o.json ? ddl_slurm_json(&sl, NULL, 0, f)
+			                      : ddl_slurm_text(&sl, prof[0].file, f)) == 0;
+			rc = f && ddl_out_close(&o, f, tmp, ok) == 0 ? 0 : 1;
 			goto out;
 		}
 	}
@@ -604,8 +564,13 @@ int main(int argc, char **argv)
 		         res.skipped_spot);
 	struct ddl_out_ctx ctx = {&cat, prof, nprof, &s, &res, (const char *const *)notes.text, notes.n};
 	/* the assumptions: in the JSON, or beside the text */
-	for (size_t i = 0; i < notes.n && !o.json; i++)
+	for (size_t i = 0; i < notes.n && !o.json && !o.quiet; i++)
 		fprintf(stderr, "ddlprof-recommend: note: %s\n", notes.text[i]);
+	FILE *f = ddl_out_open(&o, tmp, sizeof tmp);
+	if (!f) {
+		rc = 1;
+		goto out;
+	}
 	int wrc;
 	if (o.slurm && o.json) {
 		/* the recommendation's JSON with "slurm" added */
@@ -616,15 +581,14 @@ int main(int argc, char **argv)
 		if (mem && fclose(mem))
 			wrc = -1;
 		if (wrc == 0)
-			wrc = ddl_slurm_json(&sl, buf, len, stdout);
+			wrc = ddl_slurm_json(&sl, buf, len, f);
 		free(buf);
 	} else {
-		wrc = o.json ? ddl_out_json(&ctx, stdout) : ddl_out_text(&ctx, stdout);
+		wrc = o.json ? ddl_out_json(&ctx, f) : ddl_out_text(&ctx, f);
 		if (o.slurm && wrc == 0)
-			wrc = fputc('\n', stdout) == EOF ? -1 : ddl_slurm_text(&sl, prof[0].file, stdout);
+			wrc = fputc('\n', f) == EOF ? -1 : ddl_slurm_text(&sl, prof[0].file, f);
 	}
-	if (fflush(stdout) || wrc < 0) {
-		fprintf(stderr, "ddlprof-recommend: writing the output: %s\n", strerror(errno));
+	if (ddl_out_close(&o, f, tmp, wrc == 0) < 0) {
 		rc = 1;
 		goto out;
 	}

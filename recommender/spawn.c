@@ -2,7 +2,7 @@
  * Running ddlprof-report for a trace directory, for the two readers of a
  * profile that take one: profile.c (--profile DIR) and slurm.c (--slurm
  * reads the same report again for job.sensitivity). The report runs as a
- * child, `BIN --json -- DIR`, its standard output read whole through a
+ * child, `BIN --json [-q] -- DIR`, its standard output read whole through a
  * pipe. Each caller words its own messages and judges the exit status;
  * what is here only says which step failed. The whole-descriptor read is
  * also what both use for report files.
@@ -17,6 +17,8 @@
 #include "rec.h"
 
 extern char **environ;
+
+int ddl_spawn_quiet;
 
 char *ddl_slurp_fd(int fd, size_t *len, size_t max)
 {
@@ -67,7 +69,15 @@ int ddl_spawn_report(const char *bin, const char *dir, size_t max, char **out, s
 	posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
 	posix_spawn_file_actions_addclose(&fa, fd[0]);
 	posix_spawn_file_actions_addclose(&fa, fd[1]);
-	char *argv[] = {(char *)bin, "--json", "--", (char *)dir, NULL};
+	char *argv[6];
+	int n = 0;
+	argv[n++] = (char *)bin;
+	argv[n++] = "--json";
+	if (ddl_spawn_quiet)
+		argv[n++] = "-q";
+	argv[n++] = "--";
+	argv[n++] = (char *)dir;
+	argv[n] = NULL;
 	pid_t pid;
 	int rc = strchr(bin, '/') ? posix_spawn(&pid, bin, &fa, NULL, argv, environ)
 	                          : posix_spawnp(&pid, bin, &fa, NULL, argv, environ);

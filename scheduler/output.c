@@ -1,17 +1,16 @@
 /*
  * What the simulator reports once the engine has run: the summary
  * (makespan, JCT mean and percentiles, queueing, communication overhead,
- * utilization) as text or as "ddlprof-sim/1" JSON on stdout, and per-job
- * records to a file for --jobs-out. Everything is printed in job arrival
- * order with fixed precision, so the same run prints the same bytes.
+ * utilization) as text or as "ddlprof-sim/1" JSON, and the per-job records
+ * of --jobs-out, each to the stream sim.c opened (stdout, or -o's and
+ * --jobs-out's files by ddlprof/cli.h's rule). Everything is printed in
+ * job arrival order with fixed precision, so the same run prints the same
+ * bytes.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sim.h"
 
@@ -200,23 +199,8 @@ int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
 	return rc < 0 || ferror(f) ? -1 : 0;
 }
 
-int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s)
+int ddl_sim_write_jobs(FILE *f, int csv, const struct ddl_sim *s)
 {
-	size_t n = strlen(path);
-	int csv = n >= 4 && !strcasecmp(path + n - 4, ".csv");
-	int fd = open(path, O_WRONLY | O_CREAT | (force ? O_TRUNC : O_EXCL), 0644);
-	if (fd < 0) {
-		if (errno == EEXIST)
-			fprintf(stderr, "ddlprof-sim: %s: exists; pass --force to overwrite it\n", path);
-		else
-			fprintf(stderr, "ddlprof-sim: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return -1;
-	}
 	if (csv)
 		fprintf(f, "id,model,gpus,arrival_s,start_s,finish_s,jct_s,queue_s,duration_s,"
 		           "comm_overhead_s,restart_s,first_level,preemptions,migrations,"
@@ -254,9 +238,5 @@ int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s)
 		fputc('\n', f);
 		json_decref(o);
 	}
-	if (fclose(f) != 0) {
-		fprintf(stderr, "ddlprof-sim: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return ferror(f) ? -1 : 0;
 }

@@ -1,9 +1,11 @@
 /*
  * ddlprof-sim: the trace-driven GPU-cluster scheduling simulator's command.
- * Parses the options, loads the job trace with the loader --format names
- * (load_*.c, from a static table), checks it against the cluster, runs the
- * policy --policy names (policy_*.c, from a static table) through the
- * engine (engine.c) and prints the result (output.c). --generate writes a
+ * Parses the options (sim_opts.h's table, read as every ddlprof command
+ * reads its own: ddlprof/cli.h), loads the job trace with the loader
+ * --format names (load_*.c, from a static table), checks it against the
+ * cluster, runs the policy --policy names (policy_*.c, from a static
+ * table) through the engine (engine.c) and prints the result (output.c,
+ * to stdout or -o's file). --generate writes a
  * synthetic trace instead (generate.c). --profiles DIR gives jobs the
  * slowdowns of DIR/<model>.json, ddlprof reports (load_profile.c); jobs
  * whose trace names no model are "default" and take DIR/default.json.
@@ -11,17 +13,20 @@
  * time and slowdowns are known.
  *
  * Exit status: 0 done; 1 bad input (unreadable or malformed trace, a bad
- * record under --strict, an existing --jobs-out file, a failed --check);
- * 2 usage error.
+ * record under --strict, an existing -o or --jobs-out file without
+ * --force, a failed --check); 2 usage error.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
+#include "ddlprof/rate.h"
 #include "sim.h"
+#include "sim_opts.h"
 
 #ifndef DDLPROF_VERSION
 #define DDLPROF_VERSION "unknown"
@@ -42,43 +47,21 @@ static const struct {
 	{"philly", ddl_sim_load_philly},
 };
 
-static void ddl_sim_usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: ddlprof-sim --trace FILE [--format csv|tiresias|helios|philly]\n"
-	        "                   [--cluster RxMxG] [--bw machine=G,rack=G,cluster=G]\n"
-	        "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
-	        "                   [--lease S] [--restart-cost S] [--json] [--jobs-out FILE [--force]]\n"
-	        "                   [--seed N] [--strict] [--check] [--profiles DIR] [-q]\n"
-	        "       ddlprof-sim --generate N [--format csv|philly] [--seed N] [--cluster RxMxG]\n"
-	        "                   [--load F]\n"
-	        "  --trace FILE        job trace to replay\n"
-	        "  --format F          trace format (default: told from the file's start)\n"
-	        "  --cluster RxMxG     racks x machines per rack x GPUs per machine (default 4x32x8)\n"
-	        "  --bw LIST           bandwidths in Gbit/s; rack and cluster scale the slowdowns\n"
-	        "  --policy P          scheduling policy (default fifo)\n"
-	        "  --lease S           GPU lease, s, 0.001..1e10 (default 300)\n"
-	        "  --restart-cost S    checkpoint-and-restart cost, s, 0..1e10 (default 30)\n"
-	        "  --json              print the summary as ddlprof-sim/1 JSON\n"
-	        "  --jobs-out FILE     per-job records: CSV when FILE ends in .csv, JSON lines else\n"
-	        "  --force             overwrite an existing --jobs-out file\n"
-	        "  --seed N            seed of --generate (the simulation draws no random numbers)\n"
-	        "  --strict            reject the trace on its first bad record\n"
-	        "  --check             verify the simulator's invariants while it runs\n"
-	        "  --profiles DIR      slowdowns of a job's model from DIR/<model>.json, a ddlprof report\n"
-	        "  -q, --quiet         no progress line (shown on a terminal for runs over a second)\n"
-	        "  --generate N        print a synthetic trace of N jobs, our CSV or --format philly\n"
-	        "  --load F            offered load of --generate, 0..1 of the cluster (default 0.85)\n"
-	        "See ddlprof-sim(1).\n");
-}
+static const struct ddl_cli_opt ddl_sim_opts[] = {DDL_SIM_OPTIONS(DDL_CLI_OPT)};
 
-static int ddl_sim_usage_error(const char *fmt, const char *arg)
+static void ddl_sim_usage(void)
 {
-	fprintf(stderr, "ddlprof-sim: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n");
-	ddl_sim_usage(stderr);
-	return 2;
+	printf("usage: ddlprof-sim --trace FILE [--format csv|tiresias|helios|philly]\n"
+	       "                   [--cluster RxMxG] [--bw machine=RATE,rack=RATE,cluster=RATE]\n"
+	       "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
+	       "                   [--lease S] [--restart-cost S] [--json] [-o FILE]\n"
+	       "                   [--jobs-out FILE] [--force] [--seed N] [--strict] [--check]\n"
+	       "                   [--profiles DIR] [-q]\n"
+	       "       ddlprof-sim --generate N [--format csv|philly] [--seed N] [--cluster RxMxG]\n"
+	       "                   [--load F] [-o FILE [--force]]\n"
+	       "Replay a job trace on a simulated GPU cluster under a scheduling policy.\n");
+	ddl_cli_help(stdout, ddl_sim_opts, sizeof ddl_sim_opts / sizeof ddl_sim_opts[0]);
+	printf("See ddlprof-sim(1).\n");
 }
 
 static int ddl_sim_parse_cluster(const char *s, int *r, int *m, int *g)
@@ -91,26 +74,33 @@ static int ddl_sim_parse_cluster(const char *s, int *r, int *m, int *g)
 	return 0;
 }
 
-static int ddl_sim_parse_bw(const char *s, double bw[DDL_SIM_LEVELS])
+/* --bw S into BW (Gbit/s per level, the levels S names): 0, or -1 with why in WHY. */
+static int ddl_sim_parse_bw(const char *s, double bw[DDL_SIM_LEVELS], char *why, size_t n)
 {
 	static const char *const names[DDL_SIM_LEVELS] = {"machine", "rack", "cluster"};
 	char buf[256];
-	if (strlen(s) >= sizeof buf)
+	if (strlen(s) >= sizeof buf) {
+		snprintf(why, n, "longer than %zu bytes", sizeof buf - 1);
 		return -1;
+	}
 	snprintf(buf, sizeof buf, "%s", s);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
-		if (!eq)
-			return -1;
-		*eq = 0;
 		int l = 0;
+		if (eq)
+			*eq = 0;
 		while (l < DDL_SIM_LEVELS && strcmp(tok, names[l]))
 			l++;
-		double v;
-		if (l == DDL_SIM_LEVELS || ddl_sim_parse_double(eq + 1, &v) < 0 || v <= 0)
+		if (!eq || l == DDL_SIM_LEVELS) {
+			snprintf(why, n, "'%s': use machine=, rack= or cluster= with a rate such as 25gbit",
+			         tok);
 			return -1;
-		bw[l] = v;
+		}
+		double bps;
+		if (ddl_rate_parse(eq + 1, strlen(eq + 1), &bps, why, n) < 0)
+			return -1;
+		bw[l] = bps / 1e9;
 	}
 	return 0;
 }
@@ -202,35 +192,37 @@ static int ddl_sim_model_profile(struct ddl_sim_profiles *c, const char *dir, st
 	return strict ? -1 : 0;
 }
 
+/*
+ * Writes to PATH (NULL: standard output; an existing file only with
+ * FORCE, ddlprof/cli.h) the summary M (SKIPPED records left out) as text
+ * (WHAT 1) or JSON (2), or with WHAT 0 the per-job records, CSV when PATH
+ * ends in .csv. 0, or -1 after a message.
+ */
+static int ddl_sim_output(const char *path, int force, const struct ddl_sim *s,
+                          const struct ddl_sim_summary *m, size_t skipped, int what)
+{
+	char tmp[4200];
+	FILE *f = path ? ddl_cli_out_open("ddlprof-sim", path, force, 0644, tmp, sizeof tmp) : stdout;
+	if (!f)
+		return -1;
+	size_t n = path ? strlen(path) : 0;
+	int rc = what == 2   ? ddl_sim_print_json(f, s, m, skipped)
+	         : what == 1 ? ddl_sim_print_text(f, s, m, skipped)
+	                     : ddl_sim_write_jobs(f, n >= 4 && !strcasecmp(path + n - 4, ".csv"), s);
+	if (path)
+		rc = ddl_cli_out_close(f, path, tmp, rc == 0);
+	else if (fflush(stdout) != 0)
+		rc = -1;
+	if (rc < 0)
+		fprintf(stderr, "ddlprof-sim: writing %s: %s\n", path ? path : "the output",
+		        strerror(errno));
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	enum {
-		O_TRACE = 256, O_FORMAT, O_CLUSTER, O_BW, O_POLICY, O_LEASE, O_RESTART, O_JSON,
-		O_JOBS_OUT, O_FORCE, O_SEED, O_STRICT, O_CHECK, O_GENERATE, O_LOAD, O_VERSION, O_PROFILES
-	};
-	static const struct option opts[] = {
-		{"trace", required_argument, 0, O_TRACE},
-		{"format", required_argument, 0, O_FORMAT},
-		{"cluster", required_argument, 0, O_CLUSTER},
-		{"bw", required_argument, 0, O_BW},
-		{"policy", required_argument, 0, O_POLICY},
-		{"lease", required_argument, 0, O_LEASE},
-		{"restart-cost", required_argument, 0, O_RESTART},
-		{"json", no_argument, 0, O_JSON},
-		{"jobs-out", required_argument, 0, O_JOBS_OUT},
-		{"force", no_argument, 0, O_FORCE},
-		{"seed", required_argument, 0, O_SEED},
-		{"strict", no_argument, 0, O_STRICT},
-		{"check", no_argument, 0, O_CHECK},
-		{"generate", required_argument, 0, O_GENERATE},
-		{"load", required_argument, 0, O_LOAD},
-		{"profiles", required_argument, 0, O_PROFILES},
-		{"help", no_argument, 0, 'h'},
-		{"quiet", no_argument, 0, 'q'},
-		{"version", no_argument, 0, O_VERSION},
-		{0, 0, 0, 0},
-	};
-	const char *trace = NULL, *format = NULL, *jobs_out = NULL, *policy_name = "fifo";
+	const char *P = "ddlprof-sim";
+	const char *trace = NULL, *format = NULL, *jobs_out = NULL, *out = NULL, *policy_name = "fifo";
 	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0, quiet = 0;
 	long generate = -1;
 	double load = 0.85, bw[DDL_SIM_LEVELS] = {0, 0, 0};
@@ -239,87 +231,98 @@ int main(int argc, char **argv)
 	struct ddl_sim_load_opts lo = {.profiles = &profs};
 	const char *profiles_dir = NULL;
 	struct stat pst;
+	char why[512];
 	int c;
-	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+	struct ddl_cli cli;
+	ddl_cli_init(&cli, P, ddl_sim_opts, sizeof ddl_sim_opts / sizeof ddl_sim_opts[0], 0);
+	while ((c = ddl_cli_next(&cli, argc, argv)) != -1) {
 		switch (c) {
-		case 'q': quiet = 1; break;
-		case O_TRACE: trace = optarg; break;
-		case O_FORMAT: format = optarg; break;
-		case O_CLUSTER:
+		case DDL_SIM_O_QUIET: quiet = 1; break;
+		case DDL_SIM_O_OUTPUT: out = optarg; break;
+		case DDL_SIM_O_TRACE: trace = optarg; break;
+		case DDL_SIM_O_FORMAT: format = optarg; break;
+		case DDL_SIM_O_CLUSTER:
 			if (ddl_sim_parse_cluster(optarg, &racks, &mpr, &gpm) < 0)
-				return ddl_sim_usage_error("--cluster '%s': expected RxMxG, e.g. 4x32x8", optarg);
+				return ddl_cli_usage(P, "--cluster '%s': expected RxMxG, e.g. 4x32x8", optarg);
 			break;
-		case O_BW:
-			if (ddl_sim_parse_bw(optarg, bw) < 0)
-				return ddl_sim_usage_error("--bw '%s': expected machine=G,rack=G,cluster=G "
-				                           "(Gbit/s > 0, any subset)",
-				                           optarg);
+		case DDL_SIM_O_BW:
+			if (ddl_sim_parse_bw(optarg, bw, why, sizeof why) < 0)
+				return ddl_cli_usage(P, "--bw '%s': %s", optarg, why);
 			break;
-		case O_POLICY: policy_name = optarg; break;
-		case O_LEASE:
+		case DDL_SIM_O_POLICY: policy_name = optarg; break;
+		case DDL_SIM_O_LEASE:
 			if (ddl_sim_parse_seconds(optarg, &cfg.lease, 1) < 0 || cfg.lease < DDL_SIM_MIN_LEASE ||
 			    cfg.lease > DDL_SIM_MAX_TIME)
-				return ddl_sim_usage_error("--lease '%s': expected seconds in 0.001..1e10",
-				                           optarg);
+				return ddl_cli_usage(P, "--lease '%s': expected seconds in 0.001..1e10",
+				                     optarg);
 			break;
-		case O_RESTART:
+		case DDL_SIM_O_RESTART_COST:
 			if (ddl_sim_parse_seconds(optarg, &cfg.restart_cost, 0) < 0 ||
 			    cfg.restart_cost > DDL_SIM_MAX_TIME)
-				return ddl_sim_usage_error("--restart-cost '%s': expected seconds in 0..1e10",
-				                           optarg);
+				return ddl_cli_usage(P, "--restart-cost '%s': expected seconds in 0..1e10",
+				                     optarg);
 			break;
-		case O_JSON: json = 1; break;
-		case O_JOBS_OUT: jobs_out = optarg; break;
-		case O_FORCE: force = 1; break;
-		case O_SEED: {
+		case DDL_SIM_O_JSON: json = 1; break;
+		case DDL_SIM_O_JOBS_OUT: jobs_out = optarg; break;
+		case DDL_SIM_O_FORCE: force = 1; break;
+		case DDL_SIM_O_SEED: {
 			char *end;
 			errno = 0;
 			cfg.seed = strtoull(optarg, &end, 10);
 			if (end == optarg || *end || errno || optarg[0] == '-')
-				return ddl_sim_usage_error("--seed '%s': expected a number >= 0", optarg);
+				return ddl_cli_usage(P, "--seed '%s': expected a number >= 0", optarg);
 			break;
 		}
-		case O_STRICT: lo.strict = 1; break;
-		case O_PROFILES:
+		case DDL_SIM_O_STRICT: lo.strict = 1; break;
+		case DDL_SIM_O_PROFILES:
 			if (stat(optarg, &pst) < 0 || !S_ISDIR(pst.st_mode))
-				return ddl_sim_usage_error("--profiles '%s': expected a directory of "
-				                           "<model>.json reports", optarg);
+				return ddl_cli_usage(P, "--profiles '%s': expected a directory of "
+				                     "<model>.json reports", optarg);
 			profiles_dir = optarg;
 			break;
-		case O_CHECK: cfg.check = 1; break;
-		case O_GENERATE:
+		case DDL_SIM_O_CHECK: cfg.check = 1; break;
+		case DDL_SIM_O_GENERATE:
 			if (ddl_sim_parse_int(optarg, &generate) < 0 || generate < 0 || generate > 100000000)
-				return ddl_sim_usage_error("--generate '%s': expected a job count", optarg);
+				return ddl_cli_usage(P, "--generate '%s': expected a job count", optarg);
 			break;
-		case O_LOAD:
+		case DDL_SIM_O_LOAD:
 			if (ddl_sim_parse_double(optarg, &load) < 0 || load <= 0 || load > 10)
-				return ddl_sim_usage_error("--load '%s': expected a fraction > 0", optarg);
+				return ddl_cli_usage(P, "--load '%s': expected a fraction > 0", optarg);
 			break;
-		case 'h': ddl_sim_usage(stdout); return 0;
-		case O_VERSION: printf("ddlprof-sim %s\n", DDLPROF_VERSION); return 0;
-		default: ddl_sim_usage(stderr); return 2;
+		case DDL_SIM_O_HELP: ddl_sim_usage(); return 0;
+		case DDL_SIM_O_VERSION: printf("ddlprof-sim %s\n", DDLPROF_VERSION); return 0;
+		default: return DDL_CLI_USAGE; /* said by ddl_cli_next */
 		}
 	}
 	if (optind < argc)
-		return ddl_sim_usage_error("unexpected argument '%s'", argv[optind]);
+		return ddl_cli_usage(P, "unexpected argument '%s'", argv[optind]);
 	if (generate >= 0) {
 		if (trace)
-			return ddl_sim_usage_error("%s", "--generate and --trace exclude each other");
+			return ddl_cli_usage(P, "--generate and --trace exclude each other");
 		int philly = format && !strcmp(format, "philly");
 		if (format && !philly && strcmp(format, "csv"))
-			return ddl_sim_usage_error("--generate --format '%s': expected csv or philly", format);
-		return ddl_sim_generate(stdout, generate, cfg.seed, racks * mpr * gpm, gpm, load,
-		                        philly) < 0;
+			return ddl_cli_usage(P, "--generate --format '%s': expected csv or philly", format);
+		char tmp[4200];
+		FILE *f = out ? ddl_cli_out_open(P, out, force, 0644, tmp, sizeof tmp) : stdout;
+		if (!f)
+			return 1;
+		int bad = ddl_sim_generate(f, generate, cfg.seed, racks * mpr * gpm, gpm, load, philly) < 0;
+		if (out ? ddl_cli_out_close(f, out, tmp, !bad) < 0 : fflush(stdout) != 0)
+			bad = 1;
+		if (bad)
+			fprintf(stderr, "ddlprof-sim: writing the trace%s%s: %s\n", out ? " to " : "",
+			        out ? out : "", strerror(errno));
+		return bad;
 	}
 	if (!trace)
-		return ddl_sim_usage_error("%s", "--trace FILE is required");
+		return ddl_cli_usage(P, "--trace FILE is required");
 	const struct ddl_sim_policy *policy = NULL;
 	for (size_t i = 0; i < sizeof ddl_sim_policies / sizeof ddl_sim_policies[0]; i++)
 		if (!strcmp(policy_name, ddl_sim_policies[i]->name))
 			policy = ddl_sim_policies[i];
 	if (!policy)
-		return ddl_sim_usage_error(
-		        "--policy '%s': expected fifo, las, gandiva, dally or sensitivity", policy_name);
+		return ddl_cli_usage(P, "--policy '%s': expected fifo, las, gandiva, dally or sensitivity",
+		                     policy_name);
 	if (!format && !(format = ddl_sim_detect(trace)))
 		return 1;
 	size_t fi = 0;
@@ -327,8 +330,8 @@ int main(int argc, char **argv)
 	       strcmp(format, ddl_sim_formats[fi].name))
 		fi++;
 	if (fi == sizeof ddl_sim_formats / sizeof ddl_sim_formats[0])
-		return ddl_sim_usage_error("--format '%s': expected csv, tiresias, helios or philly",
-		                           format);
+		return ddl_cli_usage(P, "--format '%s': expected csv, tiresias, helios or philly",
+		                     format);
 
 	struct ddl_sim s = {.policy = policy, .cfg = cfg};
 	struct ddl_sim_trace t = {0};
@@ -416,14 +419,10 @@ int main(int argc, char **argv)
 		        s.njobs, s.rounds);
 	struct ddl_sim_summary m;
 	ddl_sim_summarize(&s, &m);
-	if (jobs_out && ddl_sim_write_jobs(jobs_out, force, &s) < 0)
+	if (jobs_out && ddl_sim_output(jobs_out, force, &s, NULL, 0, 0) < 0)
 		goto out;
-	if ((json ? ddl_sim_print_json(stdout, &s, &m, t.skipped)
-	          : ddl_sim_print_text(stdout, &s, &m, t.skipped)) < 0 ||
-	    fflush(stdout) != 0) {
-		fprintf(stderr, "ddlprof-sim: writing the output: %s\n", strerror(errno));
+	if (ddl_sim_output(out, force, &s, &m, t.skipped, json ? 2 : 1) < 0)
 		goto out;
-	}
 	rc = 0;
 out:
 	ddl_sim_profiles_free(&profs);

@@ -376,9 +376,9 @@ int ddl_sim_print_text(FILE *f, const struct ddl_sim *s, const struct ddl_sim_su
                        size_t skipped);
 int ddl_sim_print_json(FILE *f, const struct ddl_sim *s, const struct ddl_sim_summary *m,
                        size_t skipped);
-/* Writes per-job records to PATH, CSV when it ends in .csv, JSON lines
- * otherwise; refuses an existing file unless FORCE. 0 or -1 with a message. */
-int ddl_sim_write_jobs(const char *path, int force, const struct ddl_sim *s);
+/* Writes per-job records to F, CSV with CSV, JSON lines otherwise. 0, or -1
+ * when F failed. */
+int ddl_sim_write_jobs(FILE *f, int csv, const struct ddl_sim *s);
 
 /* The synthetic trace generator (generate.c): N jobs in our CSV format, or
  * with PHILLY a Philly job log for machines of GPM GPUs, sized for roughly

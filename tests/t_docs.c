@@ -20,6 +20,13 @@
  *                      reading traces takes more than a second: a progress
  *                      line; with -q, or stderr a pipe, none
  * docs_progress_sim    the same for a ddlprof-sim simulation
+ * docs_flags           one meaning per flag, in all four commands: --help
+ *                      describes every option of the command's table, a
+ *                      usage error is one line ending "try --help", -q is
+ *                      taken, the man page's SYNOPSIS lists every option;
+ *                      -o, --force and --json as ddlprof-report's
+ * docs_rate_units      the one rate parser: a table of spellings, refusals,
+ *                      and the tools that take a rate agreeing on it
  *
  * "Takes more than a second" is made to happen on any machine by holding
  * the tool still for 1.2 s in the middle of the phase that shows progress:
@@ -48,6 +55,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../launcher/launcher_opts.h"
+#include "../recommender/rec_opts.h"
+#include "../scheduler/sim_opts.h"
+#include "ddlprof/rate.h"
+#include "report_opts.h"
 #include "test.h"
 
 /* A path in the source tree (the build's parent), in one of 4 buffers. */
@@ -715,4 +727,382 @@ int test_docs_progress_sim(void)
 		free(dir);
 	}
 	return rc;
+}
+
+/*
+ * ---- One meaning per flag (issue 16) ----
+ * Each command with its option table, the one its parser and --help are
+ * made from (ddlprof/cli.h), its man page and the status of a usage error.
+ */
+static const struct ddl_cli_opt docs_launch_opts[] = {DDL_LAUNCH_OPTIONS(DDL_CLI_OPT)};
+static const struct ddl_cli_opt docs_report_opts[] = {DDL_REPORT_OPTIONS(DDL_CLI_OPT)};
+static const struct ddl_cli_opt docs_rec_opts[] = {DDL_REC_OPTIONS(DDL_CLI_OPT)};
+static const struct ddl_cli_opt docs_sim_opts[] = {DDL_SIM_OPTIONS(DDL_CLI_OPT)};
+#define DOCS_N(a) (sizeof a / sizeof a[0])
+static const struct docs_tool {
+	const char *bin, *name, *man;
+	const struct ddl_cli_opt *opt;
+	size_t n;
+	int bad; /* a usage error's status: the launcher's own errors are 125 */
+} docs_tools[] = {
+	{"bin/ddlprof", "ddlprof", "man/ddlprof.1", docs_launch_opts, DOCS_N(docs_launch_opts), 125},
+	{"bin/ddlprof-report", "ddlprof-report", "man/ddlprof-report.1", docs_report_opts,
+	 DOCS_N(docs_report_opts), 2},
+	{"bin/ddlprof-recommend", "ddlprof-recommend", "man/ddlprof-recommend.1", docs_rec_opts,
+	 DOCS_N(docs_rec_opts), 2},
+	{"bin/ddlprof-sim", "ddlprof-sim", "man/ddlprof-sim.1", docs_sim_opts, DOCS_N(docs_sim_opts), 2},
+};
+
+/*
+ * Whether HELP (--help's output) has a line for option O, "  -o, --output
+ * FILE" or "      --trace LIST", followed by a description on that line
+ * or, indented, on the next.
+ */
+static int docs_help_has(const char *help, const struct ddl_cli_opt *o)
+{
+	char want[128];
+	if (o->letter)
+		snprintf(want, sizeof want, "  -%c, --%s%s%s", o->letter, o->name, o->arg ? " " : "",
+		         o->arg ? o->arg : "");
+	else
+		snprintf(want, sizeof want, "      --%s%s%s", o->name, o->arg ? " " : "",
+		         o->arg ? o->arg : "");
+	size_t n = strlen(want);
+	for (const char *l = help; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, want, n))
+			continue;
+		const char *rest = l + n;
+		if (*rest == ' ') {
+			while (*rest == ' ')
+				rest++;
+			if (*rest && *rest != '\n')
+				return 1; /* described on its line */
+		} else if (*rest == '\n') {
+			const char *next = rest + 1;
+			size_t ind = strspn(next, " ");
+			if (ind >= 8 && next[ind] && next[ind] != '\n')
+				return 1; /* on the next */
+		}
+	}
+	return 0;
+}
+
+/* Runs ARGV, a usage error: status BAD, nothing on stdout, and one line on
+ * stderr, "NAME: ...; try --help". */
+static int docs_one_line_error(char *const argv[], const char *name, int bad)
+{
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 30, &r) == 0, "%s %s did not finish", name, argv[1]);
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, "%s: ", name);
+	char *nl = strchr(r.err, '\n');
+	CHECK(docs_status(&r) == bad && r.nout == 0 && !strncmp(r.err, prefix, strlen(prefix)) &&
+	      nl && !nl[1] && strstr(r.err, "; try --help\n"),
+	      "%s %s: status %d (want %d), stdout '%.80s', stderr '%s' (want one line '%s...; try "
+	      "--help')", name, argv[1], docs_status(&r), bad, r.out, r.err, prefix);
+	trun_free(&r);
+	return DDL_PASS;
+}
+
+/*
+ * The SYNOPSIS of a man page (its source) as plain words: the roff
+ * requests dropped, \- as -, font escapes and quotes removed. NULL when
+ * the page has none. The caller frees it.
+ */
+static char *docs_synopsis(const char *page)
+{
+	FILE *f = fopen(page, "r");
+	if (!f)
+		return NULL;
+	char line[1024];
+	int in = 0;
+	size_t cap = 1 << 16, n = 0;
+	char *out = calloc(1, cap);
+	while (out && fgets(line, sizeof line, f)) {
+		if (!strncmp(line, ".SH", 3)) {
+			if (in)
+				break;
+			in = strstr(line, "SYNOPSIS") != NULL;
+			continue;
+		}
+		if (!in)
+			continue;
+		const char *p = line;
+		if (*p == '.') /* a request: its name goes, its arguments stay */
+			p += strcspn(p, " \n");
+		for (; *p && n + 2 < cap; p++) {
+			if (p[0] == '\\' && p[1] == '-') {
+				out[n++] = '-';
+				p++;
+			} else if (p[0] == '\\' && p[1] == 'f' && p[2]) {
+				p += 2;
+			} else if (p[0] == '\\' && p[1] == '&') {
+				p++;
+			} else if (*p == '"' || *p == '\n') {
+				out[n++] = ' ';
+			} else {
+				out[n++] = *p;
+			}
+		}
+		out[n++] = ' ';
+	}
+	fclose(f);
+	if (out && !n) {
+		free(out);
+		out = NULL;
+	}
+	return out;
+}
+
+/* Whether TEXT holds OPT ("--trace", "-o") as a word of its own. */
+static int docs_has_word(const char *text, const char *opt)
+{
+	size_t n = strlen(opt);
+	for (const char *p = strstr(text, opt); p; p = strstr(p + 1, opt)) {
+		char before = p == text ? ' ' : p[-1], after = p[n];
+		if (strchr(" [(|", before) && (!after || strchr(" ])|=,.", after)))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * For each of the four commands: --help lists every option of its table,
+ * each with a description; an unknown option, an unknown short one and
+ * one missing its value each give one line on stderr, "NAME: ...; try
+ * --help", and status 2 (125 for the launcher, whose own errors stay apart
+ * from the command's); -q is accepted; every option of the table is in
+ * the SYNOPSIS of its man page (a short option's letter will do). Then
+ * -o, --force and --json mean the same for ddlprof-sim and
+ * ddlprof-recommend as for ddlprof-report (report_errors): the output
+ * written whole to -o's file, never over an existing one without --force.
+ */
+int test_docs_flags(void)
+{
+	struct ddl_run_result r;
+	for (size_t t = 0; t < DOCS_N(docs_tools); t++) {
+		const struct docs_tool *T = &docs_tools[t];
+		const char *bin = tbuild(T->bin);
+		char *help[] = {(char *)bin, "--help", NULL};
+		CHECK(trun(help, NULL, 30, &r) == 0 && docs_status(&r) == 0, "%s --help: status %d",
+		      T->name, docs_status(&r));
+		for (size_t i = 0; i < T->n; i++)
+			CHECK(docs_help_has(r.out, &T->opt[i]),
+			      "%s --help has no described line for --%s:\n%s", T->name, T->opt[i].name, r.out);
+		trun_free(&r);
+
+		/* the first option that takes a value, given none */
+		const char *valued = NULL;
+		for (size_t i = 0; i < T->n && !valued; i++)
+			if (T->opt[i].arg)
+				valued = T->opt[i].name;
+		CHECK(valued, "%s: no option takes a value", T->name);
+		char missing[64];
+		snprintf(missing, sizeof missing, "--%s", valued);
+		char *bad1[] = {(char *)bin, "--no-such-option", "true", NULL};
+		char *bad2[] = {(char *)bin, "-Z", "true", NULL};
+		char *bad3[] = {(char *)bin, missing, NULL};
+		if (docs_one_line_error(bad1, T->name, T->bad) != DDL_PASS ||
+		    docs_one_line_error(bad2, T->name, T->bad) != DDL_PASS ||
+		    docs_one_line_error(bad3, T->name, T->bad) != DDL_PASS)
+			return DDL_FAIL;
+
+		char *quiet[] = {(char *)bin, "-q", "--version", NULL};
+		CHECK(trun(quiet, NULL, 30, &r) == 0 && docs_status(&r) == 0 && r.nerr == 0 &&
+		      !strncmp(r.out, T->name, strlen(T->name)),
+		      "%s -q --version: status %d, stdout '%s', stderr '%s'", T->name, docs_status(&r),
+		      r.out, r.err);
+		trun_free(&r);
+
+		char *syn = docs_synopsis(docs_src(T->man));
+		CHECK(syn, "%s has no SYNOPSIS", T->man);
+		for (size_t i = 0; i < T->n; i++) {
+			char lng[64], shrt[4] = "";
+			snprintf(lng, sizeof lng, "--%s", T->opt[i].name);
+			if (T->opt[i].letter)
+				snprintf(shrt, sizeof shrt, "-%c", T->opt[i].letter);
+			CHECK(docs_has_word(syn, lng) || (shrt[0] && docs_has_word(syn, shrt)),
+			      "%s: SYNOPSIS lacks %s%s%s: %s", T->man, shrt, shrt[0] ? " or " : "", lng, syn);
+		}
+		free(syn);
+	}
+
+	/* -q does something: ddlprof-recommend's notes, ddlprof's messages */
+	const char *rec = tbuild("bin/ddlprof-recommend");
+	char *notes[] = {(char *)rec, "--layers", "10", "--params", "1e6", "--compute-ms", "100",
+	                 "--iterations", "1000", NULL};
+	char *noted[] = {(char *)rec, "-q", "--layers", "10", "--params", "1e6", "--compute-ms", "100",
+	                 "--iterations", "1000", NULL};
+	CHECK(trun(notes, NULL, 60, &r) == 0 && docs_status(&r) == 0 && strstr(r.err, "note: "),
+	      "ddlprof-recommend without -q: status %d, no notes: '%s'", docs_status(&r), r.err);
+	trun_free(&r);
+	CHECK(trun(noted, NULL, 60, &r) == 0 && docs_status(&r) == 0 && r.nerr == 0 && r.nout > 0,
+	      "ddlprof-recommend -q: status %d, stderr '%s'", docs_status(&r), r.err);
+	trun_free(&r);
+
+	/* -o, --force and --json, in ddlprof-sim and ddlprof-recommend */
+	char *dir = tmpdir(), out[PATH_MAX];
+	snprintf(out, sizeof out, "%s/out.json", dir);
+	const char *sim = tbuild("bin/ddlprof-sim"), *jobs = docs_src("examples/jobs.csv");
+	char *const cmds[][14] = {
+		{(char *)sim, "--trace", (char *)jobs, "--cluster", "2x4x8", "--json", "-o", out, NULL},
+		{(char *)rec, "--layers", "10", "--params", "1e6", "--compute-ms", "100", "--iterations",
+		 "1000", "--json", "-o", out, NULL},
+	};
+	static const char *const schema[] = {"ddlprof-sim/1", "ddlprof-recommend/1"};
+	for (size_t i = 0; i < 2; i++) {
+		unlink(out);
+		CHECK(trun(cmds[i], NULL, 60, &r) == 0 && docs_status(&r) == 0 && r.nout == 0,
+		      "%s --json -o: status %d, stdout '%.80s', stderr '%s'", cmds[i][0], docs_status(&r),
+		      r.out, r.err);
+		trun_free(&r);
+		json_t *j = json_load_file(out, 0, NULL);
+		CHECK(j && !strcmp(json_string_value(json_object_get(j, "schema")) ?: "", schema[i]),
+		      "%s -o: %s is not %s JSON", cmds[i][0], out, schema[i]);
+		json_decref(j);
+		CHECK(docs_write(out, "keep", 4) == 0, "%s", out);
+		CHECK(trun(cmds[i], NULL, 60, &r) == 0 && docs_status(&r) == 1 && r.nout == 0 &&
+		      strstr(r.err, "--force"),
+		      "%s -o over an existing file: status %d, stderr '%s'", cmds[i][0], docs_status(&r),
+		      r.err);
+		trun_free(&r);
+		char buf[8] = "";
+		FILE *f = fopen(out, "r");
+		CHECK(f && fread(buf, 1, sizeof buf, f) == 4 && !memcmp(buf, "keep", 4),
+		      "%s: replaced without --force", out);
+		fclose(f);
+		char *forced[16];
+		size_t k = 0;
+		for (; cmds[i][k]; k++)
+			forced[k] = cmds[i][k];
+		forced[k++] = "--force";
+		forced[k] = NULL;
+		CHECK(trun(forced, NULL, 60, &r) == 0 && docs_status(&r) == 0, "%s --force: %s",
+		      cmds[i][0], r.err);
+		trun_free(&r);
+		j = json_load_file(out, 0, NULL);
+		CHECK(j, "%s --force -o: %s not replaced by JSON", cmds[i][0], out);
+		json_decref(j);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * The one rate parser (ddlprof/rate.h) every rate option uses: a table of
+ * spellings and their bits per second, and of refusals; then each tool
+ * with a rate: ddlprof-report --bw rack=1 is 1 Gbit/s (not 1 byte a
+ * second) as rack=1gbit is, ddlprof-sim takes --bw rack=1gbit, and absurd
+ * rates are refused by all three in one line naming the option and the
+ * value.
+ */
+int test_docs_rate_units(void)
+{
+	static const struct {
+		const char *in;
+		double bps;
+	} good[] = {
+		{"25gbit", 25e9},   {"400mbit", 400e6},   {"100mbit", 100e6}, {"10G", 10e9},
+		{"10g", 10e9},      {"25", 25e9},         {"0.5", 0.5e9},     {"1.5Tbit/s", 1.5e12},
+		{"100M", 100e6},    {"64K", 64e3},        {"2T", 2e12},       {"25GBIT", 25e9},
+		{"25GBit", 25e9},   {"10gbits", 10e9},    {"10Gb/s", 10e9},   {"10Gbps", 10e9},
+		{"2000kbps", 2e6},  {"3Mb", 3e6},         {"1kbit/S", 1e3},   {"1000bit", 1e3},
+		{"8e3bit", 8e3},    {"1e2G", 100e9},      {"100tbit", 1e14},  {"100T", 1e14},
+		{"10mbitps", 10e6}, {"1e-5", 1e4},        {".5g", 0.5e9},     {"5.", 5e9},
+	};
+	static const char *const bad[] = {
+		"",       "0",      "0.0",     "-1",      "-25gbit", "+5",     "nan",    "NaN",
+		"inf",    "0x10",   "25GB",    "25GB/s",  "10MBps",  "1B",     "999bit", "0.5kbit",
+		"101tbit", "1e15",  "1e400",   "25gbit!", "25 gbit", " 25",    "fast",   "10ps",
+		"10/s",   "10parsec", ".",     "1e",      "25gbitx", "gbit",   "10gbit/s/s", "1..5",
+	};
+	char why[256];
+	for (size_t i = 0; i < DOCS_N(good); i++) {
+		double bps = -1;
+		why[0] = 0;
+		CHECK(ddl_rate_parse(good[i].in, strlen(good[i].in), &bps, why, sizeof why) == 0,
+		      "'%s' refused: %s", good[i].in, why);
+		CHECK(bps > good[i].bps * (1 - 1e-12) && bps < good[i].bps * (1 + 1e-12),
+		      "'%s' is %.17g bit/s, not %.17g", good[i].in, bps, good[i].bps);
+	}
+	for (size_t i = 0; i < DOCS_N(bad); i++) {
+		double bps = -1;
+		why[0] = 0;
+		CHECK(ddl_rate_parse(bad[i], strlen(bad[i]), &bps, why, sizeof why) < 0,
+		      "'%s' taken as %g bit/s", bad[i], bps);
+		CHECK(bps == -1 && why[0] && (!bad[i][0] || strstr(why, bad[i])),
+		      "'%s': the reason '%s' does not name it", bad[i], why);
+	}
+	/* a part of a list: only the N bytes given */
+	double bps = 0;
+	CHECK(ddl_rate_parse("25gbit,rack=1", 6, &bps, why, sizeof why) == 0 && bps == 25e9,
+	      "a rate within a list: %s", why);
+
+	/* absurd rates, refused by each tool in its one line */
+	const char *T = tbuild("bin/ddlprof-report"), *S = tbuild("bin/ddlprof-sim"),
+	           *L = tbuild("bin/ddlprof");
+	const char *jobs = docs_src("examples/jobs.csv");
+	struct {
+		char *argv[10];
+		const char *name, *says;
+		int status;
+	} c[] = {
+		{{(char *)T, "--bw", "rack=0", "/nonexistent", NULL}, "ddlprof-report", "--bw 'rack=0'", 2},
+		{{(char *)T, "--bw", "cluster=25GB", "/nonexistent", NULL}, "ddlprof-report",
+		 "--bw 'cluster=25GB'", 2},
+		{{(char *)T, "--bw", "rack=1e15", "/nonexistent", NULL}, "ddlprof-report", "above", 2},
+		{{(char *)S, "--trace", (char *)jobs, "--bw", "rack=nan", NULL}, "ddlprof-sim",
+		 "--bw 'rack=nan'", 2},
+		{{(char *)S, "--trace", (char *)jobs, "--bw", "rack=-1gbit", NULL}, "ddlprof-sim",
+		 "--bw 'rack=-1gbit'", 2},
+		{{(char *)L, "--perturb-net", "rate=100bit", "true", NULL}, "ddlprof",
+		 "--perturb-net 'rate=100bit'", 125},
+		{{(char *)L, "--perturb-net", "rate=10mbitx", "true", NULL}, "ddlprof",
+		 "--perturb-net 'rate=10mbitx'", 125},
+	};
+	struct ddl_run_result r;
+	for (size_t i = 0; i < DOCS_N(c); i++) {
+		if (docs_one_line_error(c[i].argv, c[i].name, c[i].status) != DDL_PASS)
+			return DDL_FAIL;
+		CHECK(trun(c[i].argv, NULL, 30, &r) == 0 && strstr(r.err, c[i].says),
+		      "%s %s %s: '%s' does not say '%s'", c[i].name, c[i].argv[1], c[i].argv[2], r.err,
+		      c[i].says);
+		trun_free(&r);
+	}
+
+	/* ddlprof-sim: 1gbit and a bare 1 are the same rate */
+	char *s1[] = {(char *)S, "--trace", (char *)jobs, "--cluster", "2x4x8", "--bw",
+	              "rack=1gbit,cluster=400mbit", "--json", NULL};
+	char *s2[] = {(char *)S, "--trace", (char *)jobs, "--cluster", "2x4x8", "--bw",
+	              "rack=1,cluster=0.4", "--json", NULL};
+	struct ddl_run_result r2;
+	CHECK(trun(s1, NULL, 60, &r) == 0 && docs_status(&r) == 0, "sim --bw rack=1gbit: %s", r.err);
+	CHECK(trun(s2, NULL, 60, &r2) == 0 && docs_status(&r2) == 0, "sim --bw rack=1: %s", r2.err);
+	CHECK(r.nout == r2.nout && !memcmp(r.out, r2.out, r.nout),
+	      "sim: --bw rack=1gbit,cluster=400mbit and rack=1,cluster=0.4 differ:\n%s\n%s", r.out,
+	      r2.out);
+	trun_free(&r);
+	trun_free(&r2);
+
+	/* ddlprof-report: rack=1 is 1 Gbit/s, as rack=1gbit and rack=1G */
+	char *dir = tmpdir(), t[PATH_MAX];
+	snprintf(t, sizeof t, "%s/t", dir);
+	if (docs_job(tbuild("bin/ddlprof"), t) != DDL_PASS)
+		return DDL_FAIL;
+	static const char *const spell[] = {"rack=1", "rack=1gbit", "rack=1G"};
+	for (size_t i = 0; i < DOCS_N(spell); i++) {
+		char *a[] = {(char *)T, "--json", "--bw", (char *)spell[i], t, NULL};
+		CHECK(trun(a, NULL, 60, &r) == 0 && docs_status(&r) == 0, "report --bw %s: %s", spell[i],
+		      r.err);
+		json_t *j = json_loads(r.out, 0, NULL);
+		json_t *bw = tjget(j, "job.sensitivity.bandwidth_bps.rack");
+		CHECK(bw && json_number_value(bw) == 1e9, "report --bw %s: rack at %g bit/s, not 1e9",
+		      spell[i], bw ? json_number_value(bw) : -1.0);
+		json_decref(j);
+		trun_free(&r);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
 }

@@ -31,7 +31,7 @@ int test_launcher_errors(void)
 		{{(char *)L, "--trace", "sockets", "true", NULL}, 125, "--trace"},
 		{{(char *)L, "--run-id", "a/b", "true", NULL}, 125, "--run-id"},
 		{{(char *)L, "--flush-ms", "0", "true", NULL}, 125, "--flush-ms"},
-		{{(char *)L, "--bogus", "true", NULL}, 125, "usage"},
+		{{(char *)L, "--bogus", "true", NULL}, 125, "ddlprof: unknown option --bogus; try --help"},
 		{{(char *)L, "-q", "-o", "/tmp/ddltest-nf", "--", "/no/such/command", NULL}, 127,
 		 "/no/such/command"},
 	};

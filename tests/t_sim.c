@@ -100,7 +100,7 @@ int test_sim_usage(void)
 		{{"--help", NULL}, 0, ""},
 		{{"--version", NULL}, 0, ""},
 		{{NULL}, 2, "--trace"},
-		{{"--bogus", NULL}, 2, "usage"},
+		{{"--bogus", NULL}, 2, "ddlprof-sim: unknown option --bogus; try --help"},
 		{{"--trace", "x.csv", "--cluster", "4x32", NULL}, 2, "--cluster"},
 		{{"--trace", "x.csv", "--policy", "srtf", NULL}, 2, "--policy"},
 		{{"--trace", "x.csv", "--format", "yaml", NULL}, 2, "--format"},
