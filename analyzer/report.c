@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +40,61 @@ static void ddl_usage(FILE *f)
 	           "                       --format text|json|dump|chrome|html|csv] [--run ID]\n"
 	           "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
 	           "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
-	           "                      [--baseline DIR] [-q] [-o FILE [--force]] DIR|FILE...\n"
+	           "                      [--baseline DIR] [-q] [-o FILE] [--sqlite FILE] [--force]\n"
+	           "                      DIR|FILE...\n"
 	           "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
 	           "       ddlprof-report --compare real=DIR synthetic=DIR [--json] [-o FILE]\n"
 	           "Summarise ddlprof traces. See ddlprof-report(1).\n");
+}
+
+/*
+ * What is at PATH for an output (-o, --sqlite: OPT names it in messages):
+ * whether something is there, whether it is a symlink, whether that has a
+ * target, and what that is (ST). A directory or a block device is refused,
+ * and a regular file unless FORCE. 0, or -1 with the one message said.
+ */
+struct ddl_target {
+	int exists, link, target, special;
+	struct stat st;
+};
+
+static int ddl_target_check(const char *path, int force, const char *opt, struct ddl_target *t)
+{
+	struct stat ls;
+	t->exists = lstat(path, &ls) == 0;
+	t->link = t->exists && S_ISLNK(ls.st_mode);
+	t->target = t->link ? stat(path, &t->st) == 0 : t->exists; /* a dangling link has none */
+	if (!t->link)
+		t->st = ls;
+	if (t->target && (S_ISDIR(t->st.st_mode) || S_ISBLK(t->st.st_mode))) {
+		fprintf(stderr, "ddlprof-report: %s: a %s; name a file for %s\n", path,
+		        S_ISDIR(t->st.st_mode) ? "directory" : "block device", opt);
+		return -1;
+	}
+	t->special = t->target && !S_ISREG(t->st.st_mode);
+	if (t->exists && !t->special && !force) {
+		fprintf(stderr, "ddlprof-report: %s exists; pass --force to overwrite it\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether PATH names one of the process's own descriptors (/dev/stdout, /dev/fd/N). */
+static int ddl_own_fd(const char *path)
+{
+	return !strncmp(path, "/dev/std", 8) || !strncmp(path, "/dev/fd/", 8) ||
+	       !strncmp(path, "/proc/self/fd/", 14);
+}
+
+/* Creates PATH.tmp.PID beside PATH, named in TMP (N bytes); its descriptor, or -1 (errno). */
+static int ddl_tmp_create(const char *path, char *tmp, size_t n)
+{
+	if ((size_t)snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid()) >= n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* 0600 like the traces: a report holds command lines and addresses */
+	return open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 /*
@@ -57,34 +109,19 @@ static void ddl_usage(FILE *f)
  */
 static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
 {
-	struct stat ls, st;
+	struct ddl_target tg;
 	tmp[0] = 0;
-	int exists = lstat(path, &ls) == 0, link = exists && S_ISLNK(ls.st_mode);
-	int target = link ? stat(path, &st) == 0 : exists; /* a dangling link has none */
-	if (!link)
-		st = ls;
-	if (target && (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))) {
-		fprintf(stderr, "ddlprof-report: %s: a %s; name a file for -o\n", path,
-		        S_ISDIR(st.st_mode) ? "directory" : "block device");
+	if (ddl_target_check(path, force, "-o", &tg) < 0)
 		return NULL;
-	}
-	int special = target && !S_ISREG(st.st_mode);
-	if (exists && !special && !force) {
-		fprintf(stderr, "ddlprof-report: %s exists; pass --force to overwrite it\n", path);
-		return NULL;
-	}
 	int fd;
-	if (special || link) {
+	if (tg.special || tg.link) {
 		/* in place, through the link if one: the target stays what it is;
 		 * one of the process's own descriptors (/dev/stdout) appended to,
 		 * as the shell that opened it decided */
-		int own = !strncmp(path, "/dev/std", 8) || !strncmp(path, "/dev/fd/", 8) ||
-		          !strncmp(path, "/proc/self/fd/", 14);
-		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (special ? 0 : own ? O_APPEND : O_TRUNC));
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC |
+		                    (tg.special ? 0 : ddl_own_fd(path) ? O_APPEND : O_TRUNC));
 	} else {
-		snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-		/* 0600 like the traces: a report holds command lines and addresses */
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd = ddl_tmp_create(path, tmp, n);
 	}
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
@@ -108,6 +145,50 @@ static int ddl_close_out(FILE *f, const char *path, const char *tmp, int ok)
 	return rc;
 }
 
+/*
+ * --sqlite PATH: the database is written as -o writes a file, through a
+ * temporary name beside it renamed over it once complete, and an existing
+ * file is replaced only with --force; a symlink to a file stays a link,
+ * its target replaced. A database is a file written by name: a device,
+ * FIFO or socket is refused rather than written, as are a link to nothing
+ * and the process's own descriptors (/dev/stdout: what the shell opened
+ * would not be what is renamed). 0, or -1 with the one message said.
+ */
+static int ddl_write_sqlite(const struct ddl_report *r, const char *path, int force)
+{
+	struct ddl_target tg;
+	if (ddl_own_fd(path)) {
+		fprintf(stderr, "ddlprof-report: %s: a descriptor of this process; --sqlite writes a "
+		        "database to a regular file\n", path);
+		return -1;
+	}
+	if (ddl_target_check(path, force, "--sqlite", &tg) < 0)
+		return -1;
+	if (tg.special || (tg.link && !tg.target)) {
+		fprintf(stderr, "ddlprof-report: %s: %s; --sqlite writes a database to a regular file\n",
+		        path, tg.special ? "not a regular file" : "a symbolic link to nothing");
+		return -1;
+	}
+	char real[PATH_MAX], tmp[PATH_MAX + 32], err[512];
+	const char *at = tg.link ? realpath(path, real) : path;
+	int fd = at ? ddl_tmp_create(at, tmp, sizeof tmp) : -1;
+	if (fd < 0) {
+		fprintf(stderr, "ddlprof-report: --sqlite %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	close(fd); /* SQLite opens it by name: an empty file is a new database */
+	int rc = ddl_out_sqlite(r, tmp, err, sizeof err);
+	if (rc == 0 && rename(tmp, at) != 0) {
+		snprintf(err, sizeof err, "%s", strerror(errno));
+		rc = -1;
+	}
+	if (rc != 0) {
+		unlink(tmp);
+		fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", path, err);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -124,8 +205,11 @@ int main(int argc, char **argv)
 		/* format aliases: the option's name is the format's */
 		{"chrome", no_argument, NULL, 'A'}, {"html", no_argument, NULL, 'A'},
 		{"csv", no_argument, NULL, 'A'},
+		{"sqlite", required_argument, NULL, 'S'},
 		{NULL, 0, NULL, 0}};
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
+	const char *sqlite = NULL; /* --sqlite: the database, beside (or instead of) the report */
+	int format_given = 0;
 	char *compare[DDL_CMP_RUNS];
 	int ncompare = 0;
 	const char *bw = NULL, *fail_if[16], *data_names = "data*,*dataload*,*data_load*,input*";
@@ -137,10 +221,11 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:hq", opts, &idx)) != -1) {
 		switch (c) {
 		case 'q': quiet = 1; break;
-		case 'j': format = "json"; break;
-		case 'd': format = "dump"; break;
-		case 'F': format = optarg; break;
-		case 'A': format = opts[idx].name; break;
+		case 'j': format = "json"; format_given = 1; break;
+		case 'd': format = "dump"; format_given = 1; break;
+		case 'F': format = optarg; format_given = 1; break;
+		case 'A': format = opts[idx].name; format_given = 1; break;
+		case 'S': sqlite = optarg; break;
 		case 'r': run_id = optarg; break;
 		case 'o': out = optarg; break;
 		case 'f': force = 1; break;
@@ -195,6 +280,14 @@ int main(int argc, char **argv)
 			fi = (int)i;
 	if (fi < 0) {
 		fprintf(stderr, "ddlprof-report: unknown format '%s' (text, json, dump, chrome, html or csv)\n", format);
+		return 2;
+	}
+	if (sqlite && ncompare) {
+		fprintf(stderr, "ddlprof-report: --sqlite writes one run's report, not --compare\n");
+		return 2;
+	}
+	if (sqlite && out && !strcmp(sqlite, out)) {
+		fprintf(stderr, "ddlprof-report: -o and --sqlite both name %s\n", out);
 		return 2;
 	}
 	if (ncompare) {
@@ -273,11 +366,13 @@ int main(int argc, char **argv)
 			if (t->corrupt)
 				status = 1;
 		}
+	/* --sqlite alone writes the database only; a format or -o asks for the report too */
+	int report = !sqlite || format_given || out;
 	char tmp[4200];
-	FILE *f = out ? ddl_open_out(out, force, tmp, sizeof tmp) : stdout;
-	if (!f) {
+	FILE *f = !report ? NULL : out ? ddl_open_out(out, force, tmp, sizeof tmp) : stdout;
+	if (report && !f) {
 		status = 1;
-	} else {
+	} else if (report) {
 		int rc = ddl_formats[fi].out(&rep, f);
 		if (out) {
 			rc = ddl_close_out(f, out, tmp, rc == 0);
@@ -289,6 +384,8 @@ int main(int argc, char **argv)
 		if (rc != 0)
 			status = 1;
 	}
+	if (sqlite && ddl_write_sqlite(&rep, sqlite, force) != 0)
+		status = 1;
 	/* The CI gate, after the report is written: exit 3 when it trips; a
 	 * report short of what the traces hold passes no gate (exit 4). */
 	int tripped = 0;
