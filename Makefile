@@ -21,6 +21,8 @@ B ?= build
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 LZ4_LIBS := $(shell pkg-config --libs liblz4 2>/dev/null || echo -llz4)
+# ddlprof-report --sqlite: Debian's libsqlite3 (libsqlite3-dev).
+SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
 
 LIB_SRC := $(wildcard libddlprof/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
@@ -141,7 +143,7 @@ $(B)/bin/ddlprof: $(B)/obj/launcher/ddlprof.o
 
 $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
+	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 $(B)/bin/ddlprof-recommend: $(REC_OBJ)
 	@mkdir -p $(@D)
@@ -271,7 +273,7 @@ $(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c tests/fuzz/trace_mutator.h $(READ_
 $(B)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c tests/fuzz/trace_mutator.h $(filter-out analyzer/report.c,$(wildcard analyzer/*.c)) $(wildcard analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -Ianalyzer -o $@ tests/fuzz/fuzz_report.c $(filter-out analyzer/report.c,$(wildcard analyzer/*.c)) \
-		$(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
+		$(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 # ThreadSanitizer over the preload library's hot path (tests/tsan/hot.c says
 # how): the library's sources compiled into the test program with gcc, whose

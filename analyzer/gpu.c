@@ -84,6 +84,32 @@ static int ddl_py_counted(const struct ddl_collsum *c)
 	       : !c->nccl ? DDL_PY_P2P : DDL_PY_NONE;
 }
 
+int ddl_proc_coll_counted(const struct ddl_proc *p, const struct ddl_trace *t, size_t i)
+{
+	return ddl_counted_coll(t, i, ddl_py_counted(&p->coll));
+}
+
+size_t ddl_coll_elem_size(const struct ddl_trace *t, size_t i)
+{
+	/* ncclDataType_t, int8 .. float8e5m2, as nccl.h numbers them */
+	static const unsigned char nccl[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+	const struct ddl_args *a = ddl_event_args(t, i);
+	if (!a)
+		return 0;
+	if (ddl_event_class(t->ev[i].kind) == DDL_CLASS_COLL)
+		return a->dtype < sizeof nccl ? nccl[a->dtype] : 0;
+	return a->dtype; /* gloo's and torch's: the bytes per element */
+}
+
+const char *ddl_nccl_redop_name(unsigned kind, unsigned op)
+{
+	static const char *const ops[] = {"sum", "prod", "max", "min", "avg"};
+	if (kind != DDL_EV_NCCL_ALLREDUCE && kind != DDL_EV_NCCL_REDUCE &&
+	    kind != DDL_EV_NCCL_REDUCESCATTER)
+		return NULL; /* the others take no reduction: their op is 0 */
+	return op < 5 ? ops[op] : NULL;
+}
+
 /* Adds collective I of T to C. */
 static void ddl_coll_add(const struct ddl_report *r, struct ddl_collsum *c,
                          const struct ddl_trace *t, size_t i)

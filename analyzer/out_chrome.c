@@ -146,9 +146,7 @@ void ddl_devcalls_free(struct ddl_devcalls *c)
 	memset(c, 0, sizeof *c);
 }
 
-/* Name ID of T as the report shows it: demangled when it is a C++ kernel's. */
-static const char *ddl_devcalls_name(const struct ddl_devcalls *c, const struct ddl_trace *t,
-                                     uint32_t id)
+const char *ddl_devcalls_name(const struct ddl_devcalls *c, const struct ddl_trace *t, uint32_t id)
 {
 	return id < c->nnames && c->names[id] ? c->names[id] : ddl_trace_name(t, id);
 }
@@ -517,12 +515,6 @@ static const char *ddl_cat_of(int cls)
 	}
 }
 
-static const char *ddl_redop_name(unsigned op)
-{
-	static const char *const ops[] = {"sum", "prod", "max", "min", "avg"};
-	return op < 5 ? ops[op] : NULL;
-}
-
 /* A socket call, a wait on a thread, or a call of a kind newer than us. */
 static void ddl_host_args(struct ddl_cw *w, const struct ddl_trace *t, const struct ddl_event *e,
                           int cls)
@@ -570,10 +562,8 @@ static void ddl_gpu_args(struct ddl_cw *w, const struct ddl_trace *t, size_t i, 
 		ddl_arg_int(w, "comm_size", ci->nranks);
 	}
 	if (cls == DDL_CLASS_COLL) {
-		const char *op = ddl_redop_name(a->op);
-		if (op && e->kind != DDL_EV_NCCL_SEND && e->kind != DDL_EV_NCCL_RECV &&
-		    e->kind != DDL_EV_NCCL_ALLGATHER && e->kind != DDL_EV_NCCL_BROADCAST &&
-		    e->kind != DDL_EV_NCCL_BCAST)
+		const char *op = ddl_nccl_redop_name(e->kind, a->op);
+		if (op)
 			ddl_arg_str(w, "op", op);
 		ddl_arg_int(w, "dtype", a->dtype);
 		if (a->peer >= 0)

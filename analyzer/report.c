@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@ static void ddl_usage(void)
 	       "                       --format text|json|dump|chrome|html|csv] [--run ID]\n"
 	       "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
 	       "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
-	       "                      [--baseline DIR] [-q] [-o FILE [--force]] DIR|FILE...\n"
+	       "                      [--baseline DIR] [-q] [-o FILE] [--sqlite FILE] [--force] DIR|FILE...\n"
 	       "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
 	       "       ddlprof-report --compare real=DIR synthetic=DIR [--json] [-o FILE]\n"
 	       "Summarise ddlprof traces: each rank's iteration split into compute, data stall,\n"
@@ -52,9 +53,55 @@ static void ddl_usage(void)
 	printf("See ddlprof-report(1).\n");
 }
 
+/*
+ * --sqlite PATH: the database is written as -o writes a file, through a
+ * temporary name beside it renamed over it once complete, and an existing
+ * file is replaced only with --force; a symlink to a file stays a link,
+ * its target replaced. A database is a file written by name: a device,
+ * FIFO or socket is refused rather than written, as are a link to nothing
+ * and the process's own descriptors (/dev/stdout: what the shell opened
+ * would not be what is renamed). 0, or -1 with the one message said.
+ */
+static int ddl_write_sqlite(const struct ddl_report *r, const char *path, int force)
+{
+	struct ddl_cli_target tg;
+	if (ddl_cli_own_fd(path)) {
+		fprintf(stderr, "ddlprof-report: %s: a descriptor of this process; --sqlite writes a "
+		        "database to a regular file\n", path);
+		return -1;
+	}
+	if (ddl_cli_target_check("ddlprof-report", path, force, "--sqlite", &tg) < 0)
+		return -1;
+	if (tg.special || (tg.link && !tg.target)) {
+		fprintf(stderr, "ddlprof-report: %s: %s; --sqlite writes a database to a regular file\n",
+		        path, tg.special ? "not a regular file" : "a symbolic link to nothing");
+		return -1;
+	}
+	char real[PATH_MAX], tmp[PATH_MAX + 32], err[512];
+	const char *at = tg.link ? realpath(path, real) : path;
+	int fd = at ? ddl_cli_tmp_create(at, 0600, tmp, sizeof tmp) : -1;
+	if (fd < 0) {
+		fprintf(stderr, "ddlprof-report: --sqlite %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	close(fd); /* SQLite opens it by name: an empty file is a new database */
+	int rc = ddl_out_sqlite(r, tmp, err, sizeof err);
+	if (rc == 0 && rename(tmp, at) != 0) {
+		snprintf(err, sizeof err, "%s", strerror(errno));
+		rc = -1;
+	}
+	if (rc != 0) {
+		unlink(tmp);
+		fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", path, err);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
+	const char *sqlite = NULL; /* --sqlite: the database, beside (or instead of) the report */
+	int format_given = 0;
 	char *compare[DDL_CMP_RUNS];
 	int ncompare = 0;
 	const char *bw = NULL, *fail_if[16], *data_names = "data*,*dataload*,*data_load*,input*";
@@ -70,13 +117,20 @@ int main(int argc, char **argv)
 	while ((c = ddl_cli_next(&cli, argc, argv)) != -1) {
 		switch (c) {
 		case DDL_REPORT_O_QUIET: quiet = 1; break;
-		case DDL_REPORT_O_FORMAT: format = optarg; break;
+		case DDL_REPORT_O_FORMAT:
+			format = optarg;
+			format_given = 1;
+			break;
 		/* the aliases: the option's name is the format's */
 		case DDL_REPORT_O_JSON:
 		case DDL_REPORT_O_DUMP:
 		case DDL_REPORT_O_CHROME:
 		case DDL_REPORT_O_HTML:
-		case DDL_REPORT_O_CSV: format = ddl_opts[cli.index].name; break;
+		case DDL_REPORT_O_CSV:
+			format = ddl_opts[cli.index].name;
+			format_given = 1;
+			break;
+		case DDL_REPORT_O_SQLITE: sqlite = optarg; break;
 		case DDL_REPORT_O_RUN: run_id = optarg; break;
 		case DDL_REPORT_O_OUTPUT: out = optarg; break;
 		case DDL_REPORT_O_FORCE: force = 1; break;
@@ -128,6 +182,10 @@ int main(int argc, char **argv)
 	if (fi < 0)
 		return ddl_cli_usage(P, "unknown format '%s' (text, json, dump, chrome, html or csv)",
 		                     format);
+	if (sqlite && ncompare)
+		return ddl_cli_usage(P, "--sqlite writes one run's report, not --compare");
+	if (sqlite && out && !strcmp(sqlite, out))
+		return ddl_cli_usage(P, "-o and --sqlite both name %s", out);
 	if (ncompare) {
 		/* --compare single=A node=B multi=C: the runs after the first are operands */
 		for (int i = optind; i < argc; i++) {
@@ -197,11 +255,13 @@ int main(int argc, char **argv)
 			if (t->corrupt)
 				status = 1;
 		}
+	/* --sqlite alone writes the database only; a format or -o asks for the report too */
+	int report = !sqlite || format_given || out;
 	char tmp[4200];
-	FILE *f = out ? ddl_cli_out_open(P, out, force, mode, tmp, sizeof tmp) : stdout;
-	if (!f) {
+	FILE *f = !report ? NULL : out ? ddl_cli_out_open(P, out, force, mode, tmp, sizeof tmp) : stdout;
+	if (report && !f) {
 		status = 1;
-	} else {
+	} else if (report) {
 		int rc = ddl_formats[fi].out(&rep, f);
 		if (out) {
 			rc = ddl_cli_out_close(f, out, tmp, rc == 0);
@@ -213,6 +273,8 @@ int main(int argc, char **argv)
 		if (rc != 0)
 			status = 1;
 	}
+	if (sqlite && ddl_write_sqlite(&rep, sqlite, force) != 0)
+		status = 1;
 	/* The CI gate, after the report is written: exit 3 when it trips; a
 	 * report short of what the traces hold passes no gate (exit 4). */
 	int tripped = 0;

@@ -66,6 +66,12 @@ const char *ddl_coll_op_name(unsigned op);
 /* The operation index of event I of T (an NCCL, gloo or torch.distributed
  * call), or DDL_COLL_OPS when it is none. */
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i);
+/* Bytes per element of collective I of T: by NCCL's data type, or as gloo
+ * and the Python hook record it; 0 when unknown (no args, a newer type). */
+size_t ddl_coll_elem_size(const struct ddl_trace *t, size_t i);
+/* The reduction ("sum") of an NCCL call of KIND that reduces (all-reduce,
+ * reduce, reduce-scatter), by its recorded OP; NULL for the others. */
+const char *ddl_nccl_redop_name(unsigned kind, unsigned op);
 
 /* CUDA work of one process. */
 /*
@@ -122,6 +128,9 @@ enum ddl_role {
 const char *ddl_role_name(int role);
 struct ddl_report;
 struct ddl_proc;
+/* Whether event I of T, a trace of P, is one of the collectives P's
+ * summary (p->coll) counts (gpu.c), after ddl_report_gpu. */
+int ddl_proc_coll_counted(const struct ddl_proc *p, const struct ddl_trace *t, size_t i);
 /* The iteration of P (in time order) that instant AT falls in, or SIZE_MAX. */
 size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at);
 /* What P is, as the outputs name it: "rank N", "worker of rank N" (of pid
@@ -468,6 +477,9 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f);
 int ddl_out_chrome(const struct ddl_report *r, FILE *f);
 int ddl_out_html(const struct ddl_report *r, FILE *f);
 int ddl_out_csv(const struct ddl_report *r, FILE *f);
+/* --sqlite (out_sqlite.c): the report as an SQLite database at PATH (a new
+ * or empty file, or ":memory:"); 0, or -1 with ERR saying why. */
+int ddl_out_sqlite(const struct ddl_report *r, const char *path, char *err, size_t errlen);
 
 /* Helpers the timeline outputs share (out_chrome.c). */
 /* The length of the well-formed UTF-8 sequence at S (1 to 4), or 0 when
@@ -492,6 +504,8 @@ struct ddl_devcalls {
  * T's kernels; 0, or -1 without memory (C is then empty). */
 int ddl_devcalls_build(const struct ddl_report *r, const struct ddl_trace *t, struct ddl_devcalls *c);
 void ddl_devcalls_free(struct ddl_devcalls *c);
+/* Name ID of T as the report shows it: demangled when it is a C++ kernel's. */
+const char *ddl_devcalls_name(const struct ddl_devcalls *c, const struct ddl_trace *t, uint32_t id);
 const struct ddl_devcall *ddl_devcalls_find(const struct ddl_devcalls *c, unsigned tid, uint32_t corr);
 /* What device interval I of T was, and the part of the breakdown it feeds. */
 enum { DDL_DEV_COMPUTE, DDL_DEV_INTRA, DDL_DEV_INTER, DDL_DEV_COPY };

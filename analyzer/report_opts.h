@@ -38,6 +38,9 @@
 	X(DDL_REPORT_O_COMPARE, "compare", 0, "RUN", \
 	  "differential mode: single=DIR node=DIR multi=DIR, or real=DIR synthetic=DIR (the runs " \
 	  "after the first as operands); text or --json") \
+	X(DDL_REPORT_O_SQLITE, "sqlite", 0, "FILE", \
+	  "also write the report as a SQLite database (schema in ddlprof-report(1)); alone, only " \
+	  "the database is written") \
 	X(DDL_REPORT_O_OUTPUT, "output", 'o', "FILE", \
 	  "write to FILE (through a temporary file, renamed when complete) instead of standard " \
 	  "output") \

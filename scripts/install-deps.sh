@@ -5,6 +5,9 @@
 #   libzstd-dev     decompressing trace chunks (the library dlopens libzstd)
 #   liblz4-dev      decompressing LZ4 trace chunks, the default codec (the library dlopens liblz4)
 #   zlib1g-dev      the tests: decoding the HTML report's screenshot (PNG)
+#   libsqlite3-dev  ddlprof-report --sqlite: the report as an SQLite database (SQLite's
+#                   own library writes the file format, as jansson writes JSON)
+#   sqlite3         the tests: the sqlite3 shell queries that database as users do
 #   libunwind-dev   call-site stacks (optional back end, found at run time)
 #   libpapi-dev     hardware counters (optional back end, found at run time)
 #   iproute2        network namespaces for the multi-host tests
@@ -19,7 +22,7 @@
 #   groff-base      checks that the man pages render without warnings
 set -eu
 OPTIONAL="python3-torch openmpi-bin libopenmpi-dev chromium groff-base"
-PKGS="libjansson-dev libzstd-dev liblz4-dev zlib1g-dev libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
+PKGS="libjansson-dev libzstd-dev liblz4-dev zlib1g-dev libsqlite3-dev sqlite3 libunwind-dev libpapi-dev iproute2 pkg-config clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

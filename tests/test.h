@@ -151,6 +151,9 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(report_out_options) \
 	X(report_out_special_targets) \
 	X(report_out_html_chromium) \
+	X(sqlite_synth) \
+	X(sqlite_cpu) \
+	X(sqlite_bad_paths) \
 	X(kernels_synth) \
 	X(kernels_demangle) \
 	X(nvtx_iterations) \
@@ -230,8 +233,9 @@ int trun(char *const argv[], char *const env[], int timeout_s, struct ddl_run_re
 void trun_free(struct ddl_run_result *r);
 /* ddlprof-report --json DIR; NULL on failure (with a message). */
 json_t *treport(const char *dir, int *status);
-/* Finds the process with this pid in a report. */
+/* Finds the process with this pid in a report, and its ranks[] entry (NULL: none). */
 json_t *tproc(json_t *report, long pid);
+json_t *trank(json_t *report, long pid);
 /* The member of O at a dotted PATH ("job.breakdown_pct.compute"), or NULL. */
 json_t *tjget(json_t *o, const char *path);
 /* CLOCK_MONOTONIC in seconds, for a test to time what it runs. */

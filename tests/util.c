@@ -170,14 +170,25 @@ json_t *treport(const char *dir, int *status)
 	return j;
 }
 
-json_t *tproc(json_t *report, long pid)
+/* The member of REPORT's array KEY whose "pid" is PID, or NULL. */
+static json_t *tfind_pid(json_t *report, const char *key, long pid)
 {
 	size_t i;
 	json_t *p;
-	json_array_foreach(json_object_get(report, "processes"), i, p)
+	json_array_foreach(json_object_get(report, key), i, p)
 		if (json_integer_value(json_object_get(p, "pid")) == pid)
 			return p;
 	return NULL;
+}
+
+json_t *tproc(json_t *report, long pid)
+{
+	return tfind_pid(report, "processes", pid);
+}
+
+json_t *trank(json_t *report, long pid)
+{
+	return tfind_pid(report, "ranks", pid);
 }
 
 int tprog_exact(const char *prog, char *const args[], int expect_status)

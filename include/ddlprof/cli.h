@@ -228,6 +228,58 @@ static inline void ddl_cli_help(FILE *f, const struct ddl_cli_opt *opt, size_t n
 }
 
 /*
+ * What is at PATH, an output that OPT (-o, --sqlite) names: whether
+ * something is there, whether it is a symlink, whether that has a target,
+ * and what that is (ST). A directory or a block device is refused, and a
+ * regular file unless FORCE. 0, or -1 after one line on stderr.
+ */
+struct ddl_cli_target {
+	int exists, link, target, special;
+	struct stat st;
+};
+
+static inline int ddl_cli_target_check(const char *prog, const char *path, int force, const char *opt,
+                                       struct ddl_cli_target *t)
+{
+	struct stat ls;
+	t->exists = lstat(path, &ls) == 0;
+	t->link = t->exists && S_ISLNK(ls.st_mode);
+	t->target = t->link ? stat(path, &t->st) == 0 : t->exists; /* a dangling link has none */
+	if (!t->link)
+		t->st = ls;
+	if (t->target && (S_ISDIR(t->st.st_mode) || S_ISBLK(t->st.st_mode))) {
+		fprintf(stderr, "%s: %s: a %s; name a file for %s\n", prog, path,
+		        S_ISDIR(t->st.st_mode) ? "directory" : "block device", opt);
+		return -1;
+	}
+	t->special = t->target && !S_ISREG(t->st.st_mode);
+	if (t->exists && !t->special && !force) {
+		fprintf(stderr, "%s: %s exists; pass --force to overwrite it\n", prog, path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether PATH names one of the process's own descriptors (/dev/stdout, /dev/fd/N). */
+static inline int ddl_cli_own_fd(const char *path)
+{
+	return !strncmp(path, "/dev/std", 8) || !strncmp(path, "/dev/fd/", 8) ||
+	       !strncmp(path, "/proc/self/fd/", 14);
+}
+
+/* Creates PATH.tmp.PID beside PATH with MODE, named in TMP (N bytes); its
+ * descriptor, or -1 (errno). */
+static inline int ddl_cli_tmp_create(const char *path, mode_t mode, char *tmp, size_t n)
+{
+	if ((size_t)snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid()) >= n) {
+		tmp[0] = 0;
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+/*
  * Opens PATH, -o's file, for writing; PROG names the command in messages.
  * A new or existing regular file is written through a temporary name
  * beside it (left in TMP, N bytes), created with MODE, and renamed over
@@ -237,42 +289,29 @@ static inline void ddl_cli_help(FILE *f, const struct ddl_cli_opt *opt, size_t n
  * and never replaced: TMP is left empty. A directory or a block device is
  * refused. What is there already is overwritten only with FORCE, but for
  * a device, FIFO or socket, whose contents writing does not replace.
- * Returns the stream, or NULL after one line on stderr.
+ * Returns the stream, or NULL after one line on stderr, which names PATH
+ * (never the temporary name).
  */
 static inline FILE *ddl_cli_out_open(const char *prog, const char *path, int force, mode_t mode,
                                      char *tmp, size_t n)
 {
-	struct stat ls, st;
+	struct ddl_cli_target tg;
 	tmp[0] = 0;
-	int exists = lstat(path, &ls) == 0, link = exists && S_ISLNK(ls.st_mode);
-	int target = link ? stat(path, &st) == 0 : exists; /* a dangling link has none */
-	if (!link)
-		st = ls;
-	if (target && (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))) {
-		fprintf(stderr, "%s: %s: a %s; name a file for -o\n", prog, path,
-		        S_ISDIR(st.st_mode) ? "directory" : "block device");
+	if (ddl_cli_target_check(prog, path, force, "-o", &tg) < 0)
 		return NULL;
-	}
-	int special = target && !S_ISREG(st.st_mode);
-	if (exists && !special && !force) {
-		fprintf(stderr, "%s: %s exists; pass --force to overwrite it\n", prog, path);
-		return NULL;
-	}
 	int fd;
-	if (special || link) {
+	if (tg.special || tg.link) {
 		/* in place, through the link if one: the target stays what it is;
 		 * one of the process's own descriptors (/dev/stdout) appended to,
 		 * as the shell that opened it decided */
-		int own = !strncmp(path, "/dev/std", 8) || !strncmp(path, "/dev/fd/", 8) ||
-		          !strncmp(path, "/proc/self/fd/", 14);
-		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (special ? 0 : own ? O_APPEND : O_TRUNC));
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC |
+		                    (tg.special ? 0 : ddl_cli_own_fd(path) ? O_APPEND : O_TRUNC));
 	} else {
-		snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		fd = ddl_cli_tmp_create(path, mode, tmp, n);
 	}
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		fprintf(stderr, "%s: %s: %s\n", prog, tmp[0] ? tmp : path, strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		if (tmp[0])

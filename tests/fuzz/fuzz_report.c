@@ -5,8 +5,9 @@
  * memfds as /proc/self/fd/N; then what analyzer/report.c's main() does
  * with a run (build the model, GPU, alignment, iterations, breakdown,
  * stragglers, measures, call sites, counters, kernels, --fail-if) and
- * every output format. Nothing may crash, leak, read out of bounds or
- * overflow; the JSON and Chrome outputs must be JSON that parses; a file
+ * every output format (--sqlite into a database in memory). Nothing may
+ * crash, leak, read out of bounds or overflow; the JSON and Chrome outputs
+ * must be JSON that parses, the database must be written whole; a file
  * the loader refuses must be named in its message. The mutator is
  * trace_mutator.h's, as for fuzz_trace.c; seeds in tests/fuzz/report_seeds
  * and tests/fuzz/seeds. Built by `make fuzz` with clang's
@@ -107,6 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				size_t n;
 				free(fr_out(other[k], &rep, &n));
 			}
+			if (ddl_out_sqlite(&rep, ":memory:", err, sizeof err) != 0)
+				abort(); /* no constraint of the schema may refuse what a trace holds */
 			static const char *const conds[] = {"network_stall_pct>50", "iteration_p99_ms<=1",
 			                                    "slowdown_cluster!=1.5"};
 			FILE *devnull = fopen("/dev/null", "w");
