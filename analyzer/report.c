@@ -88,7 +88,10 @@ static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
 	}
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		fprintf(stderr, "ddlprof-report: %s: %s\n", tmp[0] ? tmp : path, strerror(errno));
+		/* the user's name, not our temporary one, which they never gave */
+		int err = errno;
+		fprintf(stderr, "ddlprof-report: cannot write %s: %s%s\n", path, strerror(err),
+		        tmp[0] && exists ? " (the report is written beside it, then renamed over it)" : "");
 		if (fd >= 0)
 			close(fd);
 		if (tmp[0])
@@ -97,15 +100,33 @@ static FILE *ddl_open_out(const char *path, int force, char *tmp, size_t n)
 	return f;
 }
 
-/* Ends -o's output F: in place, or renamed over PATH when OK (else removed). 0 or -1. */
+/*
+ * Ends -o's output F: in place, or renamed over PATH when OK (else
+ * removed). Returns 0, or -1 after a line naming PATH when the output
+ * could not be completed (not when OK was 0: the caller said why).
+ */
 static int ddl_close_out(FILE *f, const char *path, const char *tmp, int ok)
 {
-	int rc = fclose(f) == 0 && ok ? 0 : -1;
-	if (rc == 0 && tmp[0] && rename(tmp, path) != 0)
+	int rc = fclose(f) == 0 ? 0 : -1, err = errno;
+	if (rc == 0 && ok && tmp[0] && rename(tmp, path) != 0) {
 		rc = -1;
-	if (rc != 0 && tmp[0])
+		err = errno;
+	}
+	if ((rc != 0 || !ok) && tmp[0])
 		unlink(tmp);
-	return rc;
+	if (rc != 0 && ok)
+		fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", path, strerror(err));
+	return ok ? rc : -1;
+}
+
+/*
+ * Whether FORMAT, with no -o, would flood a terminal (a Chrome trace of a
+ * real job runs to megabytes of JSON, a page to a whole HTML document):
+ * then it is refused with a hint. Piped or redirected, it is written.
+ */
+static int ddl_floods_terminal(const char *format, const char *out)
+{
+	return !out && (!strcmp(format, "chrome") || !strcmp(format, "html")) && isatty(STDOUT_FILENO);
 }
 
 int main(int argc, char **argv)
@@ -222,6 +243,11 @@ int main(int argc, char **argv)
 			st = 1;
 		return st;
 	}
+	if (ddl_floods_terminal(format, out)) {
+		fprintf(stderr, "ddlprof-report: --%s does not write to a terminal: use -o FILE (or pipe "
+		        "it)\n", format);
+		return 2;
+	}
 	if (optind >= argc) {
 		fprintf(stderr, "ddlprof-report: name a trace directory or file\n");
 		ddl_usage(stderr);
@@ -280,9 +306,9 @@ int main(int argc, char **argv)
 	} else {
 		int rc = ddl_formats[fi].out(&rep, f);
 		if (out) {
-			rc = ddl_close_out(f, out, tmp, rc == 0);
 			if (rc != 0)
 				fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(errno));
+			rc = ddl_close_out(f, out, tmp, rc == 0);
 		} else if (fflush(stdout) != 0) {
 			rc = -1;
 		}
