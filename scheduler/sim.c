@@ -14,6 +14,7 @@
  * record under --strict, an existing --jobs-out file, a failed --check);
  * 2 usage error.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -49,12 +50,13 @@ static void ddl_sim_usage(FILE *f)
 	        "                   [--cluster RxMxG] [--bw machine=G,rack=G,cluster=G]\n"
 	        "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
 	        "                   [--lease S] [--restart-cost S] [--json] [--jobs-out FILE [--force]]\n"
-	        "                   [--seed N] [--strict] [--check] [--profiles DIR] [-q]\n"
+	        "                   [--seed N] [--strict] [--check] [--profiles DIR] [--verbose] [-q]\n"
 	        "       ddlprof-sim --generate N [--format csv|philly] [--seed N] [--cluster RxMxG]\n"
 	        "                   [--load F]\n"
 	        "  --trace FILE        job trace to replay\n"
 	        "  --format F          trace format (default: told from the file's start)\n"
-	        "  --cluster RxMxG     racks x machines per rack x GPUs per machine (default 4x32x8)\n"
+	        "  --cluster RxMxG     racks x machines per rack x GPUs per machine, each 1 or more,\n"
+	        "                      at most 10000000 GPUs in all (default 4x32x8)\n"
 	        "  --bw LIST           bandwidths in Gbit/s; rack and cluster scale the slowdowns\n"
 	        "  --policy P          scheduling policy (default fifo)\n"
 	        "  --lease S           GPU lease, s, 0.001..1e10 (default 300)\n"
@@ -66,9 +68,11 @@ static void ddl_sim_usage(FILE *f)
 	        "  --strict            reject the trace on its first bad record\n"
 	        "  --check             verify the simulator's invariants while it runs\n"
 	        "  --profiles DIR      slowdowns of a job's model from DIR/<model>.json, a ddlprof report\n"
+	        "  --verbose           one line for each job skipped (else one line per reason)\n"
 	        "  -q, --quiet         no progress line (shown on a terminal for runs over a second)\n"
 	        "  --generate N        print a synthetic trace of N jobs, our CSV or --format philly\n"
-	        "  --load F            offered load of --generate, 0..1 of the cluster (default 0.85)\n"
+	        "  --load F            offered load of --generate, a fraction of the cluster above 0\n"
+	        "                      and at most 1 (default 0.85)\n"
 	        "See ddlprof-sim(1).\n");
 }
 
@@ -81,13 +85,42 @@ static int ddl_sim_usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
-static int ddl_sim_parse_cluster(const char *s, int *r, int *m, int *g)
+/* GPUs a --cluster may have in all: each GPU has a slot in the tables. */
+#define DDL_SIM_MAX_GPUS 10000000L
+
+/*
+ * --cluster RxMxG: three whole numbers of 1 or more, at most
+ * DDL_SIM_MAX_GPUS GPUs in all. Returns 0, or -1 with WHY (N bytes) saying
+ * which number is wrong and its bounds.
+ */
+static int ddl_sim_parse_cluster(const char *s, int *r, int *m, int *g, char *why, size_t n)
 {
-	char extra;
-	if (sscanf(s, "%dx%dx%d%c", r, m, g, &extra) != 3)
+	static const char *const name[3] = {"R (racks)", "M (machines per rack)", "G (GPUs per machine)"};
+	long v[3];
+	const char *p = s;
+	for (int i = 0; i < 3; i++) {
+		char *end = (char *)p;
+		errno = 0;
+		v[i] = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+		if (v[i] < 0 || *end != (i < 2 ? 'x' : 0)) {
+			snprintf(why, n, "expected RxMxG, three whole numbers such as 4x32x8");
+			return -1;
+		}
+		if (errno == ERANGE || v[i] < 1 || v[i] > DDL_SIM_MAX_GPUS) {
+			snprintf(why, n, "%s is %.*s; expected 1..%ld", name[i], (int)(end - p), p,
+			         DDL_SIM_MAX_GPUS);
+			return -1;
+		}
+		p = end + 1;
+	}
+	if (v[0] * v[1] > DDL_SIM_MAX_GPUS / v[2]) {
+		snprintf(why, n, "%ld x %ld x %ld is %.4g GPUs; expected at most %ld in all", v[0], v[1],
+		         v[2], (double)v[0] * (double)v[1] * (double)v[2], DDL_SIM_MAX_GPUS);
 		return -1;
-	if (*r < 1 || *m < 1 || *g < 1 || (long)*r * *m * *g > 10000000)
-		return -1;
+	}
+	*r = (int)v[0];
+	*m = (int)v[1];
+	*g = (int)v[2];
 	return 0;
 }
 
@@ -120,6 +153,38 @@ static int ddl_sim_parse_seconds(const char *s, double *v, int positive)
 	return ddl_sim_parse_double(s, v) < 0 || *v < 0 || (positive && *v <= 0) ? -1 : 0;
 }
 
+/*
+ * Jobs skipped for one reason, said after the trace is read
+ * (ddl_sim_skips_say): one job in its own line, more in one line with
+ * their count and the first few named, a detail each. --verbose and
+ * --strict say each job at once instead.
+ */
+struct ddl_sim_skips {
+	size_t n;
+	char line[400];  /* the first job's own line */
+	char first[200]; /* "ID (DETAIL), ..." of the first three */
+};
+
+static void ddl_sim_skips_add(struct ddl_sim_skips *k, const char *line, const char *id,
+                              const char *detail)
+{
+	size_t len = strlen(k->first);
+	if (!k->n)
+		snprintf(k->line, sizeof k->line, "%s", line);
+	if (k->n++ < 3 && len < sizeof k->first)
+		snprintf(k->first + len, sizeof k->first - len, "%s%.40s (%s)", len ? ", " : "", id,
+		         detail);
+}
+
+static void ddl_sim_skips_say(const struct ddl_sim_skips *k, const char *trace, const char *why)
+{
+	if (k->n == 1)
+		fprintf(stderr, "%s\n", k->line);
+	else if (k->n)
+		fprintf(stderr, "ddlprof-sim: %s: %zu jobs skipped, %s: %s%s (--verbose lists each)\n",
+		        trace, k->n, why, k->first, k->n > 3 ? ", ..." : "");
+}
+
 /* Tells the format from the first bytes; NULL (with a message) if it cannot. */
 static const char *ddl_sim_detect(const char *path)
 {
@@ -148,6 +213,10 @@ static const char *ddl_sim_detect(const char *path)
 	fprintf(stderr, "ddlprof-sim: %s: cannot tell the trace format; pass --format\n", path);
 	return NULL;
 }
+
+/* Why a job given as iterations cannot be run: said after its count. */
+#define DDL_SIM_NO_ITER_TIME                                                                    \
+	"and no iteration time (give iteration_s, a profile, or --profiles DIR with <model>.json)"
 
 static int ddl_sim_cmp_arrival(const void *x, const void *y)
 {
@@ -206,7 +275,8 @@ int main(int argc, char **argv)
 {
 	enum {
 		O_TRACE = 256, O_FORMAT, O_CLUSTER, O_BW, O_POLICY, O_LEASE, O_RESTART, O_JSON,
-		O_JOBS_OUT, O_FORCE, O_SEED, O_STRICT, O_CHECK, O_GENERATE, O_LOAD, O_VERSION, O_PROFILES
+		O_JOBS_OUT, O_FORCE, O_SEED, O_STRICT, O_CHECK, O_GENERATE, O_LOAD, O_VERSION, O_PROFILES,
+		O_VERBOSE
 	};
 	static const struct option opts[] = {
 		{"trace", required_argument, 0, O_TRACE},
@@ -227,11 +297,13 @@ int main(int argc, char **argv)
 		{"profiles", required_argument, 0, O_PROFILES},
 		{"help", no_argument, 0, 'h'},
 		{"quiet", no_argument, 0, 'q'},
+		{"verbose", no_argument, 0, O_VERBOSE},
 		{"version", no_argument, 0, O_VERSION},
 		{0, 0, 0, 0},
 	};
 	const char *trace = NULL, *format = NULL, *jobs_out = NULL, *policy_name = "fifo";
-	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0, quiet = 0;
+	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0, quiet = 0, verbose = 0;
+	char why[160];
 	long generate = -1;
 	double load = 0.85, bw[DDL_SIM_LEVELS] = {0, 0, 0};
 	struct ddl_sim_config cfg = {.lease = 300, .restart_cost = 30, .seed = 1};
@@ -243,11 +315,15 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'q': quiet = 1; break;
+		case O_VERBOSE: verbose = 1; break;
 		case O_TRACE: trace = optarg; break;
 		case O_FORMAT: format = optarg; break;
 		case O_CLUSTER:
-			if (ddl_sim_parse_cluster(optarg, &racks, &mpr, &gpm) < 0)
-				return ddl_sim_usage_error("--cluster '%s': expected RxMxG, e.g. 4x32x8", optarg);
+			if (ddl_sim_parse_cluster(optarg, &racks, &mpr, &gpm, why, sizeof why) < 0) {
+				fprintf(stderr, "ddlprof-sim: --cluster '%s': %s\n", optarg, why);
+				ddl_sim_usage(stderr);
+				return 2;
+			}
 			break;
 		case O_BW:
 			if (ddl_sim_parse_bw(optarg, bw) < 0)
@@ -292,8 +368,9 @@ int main(int argc, char **argv)
 				return ddl_sim_usage_error("--generate '%s': expected a job count", optarg);
 			break;
 		case O_LOAD:
-			if (ddl_sim_parse_double(optarg, &load) < 0 || load <= 0 || load > 10)
-				return ddl_sim_usage_error("--load '%s': expected a fraction > 0", optarg);
+			if (ddl_sim_parse_double(optarg, &load) < 0 || load <= 0 || load > 1)
+				return ddl_sim_usage_error("--load '%s': expected the offered load, a fraction "
+				                           "of the cluster above 0 and at most 1", optarg);
 			break;
 		case 'h': ddl_sim_usage(stdout); return 0;
 		case O_VERSION: printf("ddlprof-sim %s\n", DDLPROF_VERSION); return 0;
@@ -320,6 +397,11 @@ int main(int argc, char **argv)
 	if (!policy)
 		return ddl_sim_usage_error(
 		        "--policy '%s': expected fifo, las, gandiva, dally or sensitivity", policy_name);
+	struct stat tst;
+	if (stat(trace, &tst) == 0 && S_ISDIR(tst.st_mode)) {
+		fprintf(stderr, "ddlprof-sim: %s: is a directory; --trace names a job trace file\n", trace);
+		return 1;
+	}
 	if (!format && !(format = ddl_sim_detect(trace)))
 		return 1;
 	size_t fi = 0;
@@ -343,12 +425,20 @@ int main(int argc, char **argv)
 	/* Jobs the cluster can never hold are bad records of this run. */
 	size_t keep = 0, missing = 0;
 	char first_missing[sizeof t.jobs[0].model] = "";
+	struct ddl_sim_skips too_big = {0}, too_long = {0}, no_iter = {0};
+	int say_each = verbose || lo.strict;
 	for (size_t i = 0; i < t.n; i++) {
 		struct ddl_sim_job *j = &t.jobs[i];
 		if (j->gpus > s.cl.gpus) {
-			fprintf(stderr, "ddlprof-sim: %s: job %s needs %d GPUs, the cluster has %d; %s\n",
-			        trace, j->id, j->gpus, s.cl.gpus,
-			        lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+			char line[400], need[32];
+			snprintf(line, sizeof line, "ddlprof-sim: %s: job %s needs %d GPUs, the cluster has %d; %s",
+			         trace, j->id, j->gpus, s.cl.gpus,
+			         lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+			snprintf(need, sizeof need, "%d GPUs", j->gpus);
+			if (say_each)
+				fprintf(stderr, "%s\n", line);
+			else
+				ddl_sim_skips_add(&too_big, line, j->id, need);
 			t.skipped++;
 			if (lo.strict)
 				goto out;
@@ -379,12 +469,15 @@ int main(int argc, char **argv)
 			double w = j->iterations * j->iter_s *
 			           j->slow[ddl_sim_cluster_min_level(&s.cl, j->gpus)];
 			if (!(w > 0 && ddl_sim_time_ok(w))) {
-				fprintf(stderr, "ddlprof-sim: %s: job %s: %.15g iterations %s; %s\n", trace,
-				        j->id, j->iterations,
-				        j->iter_s > 0 ? "run longer than 1e10 s"
-				                      : "and no iteration time (give iteration_s, a profile, or "
-				                        "--profiles DIR with <model>.json)",
-				        lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+				char line[400], iters[48];
+				snprintf(iters, sizeof iters, "%.15g iterations", j->iterations);
+				snprintf(line, sizeof line, "ddlprof-sim: %s: job %s: %s %s; %s", trace, j->id,
+				         iters, j->iter_s > 0 ? "run longer than 1e10 s" : DDL_SIM_NO_ITER_TIME,
+				         lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+				if (say_each)
+					fprintf(stderr, "%s\n", line);
+				else
+					ddl_sim_skips_add(j->iter_s > 0 ? &too_long : &no_iter, line, j->id, iters);
 				t.skipped++;
 				if (lo.strict)
 					goto out;
@@ -395,6 +488,10 @@ int main(int argc, char **argv)
 		t.jobs[keep++] = *j;
 	}
 	t.n = keep;
+	snprintf(why, sizeof why, "needing more GPUs than the cluster's %d", s.cl.gpus);
+	ddl_sim_skips_say(&too_big, trace, why);
+	ddl_sim_skips_say(&too_long, trace, "given as iterations that run longer than 1e10 s");
+	ddl_sim_skips_say(&no_iter, trace, "given as iterations " DDL_SIM_NO_ITER_TIME);
 	if (missing)
 		fprintf(stderr, "ddlprof-sim: --profiles %s: no <model>.json for %zu model%s (%s%s); "
 		        "their jobs keep the built-in slowdowns\n", profiles_dir, missing,

@@ -182,6 +182,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sim_dally_lag) \
 	X(sim_iterations) \
 	X(sim_output_numbers) \
+	X(sim_input_messages) \
 	X(ivset_against_bitmap) \
 	X(pyhook_entry_points) \
 	X(torch_ddp_models) \
