@@ -315,6 +315,15 @@ static void ddl_counters_section(const struct ddl_report *r, FILE *f)
 	}
 }
 
+/* Events recorded by all the run's processes. */
+static uint64_t ddl_events_total(const struct ddl_report *r)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		n += r->procs[i].events;
+	return n;
+}
+
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
 	char when[64] = "?";
@@ -405,6 +414,11 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			        r->bw[2] * 8 / 1e9);
 		if (r->have_measured)
 			ddl_measured_line(r, f);
+	} else if (ddl_events_total(r) == 0) {
+		/* the launcher's command leaves a trace even so (writer.c): say
+		 * plainly that it ran and did nothing we record */
+		fprintf(f, "\n%zu process%s, no communication or GPU work recorded (no call of the "
+		        "families traced: --trace in ddlprof(1))\n", r->nprocs, r->nprocs == 1 ? "" : "es");
 	} else {
 		fprintf(f, "\nIterations: none found (no optimizer steps from the Python hook, no marker "
 		        "ranges matching %s, no repeating collectives and no rhythm in the socket "

@@ -97,6 +97,16 @@ static int ddl_write_sqlite(const struct ddl_report *r, const char *path, int fo
 	return rc;
 }
 
+/*
+ * Whether FORMAT, with no -o, would flood a terminal (a Chrome trace of a
+ * real job runs to megabytes of JSON, a page to a whole HTML document):
+ * then it is refused with a hint. Piped or redirected, it is written.
+ */
+static int ddl_floods_terminal(const char *format, const char *out)
+{
+	return !out && (!strcmp(format, "chrome") || !strcmp(format, "html")) && isatty(STDOUT_FILENO);
+}
+
 int main(int argc, char **argv)
 {
 	const char *format = "text", *run_id = NULL, *out = NULL, *iter_names = "*step*,*iter*";
@@ -203,10 +213,15 @@ int main(int argc, char **argv)
 		if (!f)
 			return 1;
 		int st = ddl_compare(compare, ncompare, &co, f);
-		if (out && ddl_cli_out_close(f, out, tmp, st == 0) != 0 && st == 0)
+		if (out && ddl_cli_out_close(f, out, tmp, st == 0) != 0 && st == 0) {
+			fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(errno));
 			st = 1;
+		}
 		return st;
 	}
+	if (ddl_floods_terminal(format, out))
+		return ddl_cli_usage(P, "--%s does not write to a terminal: use -o FILE (or pipe it)",
+		                     format);
 	if (optind >= argc)
 		return ddl_cli_usage(P, "name a trace directory or file");
 	struct ddl_traceset set;
@@ -264,9 +279,12 @@ int main(int argc, char **argv)
 	} else if (report) {
 		int rc = ddl_formats[fi].out(&rep, f);
 		if (out) {
-			rc = ddl_cli_out_close(f, out, tmp, rc == 0);
-			if (rc != 0)
+			int ok = rc == 0;
+			/* a failed write (errno says why), or a failed close or rename: one line */
+			if (!ok || (rc = ddl_cli_out_close(f, out, tmp, 1)) != 0)
 				fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(errno));
+			if (!ok)
+				rc = ddl_cli_out_close(f, out, tmp, 0);
 		} else if (fflush(stdout) != 0) {
 			rc = -1;
 		}

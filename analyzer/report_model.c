@@ -19,6 +19,11 @@ static int ddl_cmp_proc(const void *a, const void *b)
 	const struct ddl_proc *x = a, *y = b;
 	if (x->rank != y->rank) /* ranked processes first, in rank order */
 		return (unsigned)x->rank < (unsigned)y->rank ? -1 : 1;
+	/* then those that recorded something: the launcher's command leaves
+	 * a trace even when it only started the job, and the outputs take
+	 * the job's GPU source and breakdown kind from the first process */
+	if (!x->events != !y->events)
+		return x->events ? -1 : 1;
 	int c = strcmp(x->host, y->host);
 	if (c)
 		return c;
@@ -328,9 +333,18 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 			r->start_real_ns = p->start_real_ns;
 		if (p->end_real_ns > r->end_real_ns)
 			r->end_real_ns = p->end_real_ns;
-		int seen = 0;
-		for (size_t k = 0; k < i; k++)
-			seen |= !strcmp(r->procs[k].host, p->host);
+	}
+	/* The job's hosts are those where it recorded something: the
+	 * launcher's command leaves a trace even when it only started ranks
+	 * that name hosts of their own (DDLPROF_HOST). */
+	int any = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		any |= r->procs[i].events > 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		int seen = any && !p->events;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = (!any || r->procs[k].events) && !strcmp(r->procs[k].host, p->host);
 		r->nhosts += !seen;
 	}
 	ddl_report_roles(r);

@@ -12,11 +12,14 @@
  * library's rule.
  *
  * Exit status when the command cannot be started: 125 for our own errors
- * (bad options, said in one line ending "try --help"; a directory that is
- * a link, a file or another user's),
- * 126 command not executable, 127 not found, as env(1) and timeout(1) do.
- * A directory we cannot write into costs the profile, not the job: one
- * line, and the command runs unprofiled.
+ * (bad options, said in one line ending "try --help"; a trace directory that cannot be made or written into, or
+ * is a link, a file or another user's), 126 command not executable, 127
+ * not found, as env(1) and timeout(1) do. Both are found out before the
+ * command starts, with one line naming the path, so that a job in CI
+ * never runs unprofiled by surprise; a command that cannot be started
+ * leaves no trace directory behind. What fails after the start (a disk
+ * that fills up) is the library's: it switches itself off and the job
+ * runs on.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -102,14 +105,101 @@ static void ddl_make_parents(const char *dir)
 	}
 }
 
+/* The shallowest of DIR and its parents that does not exist yet, which
+ * ddl_prepare_dir would create, into OUT (CAP bytes); "" when DIR exists. */
+static void ddl_first_missing(const char *dir, char *out, size_t cap)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	out[0] = 0;
+	snprintf(p, sizeof p, "%s", dir);
+	for (char *s = p + 1;; s++) {
+		if (*s && *s != '/')
+			continue;
+		char c = *s;
+		*s = 0;
+		if (lstat(p, &st) != 0) {
+			snprintf(out, cap, "%s", p);
+			return;
+		}
+		*s = c;
+		if (!c)
+			return;
+	}
+}
+
+/* Removes DIR and its parents up to MADE (ddl_first_missing's answer
+ * before they were made) while they are empty. */
+static void ddl_unmake_dirs(const char *dir, const char *made)
+{
+	char p[PATH_MAX];
+	size_t stop = strlen(made);
+	snprintf(p, sizeof p, "%s", dir);
+	while (stop && strlen(p) >= stop && rmdir(p) == 0) {
+		char *s = strrchr(p, '/');
+		while (s && s > p && s[1] == 0) { /* a trailing slash */
+			*s = 0;
+			s = strrchr(p, '/');
+		}
+		if (!s || s == p)
+			return;
+		*s = 0;
+	}
+}
+
+/*
+ * Whether a trace can be written into DIR now: a file made, written and
+ * removed again. Permissions alone miss a full disk, a quota, and root
+ * squashed by NFS. Returns 0 or a negative errno.
+ */
+static int ddl_probe_dir(const char *dir)
+{
+	char p[PATH_MAX + 64];
+	int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		snprintf(p, sizeof p, "%s/.ddlprof-probe.%ld.%d", dir, (long)getpid(), i);
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	int rc = write(fd, "", 1) == 1 ? 0 : -errno;
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	unlink(p);
+	return rc;
+}
+
+/* For ENOTDIR on DIR: the first of its parents that exists and is not a
+ * directory, into OUT; "" when there is none. */
+static void ddl_notdir_part(const char *dir, char *out, size_t cap)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	out[0] = 0;
+	snprintf(p, sizeof p, "%s", dir);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		int found = stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+		if (found) {
+			snprintf(out, cap, "%s", p);
+			return;
+		}
+		*s = '/';
+	}
+}
+
 /*
  * Creates DIR 0700 (and its missing parents), or checks an existing one by
- * the rule of ddlprof/tracedir.h; an existing directory is never changed.
- * Returns 0; 1 when the traces cannot be written there (no permission, a
- * read-only or full file system), which costs the profile, not the job; -1
- * for what looks like a trap (a symbolic link, a file, another user's
- * directory, one every user may write into), refused. Says why in one line
- * either way.
+ * the rule of ddlprof/tracedir.h (an existing directory is never changed),
+ * then checks a trace can be written there. Returns 0, or -1 with one line
+ * saying why: it cannot be made or written into (no permission, a
+ * read-only or full file system, a file on the way), or it looks like a
+ * trap (a symbolic link, a file, another user's directory, one every user
+ * may write into).
  */
 static int ddl_prepare_dir(const char *dir)
 {
@@ -119,10 +209,19 @@ static int ddl_prepare_dir(const char *dir)
 		ddl_make_parents(dir); /* not through another user's link, checked first */
 		rc = ddl_tracedir_prepare(dir, 1, &st);
 	}
+	if (rc == 0)
+		rc = ddl_probe_dir(dir);
 	if (rc < 0) {
-		fprintf(stderr, "ddlprof: cannot write traces to %s: %s; running without profiling\n",
-		        dir, strerror(-rc));
-		return 1;
+		char part[PATH_MAX] = "";
+		if (rc == -ENOTDIR)
+			ddl_notdir_part(dir, part, sizeof part);
+		if (*part)
+			fprintf(stderr, "ddlprof: cannot write traces to %s: %s is not a directory; the "
+			        "command was not run\n", dir, part);
+		else
+			fprintf(stderr, "ddlprof: cannot write traces to %s: %s; the command was not run\n",
+			        dir, strerror(-rc));
+		return -1;
 	}
 	switch (rc) {
 	case DDL_TRACEDIR_LINK:
@@ -343,14 +442,56 @@ static int ddl_python_path(const char *lib)
 	return rc;
 }
 
-/* Runs the command; returns, with a line saying why, only when it cannot:
- * 127 not found, 126 found but not executable. */
+/* The status of a command that cannot be started for ERR (an errno),
+ * said in one line: 127 not found, 126 found but not executable. */
+static int ddl_cannot_start(const char *cmd, int err)
+{
+	fprintf(stderr, "ddlprof: %s: %s\n", cmd, strerror(err));
+	return err == ENOENT ? 127 : 126;
+}
+
+/*
+ * Finds CMD as execvp will: a name with a slash as it is, else the first
+ * executable regular file of that name in PATH (glibc's /bin:/usr/bin when
+ * PATH is unset). Returns 0, or the errno execvp would fail with: ENOENT
+ * when there is none, EACCES when one is there but cannot be executed.
+ */
+static int ddl_command_find(const char *cmd)
+{
+	struct stat st;
+	if (!*cmd)
+		return ENOENT;
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st) != 0)
+			return errno;
+		return S_ISREG(st.st_mode) && access(cmd, X_OK) == 0 ? 0 : EACCES;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	int err = ENOENT;
+	for (const char *p = path;;) {
+		const char *colon = strchr(p, ':');
+		int n = colon ? (int)(colon - p) : (int)strlen(p);
+		char full[PATH_MAX];
+		/* an empty entry is the working directory */
+		snprintf(full, sizeof full, "%.*s/%s", n ? n : 1, n ? p : ".", cmd);
+		if (stat(full, &st) == 0) {
+			if (S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+				return 0;
+			err = EACCES;
+		}
+		if (!colon)
+			return err;
+		p = colon + 1;
+	}
+}
+
+/* Runs the command; returns, with a line saying why, only when it cannot. */
 static int ddl_exec(char **cmd)
 {
 	execvp(cmd[0], cmd);
-	int err = errno;
-	fprintf(stderr, "ddlprof: %s: %s\n", cmd[0], strerror(err));
-	return err == ENOENT ? 127 : 126;
+	return ddl_cannot_start(cmd[0], errno);
 }
 
 int main(int argc, char **argv)
@@ -441,17 +582,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ddlprof: cannot find libddlprof.so in ../lib beside this program\n");
 		return DDL_EXIT_OWN;
 	}
-	int usable = ddl_prepare_dir(dir);
-	if (usable < 0)
+	/* Before anything is made: a command that is not there leaves no
+	 * directory behind. */
+	int err = ddl_command_find(argv[optind]);
+	if (err)
+		return ddl_cannot_start(argv[optind], err);
+	char made[PATH_MAX];
+	ddl_first_missing(dir, made, sizeof made);
+	if (ddl_prepare_dir(dir) < 0) {
+		ddl_unmake_dirs(dir, made);
 		return DDL_EXIT_OWN;
-	if (usable > 0) {
-		/* said once for the job; the command runs as if without ddlprof */
-		return ddl_exec(argv + optind);
 	}
 	if (!realpath(dir, absdir)) {
 		fprintf(stderr, "ddlprof: %s: %s\n", dir, strerror(errno));
 		return DDL_EXIT_OWN;
 	}
+	char cpid[24];
+	snprintf(cpid, sizeof cpid, "%ld", (long)getpid()); /* the command's, after exec */
 	if (run_id) {
 		snprintf(id, sizeof id, "%s", run_id);
 	} else {
@@ -474,6 +621,9 @@ int main(int argc, char **argv)
 	else
 		snprintf(preload, n, "%s", lib);
 	if (setenv("LD_PRELOAD", preload, 1) || setenv("DDLPROF_DIR", absdir, 1) ||
+	    /* the library's cue to leave a trace for the command even when it
+	     * records nothing (writer.c) */
+	    setenv("DDLPROF_COMMAND_PID", cpid, 1) ||
 	    setenv("DDLPROF_RUN_ID", id, 1) || (trace && setenv("DDLPROF_TRACE", trace, 1)) ||
 	    (flush && setenv("DDLPROF_FLUSH_MS", flush, 1)) ||
 	    (compress && setenv("DDLPROF_COMPRESS", compress, 1)) ||
@@ -508,5 +658,6 @@ int main(int argc, char **argv)
 	}
 	int rc = ddl_exec(argv + optind);
 	free(preload);
+	ddl_unmake_dirs(dir, made);
 	return rc;
 }

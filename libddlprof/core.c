@@ -231,6 +231,12 @@ static int ddl_settings_load(struct ddl_settings *c)
 		}
 	}
 	rc |= ddl_parse_uint("DDLPROF_BACKTRACE", 0, 32, &c->backtrace);
+	/* set by the launcher, not by users: a value that is no pid names no process */
+	if ((v = ddl_env("DDLPROF_COMMAND_PID"))) {
+		char *end;
+		long pid = strtol(v, &end, 10);
+		c->command_pid = !*end && pid > 0 ? pid : 0;
+	}
 	if ((v = ddl_env("DDLPROF_PAPI"))) {
 		if (strlen(v) >= sizeof c->papi) {
 			ddl_warn("DDLPROF_PAPI is longer than %zu bytes; profiling is off", sizeof c->papi - 1);

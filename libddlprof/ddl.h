@@ -181,6 +181,7 @@ struct ddl_settings {
 	char papi[512];          /* DDLPROF_PAPI: counters to read, comma-separated (papi.c) */
 	int writer;              /* DDLPROF_WRITER: enum ddl_writer_mode */
 	int as_limited;          /* RLIMIT_AS is set (ulimit -v): smaller buffers */
+	long command_pid;        /* DDLPROF_COMMAND_PID: the pid of the launcher's command, or 0 */
 };
 
 /* Who writes the trace: a thread of the library's (the writer), or, where a

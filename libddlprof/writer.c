@@ -424,8 +424,13 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 		return -EIO;
 	if (!ddl_w.created) {
 		/* A process that recorded nothing leaves no file: shell scripts
-		 * and helpers around the job would only add noise. */
-		if (!ddl_rings_pending())
+		 * and helpers around the job would only add noise. But the
+		 * command the launcher started (same pid after its exec) leaves
+		 * one at its end, with header, command line and exit, so that
+		 * a run which did nothing we record still shows what ran. Not
+		 * at exec: the next image, the same process, leaves it. */
+		if (!ddl_rings_pending() &&
+		    !(end_type == DDL_CHUNK_END && ddl_g.cfg.command_pid == (long)getpid()))
 			return 0;
 		int rc = ddl_file_create();
 		if (rc < 0)
@@ -821,8 +826,8 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 int ddl_writer_exit_idle(void)
 {
 	if (ddl_w.owner != getpid() || ddl_w.finished || ddl_w.created ||
-	    atomic_load(&ddl_w.stopping))
-		return 0;
+	    atomic_load(&ddl_w.stopping) || ddl_g.cfg.command_pid == (long)getpid())
+		return 0; /* the launcher's command leaves a trace even when it recorded nothing */
 	if (!ddl_spin_try(&ddl_w.lock, 64))
 		return 0; /* the writer is flushing: let it finish */
 	if (ddl_w.created || ddl_rings_pending()) {

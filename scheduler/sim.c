@@ -16,6 +16,7 @@
  * record under --strict, an existing -o or --jobs-out file without
  * --force, a failed --check); 2 usage error.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -64,13 +65,42 @@ static void ddl_sim_usage(void)
 	printf("See ddlprof-sim(1).\n");
 }
 
-static int ddl_sim_parse_cluster(const char *s, int *r, int *m, int *g)
+/* GPUs a --cluster may have in all: each GPU has a slot in the tables. */
+#define DDL_SIM_MAX_GPUS 10000000L
+
+/*
+ * --cluster RxMxG: three whole numbers of 1 or more, at most
+ * DDL_SIM_MAX_GPUS GPUs in all. Returns 0, or -1 with WHY (N bytes) saying
+ * which number is wrong and its bounds.
+ */
+static int ddl_sim_parse_cluster(const char *s, int *r, int *m, int *g, char *why, size_t n)
 {
-	char extra;
-	if (sscanf(s, "%dx%dx%d%c", r, m, g, &extra) != 3)
+	static const char *const name[3] = {"R (racks)", "M (machines per rack)", "G (GPUs per machine)"};
+	long v[3];
+	const char *p = s;
+	for (int i = 0; i < 3; i++) {
+		char *end = (char *)p;
+		errno = 0;
+		v[i] = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+		if (v[i] < 0 || *end != (i < 2 ? 'x' : 0)) {
+			snprintf(why, n, "expected RxMxG, three whole numbers such as 4x32x8");
+			return -1;
+		}
+		if (errno == ERANGE || v[i] < 1 || v[i] > DDL_SIM_MAX_GPUS) {
+			snprintf(why, n, "%s is %.*s; expected 1..%ld", name[i], (int)(end - p), p,
+			         DDL_SIM_MAX_GPUS);
+			return -1;
+		}
+		p = end + 1;
+	}
+	if (v[0] * v[1] > DDL_SIM_MAX_GPUS / v[2]) {
+		snprintf(why, n, "%ld x %ld x %ld is %.4g GPUs; expected at most %ld in all", v[0], v[1],
+		         v[2], (double)v[0] * (double)v[1] * (double)v[2], DDL_SIM_MAX_GPUS);
 		return -1;
-	if (*r < 1 || *m < 1 || *g < 1 || (long)*r * *m * *g > 10000000)
-		return -1;
+	}
+	*r = (int)v[0];
+	*m = (int)v[1];
+	*g = (int)v[2];
 	return 0;
 }
 
@@ -110,6 +140,38 @@ static int ddl_sim_parse_seconds(const char *s, double *v, int positive)
 	return ddl_sim_parse_double(s, v) < 0 || *v < 0 || (positive && *v <= 0) ? -1 : 0;
 }
 
+/*
+ * Jobs skipped for one reason, said after the trace is read
+ * (ddl_sim_skips_say): one job in its own line, more in one line with
+ * their count and the first few named, a detail each. --verbose and
+ * --strict say each job at once instead.
+ */
+struct ddl_sim_skips {
+	size_t n;
+	char line[400];  /* the first job's own line */
+	char first[200]; /* "ID (DETAIL), ..." of the first three */
+};
+
+static void ddl_sim_skips_add(struct ddl_sim_skips *k, const char *line, const char *id,
+                              const char *detail)
+{
+	size_t len = strlen(k->first);
+	if (!k->n)
+		snprintf(k->line, sizeof k->line, "%s", line);
+	if (k->n++ < 3 && len < sizeof k->first)
+		snprintf(k->first + len, sizeof k->first - len, "%s%.40s (%s)", len ? ", " : "", id,
+		         detail);
+}
+
+static void ddl_sim_skips_say(const struct ddl_sim_skips *k, const char *trace, const char *why)
+{
+	if (k->n == 1)
+		fprintf(stderr, "%s\n", k->line);
+	else if (k->n)
+		fprintf(stderr, "ddlprof-sim: %s: %zu jobs skipped, %s: %s%s (--verbose lists each)\n",
+		        trace, k->n, why, k->first, k->n > 3 ? ", ..." : "");
+}
+
 /* Tells the format from the first bytes; NULL (with a message) if it cannot. */
 static const char *ddl_sim_detect(const char *path)
 {
@@ -138,6 +200,10 @@ static const char *ddl_sim_detect(const char *path)
 	fprintf(stderr, "ddlprof-sim: %s: cannot tell the trace format; pass --format\n", path);
 	return NULL;
 }
+
+/* Why a job given as iterations cannot be run: said after its count. */
+#define DDL_SIM_NO_ITER_TIME                                                                    \
+	"and no iteration time (give iteration_s, a profile, or --profiles DIR with <model>.json)"
 
 static int ddl_sim_cmp_arrival(const void *x, const void *y)
 {
@@ -223,7 +289,7 @@ int main(int argc, char **argv)
 {
 	const char *P = "ddlprof-sim";
 	const char *trace = NULL, *format = NULL, *jobs_out = NULL, *out = NULL, *policy_name = "fifo";
-	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0, quiet = 0;
+	int racks = 4, mpr = 32, gpm = 8, json = 0, force = 0, quiet = 0, verbose = 0;
 	long generate = -1;
 	double load = 0.85, bw[DDL_SIM_LEVELS] = {0, 0, 0};
 	struct ddl_sim_config cfg = {.lease = 300, .restart_cost = 30, .seed = 1};
@@ -238,12 +304,13 @@ int main(int argc, char **argv)
 	while ((c = ddl_cli_next(&cli, argc, argv)) != -1) {
 		switch (c) {
 		case DDL_SIM_O_QUIET: quiet = 1; break;
+		case DDL_SIM_O_VERBOSE: verbose = 1; break;
 		case DDL_SIM_O_OUTPUT: out = optarg; break;
 		case DDL_SIM_O_TRACE: trace = optarg; break;
 		case DDL_SIM_O_FORMAT: format = optarg; break;
 		case DDL_SIM_O_CLUSTER:
-			if (ddl_sim_parse_cluster(optarg, &racks, &mpr, &gpm) < 0)
-				return ddl_cli_usage(P, "--cluster '%s': expected RxMxG, e.g. 4x32x8", optarg);
+			if (ddl_sim_parse_cluster(optarg, &racks, &mpr, &gpm, why, sizeof why) < 0)
+				return ddl_cli_usage(P, "--cluster '%s': %s", optarg, why);
 			break;
 		case DDL_SIM_O_BW:
 			if (ddl_sim_parse_bw(optarg, bw, why, sizeof why) < 0)
@@ -286,8 +353,9 @@ int main(int argc, char **argv)
 				return ddl_cli_usage(P, "--generate '%s': expected a job count", optarg);
 			break;
 		case DDL_SIM_O_LOAD:
-			if (ddl_sim_parse_double(optarg, &load) < 0 || load <= 0 || load > 10)
-				return ddl_cli_usage(P, "--load '%s': expected a fraction > 0", optarg);
+			if (ddl_sim_parse_double(optarg, &load) < 0 || load <= 0 || load > 1)
+				return ddl_cli_usage(P, "--load '%s': expected the offered load, a fraction of "
+				                     "the cluster above 0 and at most 1", optarg);
 			break;
 		case DDL_SIM_O_HELP: ddl_sim_usage(); return 0;
 		case DDL_SIM_O_VERSION: printf("ddlprof-sim %s\n", DDLPROF_VERSION); return 0;
@@ -323,6 +391,11 @@ int main(int argc, char **argv)
 	if (!policy)
 		return ddl_cli_usage(P, "--policy '%s': expected fifo, las, gandiva, dally or sensitivity",
 		                     policy_name);
+	struct stat tst;
+	if (stat(trace, &tst) == 0 && S_ISDIR(tst.st_mode)) {
+		fprintf(stderr, "ddlprof-sim: %s: is a directory; --trace names a job trace file\n", trace);
+		return 1;
+	}
 	if (!format && !(format = ddl_sim_detect(trace)))
 		return 1;
 	size_t fi = 0;
@@ -346,12 +419,20 @@ int main(int argc, char **argv)
 	/* Jobs the cluster can never hold are bad records of this run. */
 	size_t keep = 0, missing = 0;
 	char first_missing[sizeof t.jobs[0].model] = "";
+	struct ddl_sim_skips too_big = {0}, too_long = {0}, no_iter = {0};
+	int say_each = verbose || lo.strict;
 	for (size_t i = 0; i < t.n; i++) {
 		struct ddl_sim_job *j = &t.jobs[i];
 		if (j->gpus > s.cl.gpus) {
-			fprintf(stderr, "ddlprof-sim: %s: job %s needs %d GPUs, the cluster has %d; %s\n",
-			        trace, j->id, j->gpus, s.cl.gpus,
-			        lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+			char line[400], need[32];
+			snprintf(line, sizeof line, "ddlprof-sim: %s: job %s needs %d GPUs, the cluster has %d; %s",
+			         trace, j->id, j->gpus, s.cl.gpus,
+			         lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+			snprintf(need, sizeof need, "%d GPUs", j->gpus);
+			if (say_each)
+				fprintf(stderr, "%s\n", line);
+			else
+				ddl_sim_skips_add(&too_big, line, j->id, need);
 			t.skipped++;
 			if (lo.strict)
 				goto out;
@@ -382,12 +463,15 @@ int main(int argc, char **argv)
 			double w = j->iterations * j->iter_s *
 			           j->slow[ddl_sim_cluster_min_level(&s.cl, j->gpus)];
 			if (!(w > 0 && ddl_sim_time_ok(w))) {
-				fprintf(stderr, "ddlprof-sim: %s: job %s: %.15g iterations %s; %s\n", trace,
-				        j->id, j->iterations,
-				        j->iter_s > 0 ? "run longer than 1e10 s"
-				                      : "and no iteration time (give iteration_s, a profile, or "
-				                        "--profiles DIR with <model>.json)",
-				        lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+				char line[400], iters[48];
+				snprintf(iters, sizeof iters, "%.15g iterations", j->iterations);
+				snprintf(line, sizeof line, "ddlprof-sim: %s: job %s: %s %s; %s", trace, j->id,
+				         iters, j->iter_s > 0 ? "run longer than 1e10 s" : DDL_SIM_NO_ITER_TIME,
+				         lo.strict ? "the trace is rejected (--strict)" : "job skipped");
+				if (say_each)
+					fprintf(stderr, "%s\n", line);
+				else
+					ddl_sim_skips_add(j->iter_s > 0 ? &too_long : &no_iter, line, j->id, iters);
 				t.skipped++;
 				if (lo.strict)
 					goto out;
@@ -398,6 +482,10 @@ int main(int argc, char **argv)
 		t.jobs[keep++] = *j;
 	}
 	t.n = keep;
+	snprintf(why, sizeof why, "needing more GPUs than the cluster's %d", s.cl.gpus);
+	ddl_sim_skips_say(&too_big, trace, why);
+	ddl_sim_skips_say(&too_long, trace, "given as iterations that run longer than 1e10 s");
+	ddl_sim_skips_say(&no_iter, trace, "given as iterations " DDL_SIM_NO_ITER_TIME);
 	if (missing)
 		fprintf(stderr, "ddlprof-sim: --profiles %s: no <model>.json for %zu model%s (%s%s); "
 		        "their jobs keep the built-in slowdowns\n", profiles_dir, missing,

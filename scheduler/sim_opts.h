@@ -39,7 +39,10 @@
 	X(DDL_SIM_O_GENERATE, "generate", 0, "N", \
 	  "write a synthetic trace of N jobs, our CSV or --format philly") \
 	X(DDL_SIM_O_LOAD, "load", 0, "F", \
-	  "offered load of --generate, 0..1 of the cluster (default 0.85)") \
+	  "offered load of --generate, a fraction of the cluster above 0 and at most 1 (default " \
+	  "0.85)") \
+	X(DDL_SIM_O_VERBOSE, "verbose", 0, NULL, \
+	  "one line for each job skipped (else one line per reason, with the count)") \
 	X(DDL_SIM_O_QUIET, "quiet", 'q', NULL, \
 	  "no progress line (shown on a terminal for runs over a second)") \
 	DDL_CLI_HELP_VERSION(X, DDL_SIM)

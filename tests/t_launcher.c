@@ -1,13 +1,16 @@
 /*
  * The launcher and the report as users meet them: option errors, directory
- * safety, run ids and the warning about other runs, and the report's
- * handling of bad paths, bad files and existing outputs.
+ * safety, trace directories checked before the command starts, the trace
+ * of a command that records nothing, run ids and the warning about other
+ * runs, and the report's handling of bad paths, bad files and existing
+ * outputs.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -169,12 +172,13 @@ int test_launcher_dir_safety(void)
 	CHECK(trun(rep, NULL, 20, &r) == 0 && strstr(r.err, "planted.ddlt") && strstr(r.err, "not a regular file"),
 	      "report with a FIFO there: %d %s", ddl_status(&r), r.err);
 	trun_free(&r);
-	/* one that cannot be made (even by root) costs the profile, not the run:
-	 * one line, even with -q, and the command's own status */
+	/* one that cannot be made (even by root) is refused before the command
+	 * runs (launcher_dir_checked has the rest): one line, even with -q */
 	char *a7[] = {(char *)L, "-q", "-o", "/proc/ddlprof-cannot-be-here/t",
 	              (char *)tbuild("tests/progs/exitcode"), NULL};
-	CHECK(trun(a7, NULL, 20, &r) == 0 && ddl_status(&r) == 7 &&
-	      strstr(r.err, "running without profiling") && strchr(r.err, '\n') == r.err + r.nerr - 1,
+	CHECK(trun(a7, NULL, 20, &r) == 0 && ddl_status(&r) == 125 && r.nout == 0 &&
+	      strstr(r.err, "cannot write traces to /proc/ddlprof-cannot-be-here/t") &&
+	      strchr(r.err, '\n') == r.err + r.nerr - 1,
 	      "unwritable: %d %s", ddl_status(&r), r.err);
 	trun_free(&r);
 	/* existing traces are never overwritten: a second run adds files */
@@ -189,7 +193,8 @@ int test_launcher_dir_safety(void)
 	FILE *f = popen(cmd, "r");
 	CHECK(f && fscanf(f, "%d", &n) == 1, "count");
 	pclose(f);
-	CHECK(n == 4, "expected 4 trace files after two runs of 2 processes, found %d", n);
+	/* and the first run's, of true, which recorded nothing: the command's file */
+	CHECK(n == 5, "expected 5 trace files after a run of true and two of 2 processes, found %d", n);
 	trm(dir);
 	return DDL_PASS;
 }
@@ -326,6 +331,155 @@ int test_report_fail_if(void)
 		CHECK(ddl_status(&r) == c[i].status && (!c[i].says || strstr(r.err, c[i].says)),
 		      "%s: status %d, stderr '%s'", c[i].cond, ddl_status(&r), r.err);
 		trun_free(&r);
+	}
+	trm(dir);
+	return DDL_PASS;
+}
+
+/* Trace files (*.ddlt) in DIR. */
+static int ddl_traces_in(const char *dir)
+{
+	char cmd[PATH_MAX + 64];
+	int n = -1;
+	snprintf(cmd, sizeof cmd, "ls %s | grep -c '\\.ddlt$'", dir);
+	FILE *f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+/*
+ * A trace directory the launcher cannot make or write into is found out
+ * before the command starts: status 125, one line naming the path (even
+ * with -q), and the command never runs. A file on the way: the line names
+ * it. A full file system (as root, a 64 KiB tmpfs filled up): the file
+ * mode says yes, only a write says no; a directory made for it is removed
+ * again.
+ */
+int test_launcher_dir_checked(void)
+{
+	char *dir = tmpdir(), file[PATH_MAX], out[PATH_MAX], ran[PATH_MAX], sh[3 * PATH_MAX];
+	const char *L = tbuild("bin/ddlprof");
+	snprintf(file, sizeof file, "%s/afile", dir);
+	snprintf(out, sizeof out, "%s/sub", file);
+	snprintf(ran, sizeof ran, "%s/ran", dir);
+	snprintf(sh, sizeof sh, "touch %s", ran);
+	close(open(file, O_CREAT | O_WRONLY, 0600));
+	struct ddl_run_result r;
+	struct stat st;
+	char *a1[] = {(char *)L, "-q", "-o", out, "--", "/bin/sh", "-c", sh, NULL};
+	CHECK(trun(a1, NULL, 20, &r) == 0, "ddlprof -o afile/sub");
+	CHECK(ddl_status(&r) == 125 && r.nout == 0 && strchr(r.err, '\n') == r.err + r.nerr - 1 &&
+	      strstr(r.err, out) && strstr(r.err, "afile is not a directory") && strstr(r.err, "not run"),
+	      "-o afile/sub: status %d, stderr '%s'", ddl_status(&r), r.err);
+	CHECK(stat(ran, &st) != 0, "the command ran although its traces could not be written");
+	trun_free(&r);
+	if (geteuid() != 0) {
+		trm(dir);
+		return DDL_PASS;
+	}
+	char mnt[PATH_MAX], full[PATH_MAX], fresh[PATH_MAX], parent[PATH_MAX];
+	snprintf(mnt, sizeof mnt, "%s/mnt", dir);
+	snprintf(full, sizeof full, "%s/t", mnt);
+	snprintf(parent, sizeof parent, "%s/new", mnt);
+	snprintf(fresh, sizeof fresh, "%s/new/t", mnt);
+	if (tfulldisk(mnt) != 0) {
+		fprintf(stderr, "    cannot mount a tmpfs: the full disk left out\n");
+		trm(dir);
+		return DDL_PASS;
+	}
+	mkdir(full, 0700); /* a directory needs no data block */
+	int rc = DDL_PASS;
+	for (int k = 0; k < 2 && rc == DDL_PASS; k++) {
+		const char *to = k ? fresh : full;
+		char *a2[] = {(char *)L, "-q", "-o", (char *)to, "--", "/bin/sh", "-c", sh, NULL};
+		if (trun(a2, NULL, 20, &r) != 0 || ddl_status(&r) != 125 || r.nout != 0 ||
+		    !strstr(r.err, to) || !strstr(r.err, "No space left")) {
+			fprintf(stderr, "    full disk, -o %s: status %d, stderr '%s'\n", to, ddl_status(&r), r.err);
+			rc = DDL_FAIL;
+		} else if (stat(ran, &st) == 0) {
+			fprintf(stderr, "    full disk: the command ran\n");
+			rc = DDL_FAIL;
+		} else if (k && stat(parent, &st) == 0) {
+			fprintf(stderr, "    full disk: %s was left behind\n", parent);
+			rc = DDL_FAIL;
+		}
+		trun_free(&r);
+	}
+	umount(mnt);
+	trm(dir);
+	return rc;
+}
+
+/*
+ * The command the launcher starts leaves a trace even when it records
+ * nothing: header, command line and end, so the report shows the process
+ * and says nothing was recorded (not "no readable traces"); its status is
+ * its own. Processes it starts that record nothing leave none (a shell's
+ * helpers), and a command that execs leaves one, its last image's. A
+ * command that is not there, or cannot be run, leaves no directory
+ * behind, with 127 and 126 as a shell has.
+ */
+int test_launcher_silent_command(void)
+{
+	char *dir = tmpdir(), t[PATH_MAX];
+	const char *L = tbuild("bin/ddlprof");
+	struct ddl_run_result r;
+	snprintf(t, sizeof t, "%s/true", dir);
+	char *a1[] = {(char *)L, "-q", "-o", t, "--", "true", NULL};
+	CHECK(trun(a1, NULL, 20, &r) == 0 && ddl_status(&r) == 0 && r.nerr == 0, "true: %d %s",
+	      ddl_status(&r), r.err);
+	trun_free(&r);
+	CHECK(ddl_traces_in(t) == 1, "true left %d trace files", ddl_traces_in(t));
+	char *rep[] = {(char *)tbuild("bin/ddlprof-report"), t, NULL};
+	CHECK(trun(rep, NULL, 20, &r) == 0 && ddl_status(&r) == 0 &&
+	      strstr(r.out, "1 process, no communication or GPU work recorded") &&
+	      strstr(r.out, "command: true") && !strstr(r.err, "no readable traces"),
+	      "report of true: status %d\n%s%s", ddl_status(&r), r.out, r.err);
+	trun_free(&r);
+	json_t *j = treport(t, NULL);
+	json_t *p = json_array_get(json_object_get(j, "processes"), 0);
+	CHECK(j && json_array_size(json_object_get(j, "processes")) == 1 &&
+	      json_integer_value(json_object_get(p, "events")) == 0 &&
+	      json_is_false(json_object_get(j, "truncated")),
+	      "JSON report of true: %zu processes, truncated %d",
+	      json_array_size(json_object_get(j, "processes")), json_is_true(json_object_get(j, "truncated")));
+	json_decref(j);
+
+	/* a shell whose children record nothing: one file, the shell's, and its status */
+	struct {
+		const char *name, *script;
+		int status;
+	} c[] = {{"helpers", "/bin/true; /bin/true; exit 3", 3}, {"exec", "exec true", 0}};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		snprintf(t, sizeof t, "%s/%s", dir, c[i].name);
+		char *a2[] = {(char *)L, "-q", "-o", t, "--", "/bin/sh", "-c", (char *)c[i].script, NULL};
+		CHECK(trun(a2, NULL, 20, &r) == 0 && ddl_status(&r) == c[i].status, "sh -c '%s': %d %s",
+		      c[i].script, ddl_status(&r), r.err);
+		trun_free(&r);
+		CHECK(ddl_traces_in(t) == 1, "sh -c '%s' left %d trace files", c[i].script, ddl_traces_in(t));
+	}
+
+	/* nothing made for a command that cannot start */
+	char plain[PATH_MAX];
+	snprintf(plain, sizeof plain, "%s/plain", dir);
+	close(open(plain, O_CREAT | O_WRONLY, 0644));
+	struct {
+		const char *cmd;
+		int status;
+	} bad[] = {{"/no/such/command", 127}, {"ddltest-no-such-command", 127}, {plain, 126}, {dir, 126}};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char top[PATH_MAX], out[PATH_MAX];
+		snprintf(top, sizeof top, "%s/new%zu", dir, i);
+		snprintf(out, sizeof out, "%s/sub", top);
+		char *a3[] = {(char *)L, "-q", "-o", out, "--", (char *)bad[i].cmd, NULL};
+		CHECK(trun(a3, NULL, 20, &r) == 0 && ddl_status(&r) == bad[i].status && strstr(r.err, bad[i].cmd),
+		      "%s: status %d, stderr '%s'", bad[i].cmd, ddl_status(&r), r.err);
+		trun_free(&r);
+		struct stat st;
+		CHECK(stat(top, &st) != 0, "%s: %s was left behind", bad[i].cmd, top);
 	}
 	trm(dir);
 	return DDL_PASS;

@@ -7,7 +7,8 @@
  * network-sensitive mix on which the delay policies must beat fifo and
  * gandiva, determinism, and --jobs-out's refusal to overwrite; times past
  * the 1e10 s bound in every loader, the --lease bound, jobs running 1e9 s,
- * and summaries whose every number is present and finite.
+ * summaries whose every number is present and finite, and what bad
+ * options and jobs too big for the cluster are told.
  *
  * The small traces live in tests/sim/; the runner finds them through the
  * source tree, next to the build directory.
@@ -327,7 +328,7 @@ int test_sim_invariants(void)
 		char seed[16];
 		snprintf(seed, sizeof seed, "%d", s + 11);
 		char *gen[] = {"--generate", "1500", "--seed", seed, "--cluster", (char *)clusters[s],
-		               "--load", "1.2", NULL};
+		               "--load", "1", NULL};
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec(gen, &r) == 0 && ddl_sim_status(&r) == 0, "generate: %s", r.err);
 		FILE *f = fopen(path, "w");
@@ -1210,6 +1211,86 @@ int test_sim_iterations(void)
 	CHECK(strstr(buf, "\ns1,resnet50,1,0.000,0.000,100.000,") &&
 	              strstr(buf, "\ns2,sensitive,1,0.000,0.000,100.000,"),
 	      "tiresias jobs: %s", buf);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* Lines of S holding NEEDLE. */
+static int ddl_lines_with(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * What the command line is told back: --load out of 0..1 refused; a
+ * --cluster number out of bounds named, with its bounds (each 1 or more,
+ * at most 10000000 GPUs in all); a directory given to --trace said to be
+ * one; jobs too big for the cluster said in one line with their count and
+ * the first three ids, one line each under --verbose, and one job in its
+ * own line as before.
+ */
+int test_sim_input_messages(void)
+{
+	struct {
+		char *args[8];
+		int status;
+		const char *says, *also;
+	} c[] = {
+		{{"--generate", "5", "--load", "2", NULL}, 2, "--load '2'", "at most 1"},
+		{{"--generate", "5", "--load", "0", NULL}, 2, "--load '0'", "above 0"},
+		{{"--generate", "5", "--load", "1", NULL}, 0, "", ""},
+		{{"--trace", "x.csv", "--cluster", "0x0x0", NULL}, 2, "R (racks) is 0", "1..10000000"},
+		{{"--trace", "x.csv", "--cluster", "4x0x8", NULL}, 2, "M (machines per rack) is 0", "1..10000000"},
+		{{"--trace", "x.csv", "--cluster", "4x2x99999999999", NULL}, 2, "G (GPUs per machine) is 99999999999",
+		 "1..10000000"},
+		{{"--trace", "x.csv", "--cluster", "99999x99999x99999", NULL}, 2, "99999 x 99999 x 99999",
+		 "at most 10000000 in all"},
+		{{"--trace", "x.csv", "--cluster", "4x32", NULL}, 2, "RxMxG", "4x32x8"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec(c[i].args, &r) == 0, "case %zu", i);
+		CHECK(ddl_sim_status(&r) == c[i].status && strstr(r.err, c[i].says) && strstr(r.err, c[i].also),
+		      "%s %s: status %d, stderr '%s'", c[i].args[2], c[i].args[3], ddl_sim_status(&r), r.err);
+		trun_free(&r);
+	}
+	char *dir = tmpdir();
+	for (int f = 0; f < 2; f++) {
+		char *args[] = {"--trace", dir, f ? "--format" : NULL, "csv", NULL};
+		struct ddl_run_result r;
+		CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, dir) &&
+		      strstr(r.err, "is a directory") && !strstr(r.err, "cannot tell"),
+		      "--trace DIR%s: status %d, stderr '%s'", f ? " --format csv" : "", ddl_sim_status(&r), r.err);
+		trun_free(&r);
+	}
+	const char *t = ddl_sim_write(dir, "big.csv",
+	                              "id,arrival_s,gpus,duration_s\nok,0,1,10\nb1,1,2,10\nb2,2,3,10\n"
+	                              "b3,3,4,10\nb4,4,5,10\nb5,5,6,10\n");
+	const char *one = ddl_sim_write(dir, "one.csv", "id,arrival_s,gpus,duration_s\nok,0,1,10\nb1,1,2,10\n");
+	CHECK(t && one, "writing the traces");
+	char *quiet[] = {"--trace", (char *)t, "--cluster", "1x1x1", "--json", NULL};
+	struct ddl_run_result r;
+	CHECK(ddl_sim_exec(quiet, &r) == 0 && ddl_sim_status(&r) == 0, "1x1x1: %s", r.err);
+	CHECK(ddl_lines_with(r.err, "\n") == 1 && strstr(r.err, "5 jobs skipped") &&
+	      strstr(r.err, "b1 (2 GPUs), b2 (3 GPUs), b3 (4 GPUs), ...") && !strstr(r.err, "b4") &&
+	      strstr(r.err, "--verbose"), "1x1x1: stderr '%s'", r.err);
+	json_t *j = json_loads(r.out, 0, NULL);
+	CHECK(j && json_integer_value(json_object_get(j, "jobs_skipped")) == 5, "1x1x1: %s", r.out);
+	json_decref(j);
+	trun_free(&r);
+	char *verbose[] = {"--trace", (char *)t, "--cluster", "1x1x1", "--verbose", NULL};
+	CHECK(ddl_sim_exec(verbose, &r) == 0 && ddl_sim_status(&r) == 0 &&
+	      ddl_lines_with(r.err, "the cluster has 1; job skipped") == 5 && ddl_lines_with(r.err, "\n") == 5,
+	      "--verbose: stderr '%s'", r.err);
+	trun_free(&r);
+	char *single[] = {"--trace", (char *)one, "--cluster", "1x1x1", NULL};
+	CHECK(ddl_sim_exec(single, &r) == 0 && ddl_sim_status(&r) == 0 && ddl_lines_with(r.err, "\n") == 1 &&
+	      strstr(r.err, "job b1 needs 2 GPUs, the cluster has 1; job skipped"), "one job: stderr '%s'", r.err);
+	trun_free(&r);
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

@@ -121,6 +121,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(launcher_dir_safety) \
 	X(launcher_parent_link) \
 	X(launcher_runs) \
+	X(launcher_dir_checked) \
+	X(launcher_silent_command) \
 	X(docs_man_render) \
 	X(docs_install) \
 	X(docs_cli_manners) \
@@ -154,6 +156,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sqlite_synth) \
 	X(sqlite_cpu) \
 	X(sqlite_bad_paths) \
+	X(report_out_terminal) \
+	X(report_out_user_paths) \
 	X(kernels_synth) \
 	X(kernels_demangle) \
 	X(nvtx_iterations) \
@@ -183,6 +187,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sim_dally_lag) \
 	X(sim_iterations) \
 	X(sim_output_numbers) \
+	X(sim_input_messages) \
 	X(ivset_against_bitmap) \
 	X(pyhook_entry_points) \
 	X(torch_ddp_models) \
@@ -238,6 +243,10 @@ json_t *tproc(json_t *report, long pid);
 json_t *trank(json_t *report, long pid);
 /* The member of O at a dotted PATH ("job.breakdown_pct.compute"), or NULL. */
 json_t *tjget(json_t *o, const char *path);
+/* A full file system at MNT (made if missing): a 64 KiB tmpfs filled up,
+ * to be umount()ed by the caller. 0, or -1 where none can be mounted (not
+ * root, no tmpfs). */
+int tfulldisk(const char *mnt);
 /* CLOCK_MONOTONIC in seconds, for a test to time what it runs. */
 double tnow(void);
 /* Runs a tests/progs program with and without ddlprof, compares stdout and

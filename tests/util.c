@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -297,4 +298,20 @@ double tnow(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+int tfulldisk(const char *mnt)
+{
+	mkdir(mnt, 0700);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k") != 0)
+		return -1;
+	char fill[PATH_MAX];
+	snprintf(fill, sizeof fill, "%s/filler", mnt);
+	int fd = open(fill, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	static char zero[1024];
+	while (fd >= 0 && write(fd, zero, sizeof zero) > 0)
+		;
+	if (fd >= 0)
+		close(fd);
+	return 0;
 }
