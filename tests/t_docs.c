@@ -3,7 +3,9 @@
  * pages render without warnings, `make install PREFIX=` gives commands
  * that work from the prefix, every command answers --help and --version
  * on stdout and a bad flag on stderr only, --json output is the whole of
- * stdout, and the progress line appears on a terminal and nowhere else.
+ * stdout, the progress line appears on a terminal and nowhere else, and
+ * make demo asks for no package it does not use and prints short build
+ * lines.
  *
  * docs_man_render      every page in man/ through `groff -ww -z -man`: no
  *                      output on stderr, and the sections a page needs
@@ -20,6 +22,13 @@
  *                      reading traces takes more than a second: a progress
  *                      line; with -q, or stderr a pipe, none
  * docs_progress_sim    the same for a ddlprof-sim simulation
+ * docs_deps_targets    the Debian packages make demo, make check and make fuzz
+ *                      ask for (make -n, then install-deps.sh --list), and
+ *                      install-deps.sh among stand-ins for dpkg-query, id and
+ *                      apt-get: a user without clang, chromium, torch or Open
+ *                      MPI runs make demo; root installs none of them for it
+ * docs_quiet_build     build lines are kbuild's short ones ("  CC      x.c"),
+ *                      the whole commands with V=1
  *
  * "Takes more than a second" is made to happen on any machine by holding
  * the tool still for 1.2 s in the middle of the phase that shows progress:
@@ -366,7 +375,8 @@ int test_docs_cli_manners(void)
 		int bad;
 	} scripts[] = {{"examples/launch_ranks.sh", 2},
 	               {"scripts/netns-hosts.sh", 1},
-	               {"examples/mpi_netns_agent.sh", 1}};
+	               {"examples/mpi_netns_agent.sh", 1},
+	               {"scripts/install-deps.sh", 2}};
 	for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
 		const char *p = docs_src(scripts[i].path);
 		struct ddl_run_result r;
@@ -715,4 +725,208 @@ int test_docs_progress_sim(void)
 		free(dir);
 	}
 	return rc;
+}
+
+/*
+ * Stand-ins for dpkg-query, id and apt-get in DIR, to run
+ * scripts/install-deps.sh as another user on another machine: dpkg-query
+ * finds every package installed but those in MISSING, id -u prints UID,
+ * apt-get appends its arguments to DIR/apt.log. 0, or -1.
+ */
+static int docs_fake_debian(const char *dir, const char *missing, int uid)
+{
+	char p[PATH_MAX + 16], text[1024];
+	snprintf(p, sizeof p, "%s/dpkg-query", dir);
+	snprintf(text, sizeof text,
+	         "#!/bin/sh\nfor p; do :; done\ncase \" %s \" in *\" $p \"*) exit 1 ;; esac\n"
+	         "printf 'install ok installed'\n",
+	         missing);
+	if (docs_write(p, text, strlen(text)) || chmod(p, 0755))
+		return -1;
+	snprintf(p, sizeof p, "%s/id", dir);
+	snprintf(text, sizeof text, "#!/bin/sh\necho %d\n", uid);
+	if (docs_write(p, text, strlen(text)) || chmod(p, 0755))
+		return -1;
+	snprintf(p, sizeof p, "%s/apt-get", dir);
+	snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" >>'%s/apt.log'\n", dir);
+	return docs_write(p, text, strlen(text)) || chmod(p, 0755) ? -1 : 0;
+}
+
+/* 1 when the space-separated LIST has the word W. */
+static int docs_has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = strstr(list, w); p; p = strstr(p + 1, w))
+		if ((p == list || p[-1] == ' ' || p[-1] == ':') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
+			return 1;
+	return 0;
+}
+
+/* The packages that only the tests, or only make fuzz, need. */
+static const char *const docs_test_only[] = {"chromium", "python3-torch", "openmpi-bin",
+                                             "libopenmpi-dev"};
+
+int test_docs_deps_targets(void)
+{
+	if (!docs_have("make")) {
+		fprintf(stderr, "    needs make: skipped\n");
+		return DDL_SKIP;
+	}
+	char b[PATH_MAX];
+	snprintf(b, sizeof b, "B=%s", tbuild(""));
+	b[strlen(b) - 1] = 0;
+	char *env[] = {"MAKEFLAGS=", "MAKELEVEL=", "MFLAGS=", NULL};
+	static const char *const targets[] = {"demo", "check", "fuzz"};
+	for (size_t t = 0; t < 3; t++) {
+		/* What the target asks scripts/install-deps.sh for (make -n runs
+		 * the recursive makes too, printing their commands only). */
+		char *mk[] = {"make", "-n", "--no-print-directory", "-C", (char *)docs_src(""), b,
+		              (char *)targets[t], NULL};
+		struct ddl_run_result r;
+		CHECK(trun(mk, env, 120, &r) == 0 && docs_status(&r) == 0, "make -n %s: %s", targets[t],
+		      r.err);
+		char sets[256] = "";
+		for (char *l = r.out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			const char *key = "scripts/install-deps.sh";
+			if (strncmp(l, key, strlen(key)))
+				continue;
+			size_t n = strcspn(l + strlen(key), "\n");
+			if (strlen(sets) + n + 1 < sizeof sets)
+				strncat(sets, l + strlen(key), n);
+		}
+		trun_free(&r);
+		CHECK(*sets, "make -n %s runs no scripts/install-deps.sh SET", targets[t]);
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, "'%s' --list%s", docs_src("scripts/install-deps.sh"), sets);
+		char *list[] = {"/bin/sh", "-c", cmd, NULL};
+		CHECK(trun(list, NULL, 30, &r) == 0 && docs_status(&r) == 0, "%s: %s", cmd, r.err);
+		char *req = strstr(r.out, "required:"), *opt = strstr(r.out, "optional:");
+		CHECK(req && opt, "%s printed no required: and optional: lines: '%s'", cmd, r.out);
+		*strchrnul(req, '\n') = 0;
+		*strchrnul(opt, '\n') = 0;
+		CHECK(docs_has_word(req, "libjansson-dev"), "make %s: %s", targets[t], req);
+		int fuzz = t == 2, check = t == 1;
+		CHECK(docs_has_word(req, "clang") == fuzz && docs_has_word(req, "libclang-rt-14-dev") == fuzz,
+		      "make %s (sets%s): %s", targets[t], sets, req);
+		CHECK(docs_has_word(req, "zlib1g-dev") == check && docs_has_word(req, "iproute2") == check,
+		      "make %s (sets%s): %s", targets[t], sets, req);
+		for (size_t k = 0; k < sizeof docs_test_only / sizeof docs_test_only[0]; k++) {
+			CHECK(!docs_has_word(req, docs_test_only[k]), "make %s requires %s", targets[t],
+			      docs_test_only[k]);
+			CHECK(docs_has_word(opt, docs_test_only[k]) == check, "make %s (sets%s): %s",
+			      targets[t], sets, opt);
+		}
+		trun_free(&r);
+	}
+
+	/* As a user without clang, chromium, torch or Open MPI: make demo's
+	 * packages are there, make check's tests skip, make fuzz names clang.
+	 * As root: nothing installed for the demo, the tests' packages for
+	 * make check, clang for make fuzz. */
+	char *dir = tmpdir(), path[PATH_MAX + 8], log[PATH_MAX];
+	const char *missing = "clang libclang-rt-14-dev chromium python3-torch openmpi-bin libopenmpi-dev";
+	snprintf(path, sizeof path, "PATH=%s:%s", dir, getenv("PATH") ?: "/usr/bin:/bin");
+	snprintf(log, sizeof log, "%s/apt.log", dir);
+	char *fenv[] = {path, NULL};
+	static const struct {
+		int uid;
+		const char *set;
+		int status;
+		const char *said, *not_said, *installed, *not_installed;
+	} cases[] = {
+		{1000, "demo", 0, NULL, "clang", NULL, NULL},
+		{1000, "check", 0, "python3-torch", "clang", NULL, NULL},
+		{1000, "fuzz", 1, "missing Debian packages: clang libclang-rt-14-dev", "chromium", NULL, NULL},
+		{0, "demo", 0, NULL, "installing", NULL, NULL},
+		{0, "check", 0, "installing", "clang", "python3-torch openmpi-bin libopenmpi-dev chromium",
+		 "clang"},
+		{0, "fuzz", 0, "installing clang libclang-rt-14-dev", "chromium", "clang libclang-rt-14-dev",
+		 "chromium"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		unlink(log);
+		CHECK(docs_fake_debian(dir, missing, cases[i].uid) == 0, "writing the stand-ins in %s", dir);
+		char *argv[] = {(char *)docs_src("scripts/install-deps.sh"), (char *)cases[i].set, NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, fenv, 30, &r) == 0, "install-deps.sh %s did not finish", cases[i].set);
+		const char *who = cases[i].uid ? "a user" : "root";
+		CHECK(docs_status(&r) == cases[i].status, "install-deps.sh %s as %s: status %d (want %d): %s",
+		      cases[i].set, who, docs_status(&r), cases[i].status, r.err);
+		CHECK(cases[i].said ? strstr(r.err, cases[i].said) != NULL : r.nerr == 0,
+		      "install-deps.sh %s as %s said '%s' (want '%s')", cases[i].set, who, r.err,
+		      cases[i].said ? cases[i].said : "");
+		CHECK(!strstr(r.err, cases[i].not_said), "install-deps.sh %s as %s: '%s'", cases[i].set, who,
+		      r.err);
+		trun_free(&r);
+		FILE *f = fopen(log, "r");
+		char got[1024] = "";
+		size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+		got[n] = 0;
+		if (f)
+			fclose(f);
+		if (cases[i].installed) {
+			CHECK(strstr(got, "install") && strstr(got, cases[i].installed) &&
+			              !docs_has_word(got, cases[i].not_installed),
+			      "install-deps.sh %s as root ran apt-get '%s'", cases[i].set, got);
+		} else {
+			CHECK(n == 0, "install-deps.sh %s as %s ran apt-get '%s'", cases[i].set, who, got);
+		}
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* Recipe lines that run a compiler or make a file, printed whole unless quiet. */
+static const char *const docs_loud[] = {"\t$(CC)",     "\t$(NVCC)", "\t$(MPICC)", "\t$(FUZZ_CC)",
+                                        "\t$(TSAN_CC)", "\t$(AR)",   "\tcp ",      "\t$(PYTHON3)"};
+
+int test_docs_quiet_build(void)
+{
+	if (!docs_have("make")) {
+		fprintf(stderr, "    needs make: skipped\n");
+		return DDL_SKIP;
+	}
+	/* Every build line goes through say (kbuild's short lines). */
+	FILE *f = fopen(docs_src("Makefile"), "r");
+	CHECK(f, "no Makefile");
+	char line[1024];
+	int no = 0, said = 0;
+	while (fgets(line, sizeof line, f)) {
+		no++;
+		said += !strncmp(line, "\t$(call say,", 12);
+		for (size_t k = 0; k < sizeof docs_loud / sizeof docs_loud[0]; k++)
+			CHECK(strncmp(line, docs_loud[k], strlen(docs_loud[k])),
+			      "Makefile:%d prints its whole command: %s", no, line);
+	}
+	fclose(f);
+	CHECK(said >= 20, "only %d quiet build lines in the Makefile", said);
+
+	/* The launcher built into a fresh folder: two short lines; with V=1,
+	 * the commands. */
+	char *dir = tmpdir(), b[PATH_MAX + 8], target[PATH_MAX + 16], want[2 * PATH_MAX];
+	char *env[] = {"MAKEFLAGS=", "MAKELEVEL=", "MFLAGS=", NULL};
+	for (int v = 0; v < 2; v++) {
+		snprintf(b, sizeof b, "B=%s/b%d", dir, v);
+		snprintf(target, sizeof target, "%s/b%d/bin/ddlprof", dir, v);
+		char *mk[] = {"make", "--no-print-directory", "-C", (char *)docs_src(""), b,
+		              v ? "V=1" : "V=0", target, NULL};
+		struct ddl_run_result r;
+		CHECK(trun(mk, env, 120, &r) == 0 && docs_status(&r) == 0, "make %s %s: %s%s", b, target,
+		      r.out, r.err);
+		CHECK(access(target, X_OK) == 0, "make %s built no %s", b, target);
+		if (!v) {
+			snprintf(want, sizeof want, "  CC      launcher/ddlprof.c\n  LD      %s\n", target);
+			CHECK(!strcmp(r.out, want) && r.nerr == 0, "a quiet build printed '%s%s', not '%s'",
+			      r.out, r.err, want);
+		} else {
+			CHECK(strstr(r.out, "-Wall") && strstr(r.out, "-c launcher/ddlprof.c") &&
+			              !strstr(r.out, "  CC      "),
+			      "make V=1 printed '%s'", r.out);
+		}
+		trun_free(&r);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
 }

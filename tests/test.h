@@ -127,6 +127,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(docs_json_stdout) \
 	X(docs_progress_report) \
 	X(docs_progress_sim) \
+	X(docs_deps_targets) \
+	X(docs_quiet_build) \
 	X(report_errors) \
 	X(report_fail_if) \
 	X(callsite_module_fifo) \
