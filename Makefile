@@ -17,6 +17,18 @@ WARN := -std=c11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-form
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -DDDLPROF_VERSION=\"$(VERSION)\"
 B ?= build
 
+# Quiet build lines, as the Linux kernel's kbuild prints them
+# ("  CC      libddlprof/core.c"); make V=1 prints the whole commands, make -s
+# neither.
+V ?= 0
+ifeq ($(V),1)
+say :=
+else ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+say := @
+else
+say = @printf '  %-7s %s\n' '$(1)' '$(2)';
+endif
+
 # Optional libraries of the tools; the preload library itself needs libc only.
 JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 ZSTD_LIBS := $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
@@ -80,11 +92,14 @@ EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%) \
 BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%) $(if $(HAVE_CUDA),$(B)/bench/libfakecudart.so) \
 	$(if $(HAVE_CUDA),$(if $(NVCC),$(B)/bench/launch_gpu))
 
+# A recipe of its own, so that a build with nothing to do says nothing (make
+# demo's output is the demo's).
 all: $(LIBS) $(BINS) $(EXAMPLES) $(SYNTH)
+	@:
 
 $(B)/obj/libddlprof/%.o: libddlprof/%.c $(wildcard libddlprof/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -fvisibility=hidden -ftls-model=initial-exec -c $< -o $@
 
 # gloo's C++ exceptions (a peer gone) pass through its wrappers' frames.
 $(B)/obj/libddlprof/gloo.o: CFLAGS += -fexceptions
@@ -94,117 +109,124 @@ $(B)/obj/libddlprof/gloo.o: CFLAGS += -fexceptions
 # interposes on it exactly as on libcudart and libnccl.
 $(B)/obj/kernels/%.o: kernels/%.c $(wildcard kernels/*.h kernels/emu/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) $(LIB_SAN) -fPIC -c $< -o $@
 
 $(B)/lib/libddlemu.so: $(EMU_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LIB_SAN) -shared -Wl,-soname,libddlemu.so -o $@ $^ -lpthread -lm
+	$(call say,LD,$@)$(CC) $(LIB_SAN) -shared -Wl,-soname,libddlemu.so -o $@ $^ -lpthread -lm
 
 # ddlsynth on the emulation, and on the real CUDA runtime and NCCL when nvcc
 # is here (it builds in CI; it runs only where there is a GPU).
 $(B)/examples/ddlsynth: examples/ddlsynth.c $(B)/obj/kernels/emu_kernels.o $(EMU_LIB) kernels/kernels.h
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) $(LIB_SAN) -pthread -o $@ examples/ddlsynth.c \
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) $(LIB_SAN) -pthread -o $@ examples/ddlsynth.c \
 		$(B)/obj/kernels/emu_kernels.o -L$(B)/lib -lddlemu -Wl,-rpath,'$$ORIGIN/../lib' -lm
 
 $(B)/obj/kernels/kernels_cu.o: kernels/kernels.cu kernels/kernels.h
 	@mkdir -p $(@D)
-	$(NVCC) -O2 $(NVCC_ARCH) -Ikernels -Xcompiler -fPIC -c $< -o $@
+	$(call say,NVCC,$<)$(NVCC) -O2 $(NVCC_ARCH) -Ikernels -Xcompiler -fPIC -c $< -o $@
 
 $(B)/examples/ddlsynth-gpu: examples/ddlsynth.c $(B)/obj/kernels/kernels_cu.o kernels/kernels.h
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -DDDL_REAL_CUDA -Ikernels $(WARN) $(CFLAGS) -pthread -o $@ examples/ddlsynth.c \
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -DDDL_REAL_CUDA -Ikernels $(WARN) $(CFLAGS) -pthread -o $@ examples/ddlsynth.c \
 		$(B)/obj/kernels/kernels_cu.o -L$(CUDA_LIBDIR) -lcudart -lnccl -Wl,-rpath,$(CUDA_LIBDIR) -lstdc++ -lm
 
 $(B)/obj/%.o: %.c $(wildcard include/ddlprof/*.h launcher/*.h analyzer/*.h scheduler/*.h recommender/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer -Ischeduler -Irecommender $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) -Ianalyzer -Ischeduler -Irecommender $(WARN) $(CFLAGS) $(TOOL_SAN) -c $< -o $@
 
 $(B)/lib/libddlprof.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LIB_SAN) -shared -Wl,-z,now -Wl,-soname,libddlprof.so -o $@ $^ -ldl -lpthread
+	$(call say,LD,$@)$(CC) $(LIB_SAN) -shared -Wl,-z,now -Wl,-soname,libddlprof.so -o $@ $^ -ldl -lpthread
 
 $(B)/lib/ddlprof/python/%.py: python/%.py
 	@mkdir -p $(@D)
-	cp $< $@
+	$(call say,CP,$@)cp $< $@
 
 $(B)/lib/ddlprof/python/.compiled: $(PY_OUT)
-	$(PYTHON3) -m compileall -q $(B)/lib/ddlprof/python
+	$(call say,PYC,$(B)/lib/ddlprof/python)$(PYTHON3) -m compileall -q $(B)/lib/ddlprof/python
 	@touch $@
 
 $(B)/lib/libddlread.a: $(READ_OBJ)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)$(AR) rcs $@ $^
 
 # The launcher needs libc only: it reads the headers of traces itself (trace.h).
 $(B)/bin/ddlprof: $(B)/obj/launcher/ddlprof.o
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^
+	$(call say,LD,$@)$(CC) $(TOOL_SAN) -o $@ $^
 
 $(B)/bin/ddlprof-report: $(REPORT_OBJ) $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
+	$(call say,LD,$@)$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 $(B)/bin/ddlprof-recommend: $(REC_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) -lm
+	$(call say,LD,$@)$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) -lm
 
 $(B)/bin/ddlprof-sim: $(SIM_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) -lm
+	$(call say,LD,$@)$(CC) $(TOOL_SAN) -o $@ $^ $(JANSSON_LIBS) -lm
 
 $(B)/tests/progs/%: tests/progs/%.c tests/progs/progs.h
 	@mkdir -p $(@D)
-	$(CC) -Iinclude $(WARN) $(CFLAGS) -pthread -o $@ $<
+	$(call say,CCLD,$@)$(CC) -Iinclude $(WARN) $(CFLAGS) -pthread -o $@ $<
 
 $(B)/tests/gpu/%: tests/gpu/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< \
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< \
 		-L$(CUDA_LIBDIR) -lcudart -lnccl -Wl,-rpath,$(CUDA_LIBDIR)
 
 $(B)/tests/cupti/libcupti.so: tests/cupti/fakecupti.c kernels/ddlemu.h
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -lpthread -ldl
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -lpthread -ldl
 
 $(B)/examples/mpi_allreduce: examples/mpi_allreduce.c
 	@mkdir -p $(@D)
-	$(MPICC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
+	$(call say,MPICC,$@)$(MPICC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
 
 $(B)/examples/%: examples/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< -lm
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -pthread -o $@ $< -lm
 
 $(B)/bench/libfakecudart.so: bench/lib/fakecudart.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) -O2 -fPIC -shared -o $@ $<
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) -O2 -fPIC -shared -o $@ $<
 
 $(B)/bench/launch: bench/launch.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< -ldl
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< -ldl
 
 # A real kernel launched through the real (shared) libcudart: for the GPU machine.
 $(B)/bench/launch_gpu: bench/launch_gpu.cu
 	@mkdir -p $(@D)
-	$(NVCC) -O2 $(NVCC_ARCH) -cudart shared -Xlinker -rpath,$(CUDA_LIBDIR) -o $@ $< -ldl
+	$(call say,NVCC,$@)$(NVCC) -O2 $(NVCC_ARCH) -cudart shared -Xlinker -rpath,$(CUDA_LIBDIR) -o $@ $< -ldl
 
 $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -pthread -o $@ $< $(B)/lib/libddlread.a $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -pthread -o $@ $< $(B)/lib/libddlread.a $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
 
 # (the tests read each command's option table: launcher/launcher_opts.h, ...)
 $(B)/tests/ddltest: $(TEST_SRC) analyzer/ivset.c $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h analyzer/*.h) \
 	$(wildcard launcher/*_opts.h scheduler/*_opts.h recommender/*_opts.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) analyzer/ivset.c \
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) analyzer/ivset.c \
 		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lz -ldl -lm
 
+# The Debian packages of each target (scripts/install-deps.sh lists them):
+# the build's for make, make demo and make tsan; the tests' too for make
+# check; clang for make fuzz. As root, what is missing is installed; make
+# deps: every target's.
 deps:
 	@scripts/install-deps.sh
+
+deps-build deps-demo deps-check deps-fuzz deps-bench:
+	@scripts/install-deps.sh $(@:deps-%=%)
 
 # Builds inside check run in parallel (JOBS, default: the machine's cores).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-check: deps
+check: deps-check
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(PROGS) $(B)/tests/ddltest
 	$(B)/tests/ddltest
 	@echo "== the same tests under AddressSanitizer and UndefinedBehaviorSanitizer"
@@ -229,7 +251,7 @@ FUZZ_REPORT ?= 1
 FUZZ_TARGETS := $(B)/fuzz/fuzz_trace $(if $(filter 1,$(FUZZ_REPORT)),$(B)/fuzz/fuzz_report) \
 	$(if $(REC_SRC),$(B)/fuzz/fuzz_catalog $(B)/fuzz/fuzz_slurm) \
 	$(if $(SIM_SRC),$(B)/fuzz/fuzz_jobs $(B)/fuzz/fuzz_profile)
-fuzz: deps $(FUZZ_TARGETS)
+fuzz: deps-fuzz $(FUZZ_TARGETS)
 	@mkdir -p $(B)/fuzz/crashes $(foreach t,$(FUZZ_TARGETS),$(t)_corpus)
 	$(B)/fuzz/fuzz_trace $(FUZZ_RUN) $(B)/fuzz/fuzz_trace_corpus tests/fuzz/seeds
 	$(if $(filter 1,$(FUZZ_REPORT)),$(B)/fuzz/fuzz_report $(FUZZ_RUN) \
@@ -247,32 +269,32 @@ fuzz: deps $(FUZZ_TARGETS)
 
 $(B)/fuzz/fuzz_catalog: tests/fuzz/fuzz_catalog.c $(filter-out recommender/recommend.c recommender/search.c recommender/output.c,$(REC_SRC)) $(wildcard recommender/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_catalog.c recommender/catalog.c \
+	$(call say,FUZZ,$@)$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_catalog.c recommender/catalog.c \
 		recommender/profile.c recommender/spawn.c recommender/model.c $(JANSSON_LIBS) -lm
 
 $(B)/fuzz/fuzz_slurm: tests/fuzz/fuzz_slurm.c recommender/slurm.c recommender/spawn.c $(wildcard recommender/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_slurm.c recommender/slurm.c recommender/spawn.c \
+	$(call say,FUZZ,$@)$(FUZZ_CC) -Irecommender -o $@ tests/fuzz/fuzz_slurm.c recommender/slurm.c recommender/spawn.c \
 		$(JANSSON_LIBS) -lm
 
 # ddlprof-sim's job-trace loaders; the first input byte picks the format.
 $(B)/fuzz/fuzz_jobs: tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c scheduler/*.h) scheduler/trace.c scheduler/models.c analyzer/progress.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -Ischeduler -Ianalyzer -o $@ tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c) \
+	$(call say,FUZZ,$@)$(FUZZ_CC) -Ischeduler -Ianalyzer -o $@ tests/fuzz/fuzz_jobs.c $(wildcard scheduler/load_*.c) \
 		scheduler/trace.c scheduler/models.c $(JANSSON_LIBS) -lm
 
 $(B)/fuzz/fuzz_profile: tests/fuzz/fuzz_profile.c scheduler/load_profile.c $(wildcard scheduler/*.h) analyzer/progress.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -Ischeduler -Ianalyzer -o $@ tests/fuzz/fuzz_profile.c scheduler/load_profile.c $(JANSSON_LIBS) -lm
+	$(call say,FUZZ,$@)$(FUZZ_CC) -Ischeduler -Ianalyzer -o $@ tests/fuzz/fuzz_profile.c scheduler/load_profile.c $(JANSSON_LIBS) -lm
 
 $(B)/fuzz/fuzz_trace: tests/fuzz/fuzz_trace.c tests/fuzz/trace_mutator.h $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -Ianalyzer -o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS) $(LZ4_LIBS)
+	$(call say,FUZZ,$@)$(FUZZ_CC) -Ianalyzer -o $@ tests/fuzz/fuzz_trace.c $(READ_SRC) $(ZSTD_LIBS) $(LZ4_LIBS)
 
 # What analyzer/report.c's main() calls, on one or two fuzzed traces.
 $(B)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c tests/fuzz/trace_mutator.h $(filter-out analyzer/report.c,$(wildcard analyzer/*.c)) $(wildcard analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -Ianalyzer -o $@ tests/fuzz/fuzz_report.c $(filter-out analyzer/report.c,$(wildcard analyzer/*.c)) \
+	$(call say,FUZZ,$@)$(FUZZ_CC) -Ianalyzer -o $@ tests/fuzz/fuzz_report.c $(filter-out analyzer/report.c,$(wildcard analyzer/*.c)) \
 		$(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 # ThreadSanitizer over the preload library's hot path (tests/tsan/hot.c says
@@ -289,33 +311,33 @@ TSAN_RUN := DDLPROF_DISABLE=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 $(TSAN_O
 TSAN_DEPS := tests/tsan/harness.c tests/tsan/harness.h $(LIB_SRC) $(READ_SRC) \
 	$(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
 TSAN_GPU := $(if $(EMU_SRC),$(TSAN_B)/tests/tsan/gpu_hot)
-tsan: deps $(TSAN_B)/tests/tsan/hot $(TSAN_GPU)
+tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_GPU)
 	$(TSAN_RUN) $(TSAN_B)/tests/tsan/hot
 	$(if $(TSAN_GPU),$(TSAN_RUN) $(TSAN_GPU))
 
 $(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(TSAN_DEPS)
 	@mkdir -p $(@D)
-	$(TSAN_CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -pthread -o $@ tests/tsan/hot.c \
+	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -pthread -o $@ tests/tsan/hot.c \
 		tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
 
 $(TSAN_B)/lib/libddlemu.so: $(EMU_SRC) $(wildcard kernels/*.h kernels/emu/*.h)
 	@mkdir -p $(@D)
-	$(TSAN_CC) $(TSAN_CFLAGS) $(CUDA_CPPFLAGS) -Ikernels -fPIC -shared -Wl,-soname,libddlemu.so \
+	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) $(CUDA_CPPFLAGS) -Ikernels -fPIC -shared -Wl,-soname,libddlemu.so \
 		-o $@ $(EMU_SRC) -lpthread -lm
 
 $(TSAN_B)/tests/tsan/gpu_hot: tests/tsan/gpu_hot.c $(TSAN_DEPS) $(TSAN_B)/lib/libddlemu.so
 	@mkdir -p $(@D)
-	$(TSAN_CC) $(TSAN_CFLAGS) $(CUDA_CPPFLAGS) -Ikernels -ftls-model=initial-exec -pthread -o $@ \
+	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) $(CUDA_CPPFLAGS) -Ikernels -ftls-model=initial-exec -pthread -o $@ \
 		tests/tsan/gpu_hot.c tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -L$(TSAN_B)/lib -lddlemu \
 		-Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(ZSTD_LIBS) $(LZ4_LIBS) -lm
 
 .PHONY: tsan
 
-demo: deps
+demo: deps-demo
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
 
-bench: deps
+bench: deps-bench
 	@$(MAKE) --no-print-directory all $(BENCHES)
 	@scripts/bench.sh
 
@@ -339,4 +361,4 @@ install: all
 clean:
 	rm -rf $(B) build-san build-tsan
 
-.PHONY: all deps check demo bench install clean fuzz
+.PHONY: all deps deps-build deps-demo deps-check deps-fuzz deps-bench check demo bench install clean fuzz

@@ -202,10 +202,19 @@ void ddl_report_align(struct ddl_report *r)
 	if (n)
 		qsort(v, n, sizeof *v, ddl_cend_cmp);
 	/* offsets by breadth-first search from the reference host */
-	int64_t off[MAXH];
-	int known[MAXH] = {0};
+	int64_t off[MAXH] = {0};
+	int known[MAXH] = {0}, ends[MAXH] = {0};
 	known[ref] = 1;
-	off[ref] = 0;
+	/* a host with no collective (a launcher's, a helper's) has nothing to
+	 * align by, or to be aligned: it is read as it is */
+	int nends = 0;
+	for (size_t k = 0; k < n; k++)
+		if (!ends[v[k].host]++)
+			nends++;
+	if (nends < 2) {
+		free(v);
+		return;
+	}
 	int64_t *d = malloc((n + 1) * sizeof *d);
 	for (int round = 0; d && round < nh; round++) {
 		int progress = 0;
@@ -246,7 +255,7 @@ void ddl_report_align(struct ddl_report *r)
 	}
 	int all = 1;
 	for (int h = 0; h < nh; h++)
-		all &= known[h];
+		all &= known[h] || !ends[h];
 	if (!all || !d) {
 		free(v);
 		free(d);
@@ -276,14 +285,19 @@ void ddl_report_align(struct ddl_report *r)
 	if (floor_ns < 200000)
 		floor_ns = 200000;
 	int applied = 0;
-	r->nclock = nh;
+	r->nclock = 0;
 	for (int h = 0; h < nh; h++) {
-		snprintf(r->clock[h].host, sizeof r->clock[h].host, "%s", hosts[h]);
-		r->clock[h].offset_s = (double)off[h] / 1e9;
-		r->clock[h].applied = off[h] > floor_ns || off[h] < -floor_ns;
-		if (!r->clock[h].applied)
+		if (!ends[h]) {
 			off[h] = 0;
-		applied |= r->clock[h].applied;
+			continue;
+		}
+		struct ddl_clock_host *c = &r->clock[r->nclock++];
+		snprintf(c->host, sizeof c->host, "%s", hosts[h]);
+		c->offset_s = (double)off[h] / 1e9;
+		c->applied = off[h] > floor_ns || off[h] < -floor_ns;
+		if (!c->applied)
+			off[h] = 0;
+		applied |= c->applied;
 	}
 	r->clock_method = applied ? "collectives" : "realtime";
 	/* apply: every trace of a host reads its clock corrected */

@@ -299,11 +299,11 @@ struct ddl_report {
 	const char *clock_method;
 	double clock_residual_s;
 	struct ddl_corrsum corr;       /* every process's, together (correlate.c) */
-	struct {
+	struct ddl_clock_host {
 		char host[64];
 		double offset_s; /* as estimated */
 		int applied;     /* it stood out of the residual, and was applied */
-	} clock[256];
+	} clock[256];       /* the hosts that had collectives to align by */
 	int nclock;
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;

@@ -3,7 +3,9 @@
  * pages render without warnings, `make install PREFIX=` gives commands
  * that work from the prefix, every command answers --help and --version
  * on stdout and a bad flag on stderr only, --json output is the whole of
- * stdout, and the progress line appears on a terminal and nowhere else.
+ * stdout, the progress line appears on a terminal and nowhere else, make
+ * demo asks for no package it does not use and prints short build lines,
+ * and the README's walkthrough prints what the README shows.
  *
  * docs_man_render      every page in man/ through `groff -ww -z -man`: no
  *                      output on stderr, and the sections a page needs
@@ -27,6 +29,23 @@
  *                      -o, --force and --json as ddlprof-report's
  * docs_rate_units      the one rate parser: a table of spellings, refusals,
  *                      and the tools that take a rate agreeing on it
+ * docs_deps_targets    the Debian packages make demo, make check and make fuzz
+ *                      ask for (make -n, then install-deps.sh --list), and
+ *                      install-deps.sh among stand-ins for dpkg-query, id and
+ *                      apt-get: a user without clang, chromium, torch or Open
+ *                      MPI runs make demo; root installs none of them for it
+ * docs_quiet_build     build lines are kbuild's short ones ("  CC      x.c"),
+ *                      the whole commands with V=1
+ * docs_readme_marks    the README's marked blocks (below): every "Real output"
+ *                      is marked, every group has commands and output
+ * docs_readme_demo     sections 1, 2, 3 and 6 run as written, twice; their
+ *                      output against the README's; the --fail-if figure is
+ *                      the report's network share, there and here
+ * docs_readme_torch    section 4 on two namespace hosts (root, python3-torch)
+ * docs_readme_torchdata  section 4's one-host runs with their data and
+ *                      without (--data synthetic), compared
+ * docs_readme_mpi      section 5 (root, Open MPI), one host and two
+ * docs_readme_sim      section 7, twice, its output exactly the README's
  *
  * "Takes more than a second" is made to happen on any machine by holding
  * the tool still for 1.2 s in the middle of the phase that shows progress:
@@ -37,11 +56,13 @@
  * gets SIGSTOP once its job-trace descriptor has been closed (its loading
  * done) for 150 ms, time to sort the jobs and start.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -94,6 +115,23 @@ static int docs_write(const char *path, const char *text, size_t n)
 		return -1;
 	int ok = fwrite(text, 1, n, f) == n;
 	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* The whole of file PATH, NUL-terminated, or NULL. */
+static char *docs_slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char *text = NULL;
+	size_t cap = 0;
+	ssize_t n = getdelim(&text, &cap, 0, f);
+	fclose(f);
+	if (n < 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
 }
 
 /* A base port for tcpring (two ranks) below the ephemeral range. */
@@ -194,13 +232,8 @@ int test_docs_man_render(void)
 		      docs_status(&r), r.err);
 		trun_free(&r);
 		/* The sections a page of its kind needs, read from the source. */
-		FILE *f = fopen(m, "r");
-		CHECK(f, "%s: cannot open", m);
-		char *text = NULL;
-		size_t cap = 0;
-		ssize_t n = getdelim(&text, &cap, 0, f);
-		fclose(f);
-		CHECK(n > 0, "%s: empty", m);
+		char *text = docs_slurp(m);
+		CHECK(text && *text, "%s: cannot read it, or empty", m);
 		int is5 = m[strlen(m) - 1] == '5';
 		const char *const *need = is5 ? sec5 : sec1;
 		size_t nneed = is5 ? sizeof sec5 / sizeof sec5[0] : sizeof sec1 / sizeof sec1[0];
@@ -378,7 +411,8 @@ int test_docs_cli_manners(void)
 		int bad;
 	} scripts[] = {{"examples/launch_ranks.sh", 2},
 	               {"scripts/netns-hosts.sh", 1},
-	               {"examples/mpi_netns_agent.sh", 1}};
+	               {"examples/mpi_netns_agent.sh", 1},
+	               {"scripts/install-deps.sh", 2}};
 	for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
 		const char *p = docs_src(scripts[i].path);
 		struct ddl_run_result r;
@@ -488,14 +522,19 @@ static void docs_drain(int fd, char **buf, size_t *n)
 {
 	char b[4096];
 	ssize_t k;
-	while ((k = read(fd, b, sizeof b)) > 0) {
-		char *q = realloc(*buf, *n + (size_t)k + 1);
-		if (!q)
-			return;
-		memcpy(q + *n, b, (size_t)k);
-		*n += (size_t)k;
-		q[*n] = 0;
-		*buf = q;
+	while ((k = read(fd, b, sizeof b)) > 0)
+		tappend(buf, n, b, (size_t)k);
+}
+
+/* In a child after setsid(): terminal S becomes its controlling one, raw,
+ * so that what is written there arrives byte for byte. */
+static void docs_tty_take(int s)
+{
+	ioctl(s, TIOCSCTTY, 0);
+	struct termios tio;
+	if (tcgetattr(s, &tio) == 0) {
+		cfmakeraw(&tio);
+		tcsetattr(s, TCSANOW, &tio);
 	}
 }
 
@@ -522,14 +561,9 @@ static int docs_pty_run(char *const argv[], int pipe_err, enum docs_pause how, c
 		int s = open(sname, O_RDWR);
 		if (s < 0)
 			_exit(126);
-		ioctl(s, TIOCSCTTY, 0);
+		docs_tty_take(s);
 		if (how == DOCS_PAUSE_MAPPED && ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
 			_exit(125);
-		struct termios tio; /* raw: what the tool writes, byte for byte */
-		if (tcgetattr(s, &tio) == 0) {
-			cfmakeraw(&tio);
-			tcsetattr(s, TCSANOW, &tio);
-		}
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
 		dup2(null, 1);
@@ -1105,4 +1139,1037 @@ int test_docs_rate_units(void)
 	trm(dir);
 	free(dir);
 	return DDL_PASS;
+}
+
+/*
+ * Stand-ins for dpkg-query, id and apt-get in DIR, to run
+ * scripts/install-deps.sh as another user on another machine: dpkg-query
+ * finds every package installed but those in MISSING, id -u prints UID,
+ * apt-get appends its arguments to DIR/apt.log. 0, or -1.
+ */
+static int docs_fake_debian(const char *dir, const char *missing, int uid)
+{
+	char p[PATH_MAX + 16], text[1024];
+	snprintf(p, sizeof p, "%s/dpkg-query", dir);
+	snprintf(text, sizeof text,
+	         "#!/bin/sh\nfor p; do :; done\ncase \" %s \" in *\" $p \"*) exit 1 ;; esac\n"
+	         "printf 'install ok installed'\n",
+	         missing);
+	if (docs_write(p, text, strlen(text)) || chmod(p, 0755))
+		return -1;
+	snprintf(p, sizeof p, "%s/id", dir);
+	snprintf(text, sizeof text, "#!/bin/sh\necho %d\n", uid);
+	if (docs_write(p, text, strlen(text)) || chmod(p, 0755))
+		return -1;
+	snprintf(p, sizeof p, "%s/apt-get", dir);
+	snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" >>'%s/apt.log'\n", dir);
+	return docs_write(p, text, strlen(text)) || chmod(p, 0755) ? -1 : 0;
+}
+
+/* 1 when the space-separated LIST has the word W. */
+static int docs_list_has(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = strstr(list, w); p; p = strstr(p + 1, w))
+		if ((p == list || p[-1] == ' ' || p[-1] == ':') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
+			return 1;
+	return 0;
+}
+
+/* The packages that only the tests, or only make fuzz, need. */
+static const char *const docs_test_only[] = {"chromium", "python3-torch", "openmpi-bin",
+                                             "libopenmpi-dev"};
+
+int test_docs_deps_targets(void)
+{
+	if (!docs_have("make")) {
+		fprintf(stderr, "    needs make: skipped\n");
+		return DDL_SKIP;
+	}
+	char b[PATH_MAX];
+	snprintf(b, sizeof b, "B=%s", tbuild(""));
+	b[strlen(b) - 1] = 0;
+	char *env[] = {"MAKEFLAGS=", "MAKELEVEL=", "MFLAGS=", NULL};
+	static const char *const targets[] = {"demo", "check", "fuzz"};
+	for (size_t t = 0; t < 3; t++) {
+		/* What the target asks scripts/install-deps.sh for (make -n runs
+		 * the recursive makes too, printing their commands only). */
+		char *mk[] = {"make", "-n", "--no-print-directory", "-C", (char *)docs_src(""), b,
+		              (char *)targets[t], NULL};
+		struct ddl_run_result r;
+		CHECK(trun(mk, env, 120, &r) == 0 && docs_status(&r) == 0, "make -n %s: %s", targets[t],
+		      r.err);
+		char sets[256] = "";
+		for (char *l = r.out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			const char *key = "scripts/install-deps.sh";
+			if (strncmp(l, key, strlen(key)))
+				continue;
+			size_t n = strcspn(l + strlen(key), "\n");
+			if (strlen(sets) + n + 1 < sizeof sets)
+				strncat(sets, l + strlen(key), n);
+		}
+		trun_free(&r);
+		CHECK(*sets, "make -n %s runs no scripts/install-deps.sh SET", targets[t]);
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, "'%s' --list%s", docs_src("scripts/install-deps.sh"), sets);
+		char *list[] = {"/bin/sh", "-c", cmd, NULL};
+		CHECK(trun(list, NULL, 30, &r) == 0 && docs_status(&r) == 0, "%s: %s", cmd, r.err);
+		char *req = strstr(r.out, "required:"), *opt = strstr(r.out, "optional:");
+		CHECK(req && opt, "%s printed no required: and optional: lines: '%s'", cmd, r.out);
+		*strchrnul(req, '\n') = 0;
+		*strchrnul(opt, '\n') = 0;
+		CHECK(docs_list_has(req, "libjansson-dev"), "make %s: %s", targets[t], req);
+		int fuzz = t == 2, check = t == 1;
+		CHECK(docs_list_has(req, "clang") == fuzz && docs_list_has(req, "libclang-rt-14-dev") == fuzz,
+		      "make %s (sets%s): %s", targets[t], sets, req);
+		CHECK(docs_list_has(req, "zlib1g-dev") == check && docs_list_has(req, "iproute2") == check,
+		      "make %s (sets%s): %s", targets[t], sets, req);
+		for (size_t k = 0; k < sizeof docs_test_only / sizeof docs_test_only[0]; k++) {
+			CHECK(!docs_list_has(req, docs_test_only[k]), "make %s requires %s", targets[t],
+			      docs_test_only[k]);
+			CHECK(docs_list_has(opt, docs_test_only[k]) == check, "make %s (sets%s): %s",
+			      targets[t], sets, opt);
+		}
+		trun_free(&r);
+	}
+
+	/* As a user without clang, chromium, torch or Open MPI: make demo's
+	 * packages are there, make check's tests skip, make fuzz names clang.
+	 * As root: nothing installed for the demo, the tests' packages for
+	 * make check, clang for make fuzz. */
+	char *dir = tmpdir(), path[PATH_MAX + 8], log[PATH_MAX];
+	const char *missing = "clang libclang-rt-14-dev chromium python3-torch openmpi-bin libopenmpi-dev";
+	snprintf(path, sizeof path, "PATH=%s:%s", dir, getenv("PATH") ?: "/usr/bin:/bin");
+	snprintf(log, sizeof log, "%s/apt.log", dir);
+	char *fenv[] = {path, NULL};
+	static const struct {
+		int uid;
+		const char *set;
+		int status;
+		const char *said, *not_said, *installed, *not_installed;
+	} cases[] = {
+		{1000, "demo", 0, NULL, "clang", NULL, NULL},
+		{1000, "check", 0, "python3-torch", "clang", NULL, NULL},
+		{1000, "fuzz", 1, "missing Debian packages: clang libclang-rt-14-dev", "chromium", NULL, NULL},
+		{0, "demo", 0, NULL, "installing", NULL, NULL},
+		{0, "check", 0, "installing", "clang", "python3-torch openmpi-bin libopenmpi-dev chromium",
+		 "clang"},
+		{0, "fuzz", 0, "installing clang libclang-rt-14-dev", "chromium", "clang libclang-rt-14-dev",
+		 "chromium"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		unlink(log);
+		CHECK(docs_fake_debian(dir, missing, cases[i].uid) == 0, "writing the stand-ins in %s", dir);
+		char *argv[] = {(char *)docs_src("scripts/install-deps.sh"), (char *)cases[i].set, NULL};
+		struct ddl_run_result r;
+		CHECK(trun(argv, fenv, 30, &r) == 0, "install-deps.sh %s did not finish", cases[i].set);
+		const char *who = cases[i].uid ? "a user" : "root";
+		CHECK(docs_status(&r) == cases[i].status, "install-deps.sh %s as %s: status %d (want %d): %s",
+		      cases[i].set, who, docs_status(&r), cases[i].status, r.err);
+		CHECK(cases[i].said ? strstr(r.err, cases[i].said) != NULL : r.nerr == 0,
+		      "install-deps.sh %s as %s said '%s' (want '%s')", cases[i].set, who, r.err,
+		      cases[i].said ? cases[i].said : "");
+		CHECK(!strstr(r.err, cases[i].not_said), "install-deps.sh %s as %s: '%s'", cases[i].set, who,
+		      r.err);
+		trun_free(&r);
+		FILE *f = fopen(log, "r");
+		char got[1024] = "";
+		size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+		got[n] = 0;
+		if (f)
+			fclose(f);
+		if (cases[i].installed) {
+			CHECK(strstr(got, "install") && strstr(got, cases[i].installed) &&
+			              !docs_list_has(got, cases[i].not_installed),
+			      "install-deps.sh %s as root ran apt-get '%s'", cases[i].set, got);
+		} else {
+			CHECK(n == 0, "install-deps.sh %s as %s ran apt-get '%s'", cases[i].set, who, got);
+		}
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* Recipe lines that run a compiler or make a file, printed whole unless quiet. */
+static const char *const docs_loud[] = {"\t$(CC)",     "\t$(NVCC)", "\t$(MPICC)", "\t$(FUZZ_CC)",
+                                        "\t$(TSAN_CC)", "\t$(AR)",   "\tcp ",      "\t$(PYTHON3)"};
+
+int test_docs_quiet_build(void)
+{
+	if (!docs_have("make")) {
+		fprintf(stderr, "    needs make: skipped\n");
+		return DDL_SKIP;
+	}
+	/* Every build line goes through say (kbuild's short lines). */
+	FILE *f = fopen(docs_src("Makefile"), "r");
+	CHECK(f, "no Makefile");
+	char line[1024];
+	int no = 0, said = 0;
+	while (fgets(line, sizeof line, f)) {
+		no++;
+		said += !strncmp(line, "\t$(call say,", 12);
+		for (size_t k = 0; k < sizeof docs_loud / sizeof docs_loud[0]; k++)
+			CHECK(strncmp(line, docs_loud[k], strlen(docs_loud[k])),
+			      "Makefile:%d prints its whole command: %s", no, line);
+	}
+	fclose(f);
+	CHECK(said >= 20, "only %d quiet build lines in the Makefile", said);
+
+	/* The launcher built into a fresh folder: two short lines; with V=1,
+	 * the commands. */
+	char *dir = tmpdir(), b[PATH_MAX + 8], target[PATH_MAX + 16], want[2 * PATH_MAX];
+	char *env[] = {"MAKEFLAGS=", "MAKELEVEL=", "MFLAGS=", NULL};
+	for (int v = 0; v < 2; v++) {
+		snprintf(b, sizeof b, "B=%s/b%d", dir, v);
+		snprintf(target, sizeof target, "%s/b%d/bin/ddlprof", dir, v);
+		char *mk[] = {"make", "--no-print-directory", "-C", (char *)docs_src(""), b,
+		              v ? "V=1" : "V=0", target, NULL};
+		struct ddl_run_result r;
+		CHECK(trun(mk, env, 120, &r) == 0 && docs_status(&r) == 0, "make %s %s: %s%s", b, target,
+		      r.out, r.err);
+		CHECK(access(target, X_OK) == 0, "make %s built no %s", b, target);
+		if (!v) {
+			snprintf(want, sizeof want, "  CC      launcher/ddlprof.c\n  LD      %s\n", target);
+			CHECK(!strcmp(r.out, want) && r.nerr == 0, "a quiet build printed '%s%s', not '%s'",
+			      r.out, r.err, want);
+		} else {
+			CHECK(strstr(r.out, "-Wall") && strstr(r.out, "-c launcher/ddlprof.c") &&
+			              !strstr(r.out, "  CC      "),
+			      "make V=1 printed '%s'", r.out);
+		}
+		trun_free(&r);
+	}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * The README's walkthrough, run as written. A comment before a block says
+ * what the block is:
+ *
+ *   <!-- readme-test GROUP run -->             commands: run with sh -e, so
+ *                                              each must succeed (one whose
+ *                                              failure is shown: CMD || ...)
+ *   <!-- readme-test GROUP script PATH -->     commands that the script PATH
+ *                                              runs (checked to be in it):
+ *                                              the script is run instead
+ *   <!-- readme-test GROUP output [exact] [optional=WORDS]... [ignore=TEXT]... -->
+ *                                              what the GROUP's commands
+ *                                              since its last output block
+ *                                              printed
+ *
+ * Each group's blocks run in order in a fresh directory that looks like a
+ * checkout after make (build/bin, build/lib, build/examples, scripts,
+ * examples and recommender linked to the tests' build and sources), on a
+ * terminal, as a user would see them. An output block is compared line by
+ * line with what the terminal showed: "..." stands for lines left out (and
+ * the output may start before and go on after what the README shows);
+ * lines match when they have the same shape: the same words, every number
+ * a number, a size with any unit, runs of blanks after the indent as one.
+ * `exact` compares lines as they are. Lines beginning with optional WORDS
+ * (and the more indented lines under them) may be there or not, and so may
+ * an ignored TEXT within a line (quoted where it has blanks): they come and
+ * go with the machine's load (a straggler, a hint, a clock corrected). The
+ * machine's hostname stands for "vm", the README's. Namespace hosts are
+ * made with a prefix of their own (ddlrd-h0 for ddl-h0), so that other
+ * tests' hosts are left alone, and shown by the README's names.
+ */
+#define DOCS_NS "ddlrd"
+
+struct docs_block {
+	char group[16], kind[16], opts[256];
+	char *text; /* the block without its four-space indent */
+	int line;   /* its first line in README.md */
+};
+
+/* Splits TEXT in place into lines; *N of them. The array is malloc'd. */
+static char **docs_lines(char *text, size_t *n)
+{
+	size_t cap = 1;
+	for (const char *p = text; *p; p++)
+		cap += *p == '\n';
+	char **v = malloc(cap * sizeof *v);
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (char *p = text; *p;) {
+		v[(*n)++] = p;
+		char *e = strchr(p, '\n');
+		if (!e)
+			break;
+		*e = 0;
+		p = e + 1;
+	}
+	return v;
+}
+
+static int docs_blank(const char *s)
+{
+	return s[strspn(s, " \t")] == 0;
+}
+
+/*
+ * The README's marked blocks, up to MAX, into B; their number, or -1 with
+ * a message: a marker without a block, a kind unknown, or a "Real output"
+ * paragraph whose block is not marked as output.
+ */
+static int docs_readme_blocks(struct docs_block *b, int max)
+{
+	char *text = docs_slurp(docs_src("README.md"));
+	size_t n;
+	char **l = text ? docs_lines(text, &n) : NULL;
+	if (!l) {
+		fprintf(stderr, "    cannot read %s\n", docs_src("README.md"));
+		free(text);
+		return -1;
+	}
+	int nb = 0, rc = 0;
+	size_t real_output = 0; /* the line of a "Real output" still to be marked */
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *key = "<!-- readme-test ";
+		if (strncmp(l[i], key, strlen(key))) {
+			int code = !strncmp(l[i], "    ", 4) && !docs_blank(l[i]) && i && docs_blank(l[i - 1]);
+			if (code && real_output) {
+				fprintf(stderr, "    README.md:%zu: real output without a <!-- readme-test GROUP output --> "
+				        "before its block (line %zu)\n", real_output, i + 1);
+				rc = -1;
+			}
+			if (strstr(l[i], "Real output"))
+				real_output = i + 1;
+			continue;
+		}
+		struct docs_block *k = &b[nb];
+		memset(k, 0, sizeof *k);
+		char rest[512];
+		snprintf(rest, sizeof rest, "%s", l[i] + strlen(key));
+		char *end = strstr(rest, "-->");
+		if (end)
+			*end = 0;
+		int used = 0;
+		if (!end || nb == max || sscanf(rest, "%15s %15s %n", k->group, k->kind, &used) < 2 ||
+		    (strcmp(k->kind, "run") && strcmp(k->kind, "script") && strcmp(k->kind, "output"))) {
+			fprintf(stderr, "    README.md:%zu: a readme-test marker is GROUP run|script|output: %s\n",
+			        i + 1, l[i]);
+			rc = -1;
+			break;
+		}
+		snprintf(k->opts, sizeof k->opts, "%s", rest + used);
+		for (size_t e = strlen(k->opts); e && k->opts[e - 1] == ' '; e--)
+			k->opts[e - 1] = 0;
+		if (!strcmp(k->kind, "output"))
+			real_output = 0;
+		size_t j = i + 1;
+		while (j < n && docs_blank(l[j]))
+			j++;
+		size_t first = j, last = j;
+		for (; j < n && (docs_blank(l[j]) || !strncmp(l[j], "    ", 4)); j++)
+			if (!docs_blank(l[j]))
+				last = j + 1;
+		if (last == first) {
+			fprintf(stderr, "    README.md:%zu: a readme-test marker without an indented block\n", i + 1);
+			rc = -1;
+			break;
+		}
+		size_t len = 1;
+		for (size_t m = first; m < last; m++)
+			len += strlen(l[m]) + 1;
+		k->text = calloc(1, len);
+		for (size_t m = first; m < last && k->text; m++) {
+			strcat(k->text, strlen(l[m]) > 4 ? l[m] + 4 : "");
+			strcat(k->text, "\n");
+		}
+		k->line = (int)first + 1;
+		nb++;
+		i = last - 1;
+	}
+	free(l);
+	free(text);
+	return rc ? -1 : nb;
+}
+
+/* What a terminal shows: carriage returns, backspaces and erase to the end
+ * of the line applied, other escape sequences dropped. */
+struct docs_screen {
+	char *out;
+	size_t nout, len, col;
+	int esc;
+	char line[16384];
+};
+
+static void docs_screen_put(struct docs_screen *sc, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = b[i];
+		if (sc->esc == 1) {
+			sc->esc = c == '[' ? 2 : 0;
+			continue;
+		}
+		if (sc->esc == 2) {
+			if (c >= 0x40 && c <= 0x7e) {
+				if (c == 'K')
+					sc->len = sc->col;
+				sc->esc = 0;
+			}
+			continue;
+		}
+		if (c == 033) {
+			sc->esc = 1;
+		} else if (c == '\r') {
+			sc->col = 0;
+		} else if (c == '\b') {
+			sc->col -= sc->col > 0;
+		} else if (c == '\n') {
+			tappend(&sc->out, &sc->nout, sc->line, sc->len);
+			tappend(&sc->out, &sc->nout, "\n", 1);
+			sc->len = sc->col = 0;
+		} else if (sc->col < sizeof sc->line) {
+			sc->line[sc->col++] = c;
+			if (sc->col > sc->len)
+				sc->len = sc->col;
+		}
+	}
+}
+
+/*
+ * Runs TEXT with `sh -e -c` in DIR, with the extra ENV entries, stdin
+ * /dev/null and stdout and stderr on a new terminal; *OUT (malloc'd) gets
+ * what the terminal showed. Returns the exit status, or -1 when it could
+ * not start or ran past TIMEOUT_S (then killed, with what it left).
+ */
+static int docs_tty_sh(const char *text, const char *dir, char *const env[], int timeout_s, char **out)
+{
+	struct docs_screen *sc = calloc(1, sizeof *sc);
+	*out = NULL;
+	if (!sc)
+		return -1;
+	sc->out = calloc(1, 1);
+	int m = posix_openpt(O_RDWR | O_NOCTTY), s = -1;
+	char *sname = m >= 0 && !grantpt(m) && !unlockpt(m) ? ptsname(m) : NULL;
+	/* Ours kept open too: the terminal stays up until the output is read. */
+	if (sname)
+		s = open(sname, O_RDWR | O_NOCTTY);
+	pid_t pid = s >= 0 ? fork() : -1;
+	if (pid == 0) {
+		setsid();
+		docs_tty_take(s);
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		dup2(s, 1);
+		dup2(s, 2);
+		close(m);
+		if (s > 2)
+			close(s);
+		if (chdir(dir) != 0)
+			_exit(126);
+		for (int i = 0; env && env[i]; i++)
+			putenv(env[i]);
+		execl("/bin/sh", "sh", "-e", "-c", text, (char *)NULL);
+		_exit(127);
+	}
+	int status = -1, exited = 0;
+	double end = tnow() + timeout_s;
+	while (pid > 0) {
+		struct pollfd pf = {m, POLLIN, 0};
+		if (poll(&pf, 1, 100) > 0) {
+			char buf[4096];
+			ssize_t k = read(m, buf, sizeof buf);
+			if (k > 0) {
+				docs_screen_put(sc, buf, (size_t)k);
+				continue;
+			}
+		} else if (exited) {
+			break; /* exited, and nothing more to read */
+		}
+		if (!exited && waitpid(pid, &status, WNOHANG) == pid)
+			exited = 1;
+		if (!exited && tnow() > end) {
+			fprintf(stderr, "    the commands ran past %d s: killed\n", timeout_s);
+			kill(-pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			status = -1;
+			break;
+		}
+	}
+	if (pid > 0)
+		kill(-pid, SIGKILL); /* anything left behind */
+	docs_screen_put(sc, "\n", sc->len ? 1 : 0);
+	*out = sc->out;
+	free(sc);
+	if (s >= 0)
+		close(s);
+	if (m >= 0)
+		close(m);
+	return status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Replaces every FROM in *S with TO; with WORDS only where it stands as a
+ * word of its own (no letter or digit either side). *S is malloc'd and
+ * may move. */
+static void docs_replace(char **s, const char *from, const char *to, int words)
+{
+	size_t nf = strlen(from), len = 0;
+	char *out = calloc(1, 1);
+	const char *p = *s;
+	for (const char *q; (q = strstr(p, from));) {
+		int word = !words || ((q == *s || !isalnum((unsigned char)q[-1])) &&
+		                      !isalnum((unsigned char)q[nf]));
+		tappend(&out, &len, p, (size_t)(q - p));
+		tappend(&out, &len, word ? to : from, word ? strlen(to) : nf);
+		p = q + nf;
+	}
+	tappend(&out, &len, p, strlen(p));
+	free(*s);
+	*s = out;
+}
+
+/* TEXT with the README's namespace hosts and interfaces (ddl-h0, ddl0)
+ * given this test's prefix; malloc'd. */
+static char *docs_ns_text(const char *text)
+{
+	size_t len = 0;
+	char *out = calloc(1, 1);
+	for (const char *p = text; *p; p++) {
+		int at = !strncmp(p, "ddl", 3) && (p == text || !isalnum((unsigned char)p[-1])) &&
+		         (isdigit((unsigned char)p[3]) || (p[3] == '-' && p[4] == 'h' && isdigit((unsigned char)p[5])));
+		if (at) {
+			tappend(&out, &len, DOCS_NS, strlen(DOCS_NS));
+			p += 2;
+		} else {
+			tappend(&out, &len, p, 1);
+		}
+	}
+	return out;
+}
+
+/* Output as the README would show it: this machine's hostname as "vm",
+ * this test's namespace hosts by the README's names. */
+static void docs_readme_names(char **out)
+{
+	char host[256] = "";
+	if (gethostname(host, sizeof host - 1) == 0 && *host && strcmp(host, "vm"))
+		docs_replace(out, host, "vm", 1);
+	docs_replace(out, DOCS_NS, "ddl", 0);
+}
+
+/*
+ * The shape of LINE into OUT: its indent, then its words with runs of
+ * blanks as one and no blanks at the end; a number (a sign, digits,
+ * thousands, decimals, an exponent) as '#', a size (a number and B, KiB,
+ * MiB, GiB or TiB) as '#B', a hexadecimal id of 8 or more digits as '#x'.
+ */
+static void docs_shape(const char *line, char *out, size_t n)
+{
+	static const char *const units[] = {" B", " KiB", " MiB", " GiB", " TiB"};
+	size_t k = 0;
+	const char *s = line;
+	while (*s == ' ' && k + 1 < n)
+		out[k++] = *s++;
+	int blank = 0;
+	while (*s && k + 3 < n) {
+		if (*s == ' ' || *s == '\t') {
+			blank = 1;
+			s++;
+			continue;
+		}
+		if (blank)
+			out[k++] = ' ';
+		blank = 0;
+		int edge = s == line || !isalnum((unsigned char)s[-1]);
+		size_t h = 0;
+		int digit = 0, letter = 0;
+		while (edge && (isdigit((unsigned char)s[h]) || (s[h] >= 'a' && s[h] <= 'f'))) {
+			digit |= isdigit((unsigned char)s[h]) != 0;
+			letter |= isalpha((unsigned char)s[h]) != 0;
+			h++;
+		}
+		if (h >= 8 && digit && letter && !isalnum((unsigned char)s[h])) {
+			out[k++] = '#';
+			out[k++] = 'x';
+			s += h;
+			continue;
+		}
+		const char *p = s;
+		if ((*p == '-' || *p == '+') && edge && isdigit((unsigned char)p[1]))
+			p++;
+		if (!isdigit((unsigned char)*p)) {
+			out[k++] = *s++;
+			continue;
+		}
+		while (isdigit((unsigned char)*p) ||
+		       (*p == ',' && isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]) &&
+		        isdigit((unsigned char)p[3]) && !isdigit((unsigned char)p[4])))
+			p++;
+		if (*p == '.' && isdigit((unsigned char)p[1]))
+			for (p++; isdigit((unsigned char)*p); p++)
+				;
+		if ((*p == 'e' || *p == 'E') && (isdigit((unsigned char)p[1]) ||
+		                                 ((p[1] == '-' || p[1] == '+') && isdigit((unsigned char)p[2]))))
+			for (p += 2; isdigit((unsigned char)*p); p++)
+				;
+		out[k++] = '#';
+		for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+			size_t nu = strlen(units[u]);
+			if (!strncmp(p, units[u], nu) && !isalnum((unsigned char)p[nu])) {
+				out[k++] = 'B';
+				p += nu;
+				break;
+			}
+		}
+		s = p;
+	}
+	out[k] = 0;
+}
+
+/* 1 when the two lines match: as they are (EXACT, less blanks at the end),
+ * else by shape. */
+static int docs_line_eq(const char *a, const char *b, int exact)
+{
+	static char sa[16384], sb[16384];
+	if (exact) {
+		size_t na = strlen(a), nb = strlen(b);
+		while (na && a[na - 1] == ' ')
+			na--;
+		while (nb && b[nb - 1] == ' ')
+			nb--;
+		return na == nb && !memcmp(a, b, na);
+	}
+	docs_shape(a, sa, sizeof sa);
+	docs_shape(b, sb, sizeof sb);
+	return !strcmp(sa, sb);
+}
+
+static size_t docs_indent(const char *s)
+{
+	return strspn(s, " ");
+}
+
+/* The values of KEY= in OPTS (KEY=WORD or KEY="SOME WORDS"), up to 8, into
+ * V; how many. */
+static int docs_opt_values(const char *opts, const char *key, char v[8][64])
+{
+	int n = 0;
+	size_t nk = strlen(key);
+	for (const char *p = strstr(opts, key); p && n < 8; p = strstr(p + 1, key)) {
+		if (p[nk] != '=' || (p != opts && p[-1] != ' '))
+			continue;
+		const char *w = p + nk + 1;
+		size_t len = *w == '"' ? strcspn(++w, "\"") : strcspn(w, " ");
+		snprintf(v[n++], sizeof v[0], "%.*s", (int)len, w);
+	}
+	return n;
+}
+
+/*
+ * Drops from V (N lines, their README lines in NO when not NULL) what OPTS
+ * says may be there or not: the lines that begin with an optional=WORDS,
+ * with the more indented lines under them, and every ignore=TEXT within a
+ * line; then every blank line after a blank line.
+ */
+static void docs_prune(char **v, int *no, size_t *n, const char *opts)
+{
+	char words[8][64], ignore[8][64];
+	int nw = docs_opt_values(opts, "optional", words), ni = docs_opt_values(opts, "ignore", ignore);
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		for (int j = 0; j < ni; j++)
+			for (char *q; *ignore[j] && (q = strstr(v[i], ignore[j]));)
+				memmove(q, q + strlen(ignore[j]), strlen(q + strlen(ignore[j])) + 1);
+		const char *t = v[i] + docs_indent(v[i]);
+		int drop = 0;
+		for (int w = 0; w < nw && !drop; w++)
+			drop = !strncmp(t, words[w], strlen(words[w]));
+		if (drop) {
+			size_t in = docs_indent(v[i]);
+			while (i + 1 < *n && !docs_blank(v[i + 1]) && docs_indent(v[i + 1]) > in)
+				i++;
+			continue;
+		}
+		if (docs_blank(v[i]) && k && docs_blank(v[k - 1]))
+			continue;
+		if (no)
+			no[k] = no[i];
+		v[k++] = v[i];
+	}
+	*n = k;
+}
+
+static int docs_ellipsis(const char *s)
+{
+	return !strcmp(s + docs_indent(s), "...");
+}
+
+/*
+ * Compares output block B with REAL, what its commands printed: every run
+ * of README lines between "..." lines found in REAL, in order, line after
+ * line. DDL_PASS, or DDL_FAIL saying which README line was not found.
+ */
+static int docs_match(const struct docs_block *b, const char *real)
+{
+	char *want = strdup(b->text), *got = strdup(real);
+	size_t nw, ng;
+	char **w = docs_lines(want, &nw), **g = docs_lines(got, &ng);
+	int *no = malloc((nw + 1) * sizeof *no);
+	CHECK(w && g && no, "out of memory");
+	for (size_t i = 0; i < nw; i++)
+		no[i] = b->line + (int)i;
+	docs_prune(w, no, &nw, b->opts);
+	docs_prune(g, NULL, &ng, b->opts);
+	int exact = strstr(b->opts, "exact") != NULL, rc = DDL_PASS;
+	size_t pos = 0;
+	for (size_t i = 0; i < nw && rc == DDL_PASS;) {
+		if (docs_ellipsis(w[i])) {
+			i++;
+			continue;
+		}
+		size_t len = 0;
+		while (i + len < nw && !docs_ellipsis(w[i + len]))
+			len++;
+		/* The first place from POS where the whole run matches; else the
+		 * line of the run that the longest partial match stopped at. */
+		size_t best = 0, best_at = pos;
+		int found = 0;
+		for (size_t at = pos; at + len <= ng && !found; at++) {
+			size_t k = 0;
+			while (k < len && docs_line_eq(w[i + k], g[at + k], exact))
+				k++;
+			found = k == len;
+			if (k > best || found) {
+				best = k;
+				best_at = at;
+			}
+		}
+		if (!found) {
+			size_t miss = i + best;
+			fprintf(stderr, "    README.md:%d: not in the output%s: '%s'\n", no[miss],
+			        best ? " after the lines before it" : "", w[miss]);
+			if (best && best_at + best < ng)
+				fprintf(stderr, "    the output has there: '%s'\n", g[best_at + best]);
+			fprintf(stderr, "    what the commands printed:\n");
+			for (size_t k = 0; k < ng; k++)
+				fprintf(stderr, "    | %s\n", g[k]);
+			rc = DDL_FAIL;
+		}
+		pos = best_at + len;
+		i += len;
+	}
+	free(no);
+	free(w);
+	free(g);
+	free(want);
+	free(got);
+	return rc;
+}
+
+/* TEXT with its continuation lines joined and blanks squeezed; malloc'd. */
+static char *docs_squeeze(const char *text)
+{
+	char *out = calloc(1, strlen(text) + 1);
+	size_t k = 0;
+	int blank = 0;
+	for (const char *p = text; out && *p; p++) {
+		if (*p == '\\' && p[1] == '\n') {
+			blank = 1;
+			p++;
+		} else if (*p == ' ' || *p == '\t') {
+			blank = 1;
+		} else {
+			if (blank && k && out[k - 1] != '\n')
+				out[k++] = ' ';
+			blank = 0;
+			out[k++] = *p;
+		}
+	}
+	return out;
+}
+
+/* A script block: each of its commands is one that the script runs. */
+static int docs_script_has(const struct docs_block *b)
+{
+	char *script = docs_slurp(docs_src(b->opts));
+	CHECK(script, "README.md:%d: no script %s", b->line, b->opts);
+	char *s = docs_squeeze(script), *cmds = docs_squeeze(b->text);
+	for (char *c = cmds, *e; c && *c; c = e ? e + 1 : NULL) {
+		e = strchr(c, '\n');
+		if (e)
+			*e = 0;
+		CHECK(docs_blank(c) || strstr(s, c), "README.md:%d: %s does not run '%s'", b->line, b->opts, c);
+	}
+	free(cmds);
+	free(s);
+	free(script);
+	return DDL_PASS;
+}
+
+/* A directory like a checkout after make, for the README's commands; NULL
+ * when it cannot be made. */
+static char *docs_checkout(void)
+{
+	char *dir = tmpdir(), p[PATH_MAX + 32];
+	static const char *const built[] = {"bin", "lib", "examples"};
+	static const char *const src[] = {"scripts", "examples", "recommender"};
+	snprintf(p, sizeof p, "%s/build", dir);
+	int ok = mkdir(p, 0755) == 0;
+	for (size_t i = 0; i < 3 && ok; i++) {
+		char to[PATH_MAX];
+		snprintf(to, sizeof to, "%s", tbuild(built[i]));
+		snprintf(p, sizeof p, "%s/build/%s", dir, built[i]);
+		ok = symlink(to, p) == 0;
+		snprintf(p, sizeof p, "%s/%s", dir, src[i]);
+		ok = ok && symlink(docs_src(src[i]), p) == 0;
+	}
+	if (!ok) {
+		fprintf(stderr, "    cannot make a checkout in %s\n", dir);
+		trm(dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+/*
+ * Runs the README's blocks of GROUP in a fresh checkout and compares its
+ * output blocks; with AGAIN, runs its commands a second time there, which
+ * must not fail for what the first run left. OUTS (up to MAXOUT, may be
+ * NULL) gets what the commands printed for each output block, malloc'd.
+ */
+static int docs_readme_group(const char *group, int again, char **outs, int maxout)
+{
+	static struct docs_block b[64];
+	int nb = docs_readme_blocks(b, 64);
+	CHECK(nb >= 0, "README.md's markers");
+	char *dir = docs_checkout();
+	CHECK(dir, "no checkout");
+	char port[32], *env[] = {"DDL_NETNS_PREFIX=" DOCS_NS, port, NULL};
+	snprintf(port, sizeof port, "MASTER_PORT=%d", tfreeports(1));
+	char *pending = calloc(1, 1);
+	size_t npending = 0;
+	int nout = 0, seen = 0;
+	for (int pass = 0; pass < (again ? 2 : 1); pass++) {
+		for (int i = 0; i < nb; i++) {
+			if (strcmp(b[i].group, group))
+				continue;
+			seen++;
+			if (!strcmp(b[i].kind, "output")) {
+				if (pass == 0 && docs_match(&b[i], pending) != DDL_PASS)
+					return DDL_FAIL;
+				if (pass == 0 && outs && nout < maxout)
+					outs[nout++] = strdup(pending);
+				npending = 0;
+				*pending = 0;
+				continue;
+			}
+			if (!strcmp(b[i].kind, "script") && docs_script_has(&b[i]) != DDL_PASS)
+				return DDL_FAIL;
+			if (pass && !strcmp(b[i].kind, "script"))
+				continue; /* make demo's own, which starts afresh */
+			char *cmd = !strcmp(b[i].kind, "script") ? strdup(b[i].opts) : docs_ns_text(b[i].text);
+			char *o;
+			double t0 = tnow();
+			int st = docs_tty_sh(cmd, dir, env, 200, &o);
+			CHECK(o, "running README.md:%d", b[i].line);
+			docs_readme_names(&o);
+			CHECK(st == 0, "README.md:%d: the commands%s exited with %d after %.1f s in %s:\n%s\n"
+			      "--- what they printed:\n%s", b[i].line, pass ? ", run a second time," : "", st,
+			      tnow() - t0, dir, b[i].text, o);
+			tappend(&pending, &npending, o, strlen(o));
+			free(o);
+			free(cmd);
+		}
+	}
+	CHECK(seen, "README.md has no blocks of group %s", group);
+	free(pending);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* The first number after KEY in TEXT, or NAN. */
+static double docs_number_after(const char *text, const char *key)
+{
+	const char *p = text ? strstr(text, key) : NULL;
+	return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* The job's network share in a text report ("job (share of time)", the
+ * fourth figure), or NAN. */
+static double docs_network_share(const char *text)
+{
+	const char *p = text ? strstr(text, "job (share of time)") : NULL;
+	double v = NAN;
+	for (int i = 0; p && i < 4; i++) {
+		p += strcspn(p, "0123456789");
+		v = strtod(p, (char **)&p);
+	}
+	return v;
+}
+
+int test_docs_readme_marks(void)
+{
+	static struct docs_block b[64];
+	int nb = docs_readme_blocks(b, 64);
+	CHECK(nb > 0, "README.md's readme-test markers");
+	static const char *const groups[] = {"demo", "torch", "torchdata", "mpi", "sim"};
+	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+		int runs = 0, outputs = 0;
+		for (int i = 0; i < nb; i++) {
+			if (strcmp(b[i].group, groups[g]))
+				continue;
+			if (!strcmp(b[i].kind, "output"))
+				CHECK(runs > 0 && ++outputs, "README.md:%d: output before any commands of %s",
+				      b[i].line, groups[g]);
+			else
+				runs++;
+		}
+		CHECK(runs && outputs, "README.md: group %s has %d command and %d output blocks", groups[g],
+		      runs, outputs);
+	}
+	for (int i = 0; i < nb; i++) {
+		int known = 0;
+		for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+			known |= !strcmp(b[i].group, groups[g]);
+		CHECK(known, "README.md:%d: group %s is run by no test", b[i].line, b[i].group);
+		if (!strcmp(b[i].kind, "script"))
+			CHECK(docs_script_has(&b[i]) == DDL_PASS, "README.md:%d", b[i].line);
+	}
+	/* The shapes themselves. */
+	static const struct {
+		const char *a, *b;
+		int eq;
+	} shapes[] = {
+		{"  vm-h0:1212 rank 0      48.00   3.55", "  vm-h0:23399 rank 0 148.00 13.5", 1},
+		{"  ddk  576 2304.013 100.0%", "  ddk  576   2304.005 99.9%   ", 1},
+		{"  x 496 B 6.53 KiB 206.03 MiB", "  x 6.5 GiB 0 B 1 B", 1},
+		{"  a311402bcdd6e325  2 ranks", "  e898654c188ab2e1  2 ranks", 1},
+		{"disagreement -0.295 ms, +1.539", "disagreement +3.5 ms, -1,234.5", 1},
+		{"  4 processes on 2 hosts, 4 ranks", "  4 processes on 2 hosts: 4 ranks", 0},
+		{"  1 worker", "  2 workers", 0},
+		{"  vm-h0 rank 0", "    vm-h0 rank 0", 0},
+	};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		CHECK(docs_line_eq(shapes[i].a, shapes[i].b, 0) == shapes[i].eq, "'%s' and '%s' %s",
+		      shapes[i].a, shapes[i].b, shapes[i].eq ? "differ" : "match");
+	return DDL_PASS;
+}
+
+int test_docs_readme_demo(void)
+{
+	if (access(tbuild("examples/ddlsynth"), X_OK) != 0) {
+		fprintf(stderr, "    no ddlsynth (no CUDA headers): make demo profiles tcpring: skipped\n");
+		return DDL_SKIP;
+	}
+	char *outs[8] = {NULL};
+	if (docs_readme_group("demo", 1, outs, 8) != DDL_PASS)
+		return DDL_FAIL;
+	/* The --fail-if figure is the demo's network share, in the README
+	 * (both pasted from one run) and here. */
+	static struct docs_block b[64];
+	int nb = docs_readme_blocks(b, 64);
+	const char *readme_report = NULL, *readme_fail = NULL;
+	for (int i = 0; i < nb; i++) {
+		if (strcmp(b[i].group, "demo") || strcmp(b[i].kind, "output"))
+			continue;
+		if (!readme_report && strstr(b[i].text, "job (share of time)"))
+			readme_report = b[i].text;
+		if (!readme_fail && strstr(b[i].text, "network_stall_pct is "))
+			readme_fail = b[i].text;
+	}
+	const char *report = NULL, *fail = NULL;
+	for (int i = 0; i < 8 && outs[i]; i++) {
+		if (!report && strstr(outs[i], "job (share of time)"))
+			report = outs[i];
+		if (!fail && strstr(outs[i], "network_stall_pct is "))
+			fail = outs[i];
+	}
+	const char *key = "network_stall_pct is ";
+	double rs = docs_network_share(readme_report), rf = docs_number_after(readme_fail, key);
+	double s = docs_network_share(report), f = docs_number_after(fail, key);
+	CHECK(fabs(rs - rf) <= 0.051, "README.md: the demo's network share %.1f%% and --fail-if's %g "
+	      "are not of one run", rs, rf);
+	CHECK(fabs(s - f) <= 0.051, "the demo's network share %.1f%% and --fail-if's %g", s, f);
+	for (int i = 0; i < 8; i++)
+		free(outs[i]);
+	return DDL_PASS;
+}
+
+/* netns-hosts.sh ARG... on this test's namespace hosts; its exit status. */
+static int docs_netns(char *arg, char *count)
+{
+	char *env[] = {"DDL_NETNS_PREFIX=" DOCS_NS, NULL};
+	char *argv[] = {(char *)docs_src("scripts/netns-hosts.sh"), arg, count, NULL};
+	struct ddl_run_result r;
+	int st = trun(argv, env, 30, &r) == 0 ? docs_status(&r) : -1;
+	trun_free(&r);
+	return st;
+}
+
+/* 1 when network namespace hosts can be made here (root, iproute2). */
+static int docs_netns_ok(void)
+{
+	if (geteuid() != 0)
+		return 0;
+	docs_netns("down", NULL); /* what a killed run left */
+	int ok = docs_netns("up", "1") == 0;
+	docs_netns("down", NULL);
+	return ok;
+}
+
+/* A group run on namespace hosts, which are taken down whatever happens. */
+static int docs_readme_netns(const char *group)
+{
+	int rc = docs_readme_group(group, 0, NULL, 0);
+	docs_netns("down", NULL);
+	return rc;
+}
+
+/* 1 when Debian's python3-torch is here. */
+static int docs_torch_ok(void)
+{
+	char *probe[] = {"/usr/bin/python3", "-c", "import torch.distributed", NULL};
+	struct ddl_run_result r;
+	int ok = access("/usr/bin/python3", X_OK) == 0 && trun(probe, NULL, 60, &r) == 0 &&
+	         docs_status(&r) == 0;
+	trun_free(&r);
+	return ok;
+}
+
+/* Section 4's job on two namespace hosts. */
+int test_docs_readme_torch(void)
+{
+	if (!docs_torch_ok() || !docs_netns_ok()) {
+		fprintf(stderr, "    needs Debian's python3-torch, and root for network namespaces: skipped\n");
+		return DDL_SKIP;
+	}
+	return docs_readme_netns("torch");
+}
+
+/* Section 4's job on one host, with its data and with --data synthetic. */
+int test_docs_readme_torchdata(void)
+{
+	if (!docs_torch_ok()) {
+		fprintf(stderr, "    needs Debian's python3-torch: skipped\n");
+		return DDL_SKIP;
+	}
+	return docs_readme_group("torchdata", 0, NULL, 0);
+}
+
+int test_docs_readme_mpi(void)
+{
+	if (access(tbuild("examples/mpi_allreduce"), X_OK) != 0 || !docs_have("mpirun") ||
+	    !docs_netns_ok()) {
+		fprintf(stderr, "    needs Open MPI (examples/mpi_allreduce built), and root for network "
+		        "namespaces: skipped\n");
+		return DDL_SKIP;
+	}
+	return docs_readme_netns("mpi");
+}
+
+int test_docs_readme_sim(void)
+{
+	if (access(tbuild("bin/ddlprof-sim"), X_OK) != 0) {
+		fprintf(stderr, "    no ddlprof-sim built: skipped\n");
+		return DDL_SKIP;
+	}
+	return docs_readme_group("sim", 1, NULL, 0);
 }

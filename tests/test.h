@@ -131,6 +131,14 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(docs_progress_sim) \
 	X(docs_flags) \
 	X(docs_rate_units) \
+	X(docs_deps_targets) \
+	X(docs_quiet_build) \
+	X(docs_readme_marks) \
+	X(docs_readme_demo) \
+	X(docs_readme_torch) \
+	X(docs_readme_torchdata) \
+	X(docs_readme_mpi) \
+	X(docs_readme_sim) \
 	X(report_errors) \
 	X(report_fail_if) \
 	X(callsite_module_fifo) \
@@ -236,6 +244,9 @@ void trm(const char *path);
  */
 int trun(char *const argv[], char *const env[], int timeout_s, struct ddl_run_result *r);
 void trun_free(struct ddl_run_result *r);
+/* Appends K bytes of P to the malloc'd, NUL-terminated *BUF of *N bytes
+ * (left as it was when out of memory). */
+void tappend(char **buf, size_t *n, const char *p, size_t k);
 /* ddlprof-report --json DIR; NULL on failure (with a message). */
 json_t *treport(const char *dir, int *status);
 /* Finds the process with this pid in a report, and its ranks[] entry (NULL: none). */

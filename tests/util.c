@@ -61,7 +61,7 @@ void trm(const char *path)
 	nftw(path, ddl_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static void ddl_append(char **buf, size_t *n, const char *p, size_t k)
+void tappend(char **buf, size_t *n, const char *p, size_t k)
 {
 	char *q = realloc(*buf, *n + k + 1);
 	if (!q)
@@ -120,9 +120,9 @@ int trun(char *const argv[], char *const env[], int timeout_s, struct ddl_run_re
 				pf[i].fd = -1;
 				open_fds--;
 			} else if (i == 0) {
-				ddl_append(&r->out, &r->nout, buf, (size_t)k);
+				tappend(&r->out, &r->nout, buf, (size_t)k);
 			} else {
-				ddl_append(&r->err, &r->nerr, buf, (size_t)k);
+				tappend(&r->err, &r->nerr, buf, (size_t)k);
 			}
 		}
 	}
