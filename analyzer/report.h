@@ -107,7 +107,7 @@ enum { DDL_SPAN_UNKNOWN = 0, DDL_SPAN_INTRA = 1, DDL_SPAN_INTER = 2 };
 
 struct ddl_threadsum {
 	uint32_t tid;
-	char name[32];
+	char name[64]; /* as ddl_thread_name gives it */
 	struct ddl_netsum net;
 };
 
@@ -130,6 +130,11 @@ size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at);
 const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, char *buf, size_t n);
 /* The rank process a worker or child serves, or NULL. */
 const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct ddl_proc *p);
+/* The name every output shows for thread IDX of T, a trace of P: the name
+ * it recorded, but P's program name where that is "exe", the name Linux
+ * gives a program that runs itself again through /proc/self/exe (whose
+ * threads all inherit it); "" when it has none. */
+const char *ddl_thread_name(const struct ddl_proc *p, const struct ddl_trace *t, unsigned idx);
 
 struct ddl_proc {
 	const char *host;
@@ -144,6 +149,8 @@ struct ddl_proc {
 	int truncated, corrupt;
 	int incomplete;       /* memory ran out: not all read, or not all analysed */
 	const char *command;
+	char name[64];        /* the program's name: its command line's first word, less
+	                       * the directory; "" when the trace holds no command line */
 	int64_t start_real_ns, end_real_ns;
 	struct ddl_netsum net;
 	struct ddl_threadsum *threads;

@@ -909,3 +909,148 @@ int test_report_out_html_chromium(void)
 	free(dir);
 	return DDL_PASS;
 }
+
+/* The text report's Network activity table: the lines from the process
+ * row of PID to the next process row, into LINES (at most CAP); their
+ * count, -1 when there is no such row. Each line is cut at its newline. */
+static int ddl_net_block(char *text, long pid, char **lines, int cap)
+{
+	char key[32];
+	snprintf(key, sizeof key, ":%ld ", pid);
+	char *at = strstr(text, "\nNetwork activity by process and thread\n");
+	int n = -1;
+	for (char *line = at ? at + 1 : NULL, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		int process_row = !strncmp(line, "  ", 2) && line[2] != ' ';
+		if (process_row && n >= 0)
+			break;
+		if (process_row && strstr(line, key))
+			n = 0;
+		else if (n >= 0 && n < cap)
+			lines[n++] = line;
+		if (!next)
+			break;
+	}
+	return n;
+}
+
+/*
+ * Names (issue 16, item 6). A program that runs itself again through
+ * /proc/self/exe has every thread named "exe" by Linux: the report names
+ * them, and the process, by the program's own name, in every output. In
+ * the text report each process's command line comes whole right under its
+ * row, wrapped at its spaces to the table's 100 columns, before the rows
+ * of its threads (ddlsynth's, re-executed as each rank, is longer than a
+ * line).
+ */
+int test_report_out_names(void)
+{
+	char *dir = tmpdir(), tdir[4200], sdir[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	snprintf(sdir, sizeof sdir, "%s/s", dir);
+	const char *args[] = {tbuild("tests/progs/reexec"), NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "reexec");
+	int st;
+	json_t *rep = treport(tdir, &st);
+	CHECK(rep && st == 0, "no JSON report (status %d)", st);
+	size_t i, k;
+	json_t *p, *th;
+	int threads = 0;
+	json_array_foreach(json_object_get(rep, "processes"), i, p) {
+		CHECK(!strcmp(ddl_jstr(p, "name"), "reexec"), "process %s named '%s'", ddl_jstr(p, "command"),
+		      ddl_jstr(p, "name"));
+		json_array_foreach(json_object_get(p, "threads"), k, th) {
+			CHECK(!strcmp(ddl_jstr(th, "name"), "reexec"), "thread %lld named '%s', not reexec",
+			      (long long)json_integer_value(json_object_get(th, "tid")), ddl_jstr(th, "name"));
+			threads++;
+		}
+	}
+	CHECK(threads == 2, "%d threads, not reexec's 2", threads);
+	json_decref(rep);
+	char *out;
+	CHECK(ddl_report_run(tdir, "--format", "text", &out) == 0, "text report");
+	CHECK(strstr(out, " reexec ") && !strstr(out, " exe "), "text report's threads: %s", out);
+	free(out);
+	CHECK(ddl_report_run(tdir, "--chrome", NULL, &out) == 0, "--chrome");
+	json_t *j = json_loads(out, 0, NULL), *e;
+	int named = 0;
+	json_array_foreach(json_object_get(j, "traceEvents"), i, e) {
+		const char *what = ddl_jstr(e, "name"), *name = ddl_jstr(json_object_get(e, "args"), "name");
+		if (!strcmp(what, "thread_name") && !strncmp(name, "stream", 6))
+			continue;
+		if (!strcmp(what, "thread_name"))
+			named += !strcmp(name, "reexec");
+		CHECK(strcmp(what, "thread_name") || !strcmp(name, "reexec") || !strcmp(name, "iterations"),
+		      "Chrome track '%s'", name);
+		CHECK(strcmp(what, "process_name") || strstr(name, ": reexec (pid "), "Chrome process '%s'",
+		      name);
+	}
+	CHECK(named == 2, "%d Chrome tracks named reexec", named);
+	json_decref(j);
+	free(out);
+
+	const char *synth = tbuild("examples/ddlsynth");
+	if (access(synth, X_OK) != 0) {
+		fprintf(stderr, "    no ddlsynth (built without the CUDA headers): its command lines left out\n");
+		trm(dir);
+		free(dir);
+		return DDL_PASS;
+	}
+	const char *sargs[] = {synth, "--ranks", "2", "--layers", "2", "--params-per-layer", "100k",
+	                       "--compute-ms", "1", "--bucket-mb", "1", "--iterations", "3",
+	                       "--overlap", "off", "--allreduce", "flat", "--intra-gbps", "2",
+	                       "--net-gbps", "0.5", "--input-mb", "1", "--data-ms", "1", "--markers",
+	                       "--quiet", NULL};
+	CHECK(ddl_profile(sdir, sargs) == 0, "ddlsynth");
+	rep = treport(sdir, &st);
+	CHECK(rep && st == 0, "no JSON report of ddlsynth (status %d)", st);
+	CHECK(ddl_report_run(sdir, "--format", "text", &out) == 0, "ddlsynth's text report");
+	int procs = 0;
+	json_array_foreach(json_object_get(rep, "processes"), i, p) {
+		const char *cmd = ddl_jstr(p, "command");
+		CHECK(strlen(cmd) > 120, "ddlsynth's command line is only '%s'", cmd);
+		CHECK(!strcmp(ddl_jstr(p, "name"), "ddlsynth"), "process named '%s'", ddl_jstr(p, "name"));
+		json_array_foreach(json_object_get(p, "threads"), k, th)
+			CHECK(!strcmp(ddl_jstr(th, "name"), "ddlsynth"), "a thread of ddlsynth named '%s'",
+			      ddl_jstr(th, "name"));
+		char *copy = strdup(out), *lines[64];
+		long pid = (long)json_integer_value(json_object_get(p, "pid"));
+		int n = ddl_net_block(copy, pid, lines, 64);
+		CHECK(n >= 2, "no rows under process %ld in the network table", pid);
+		/* the command's lines first: "      command: " then lines indented as far */
+		CHECK(!strncmp(lines[0], "      command: ", 15), "under process %ld: '%s', not its command",
+		      pid, lines[0]);
+		char joined[4096] = "";
+		int cmd_lines = 0;
+		for (int l = 0; l < n && (l == 0 || !strncmp(lines[l], "               ", 15)); l++) {
+			const char *text = lines[l] + 15;
+			CHECK(strlen(lines[l]) <= 100, "command line wider than the table (%zu): '%s'",
+			      strlen(lines[l]), lines[l]);
+			CHECK(*text != ' ' && text[strlen(text) - 1] != ' ', "command line padded: '%s'", lines[l]);
+			snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s",
+			         cmd_lines++ ? " " : "", text);
+		}
+		/* whole and cut only at spaces: the lines joined by one space are the command
+		 * (and what the report says of the process after it) */
+		size_t len = strlen(cmd);
+		CHECK(cmd_lines >= 2 && !strncmp(joined, cmd, len) &&
+		      (!joined[len] || !strcmp(joined + len, " (after exec)")),
+		      "%d lines of command '%s', not '%s'", cmd_lines, joined, cmd);
+		/* then the threads, none before the command */
+		CHECK(cmd_lines < n && !strncmp(lines[cmd_lines], "    thread ", 11),
+		      "after the command of %ld: '%s'", pid, cmd_lines < n ? lines[cmd_lines] : "(nothing)");
+		for (int l = cmd_lines; l < n && lines[l][0]; l++)
+			CHECK(!strncmp(lines[l], "    thread ", 11) && strstr(lines[l], " ddlsynth "),
+			      "a row under process %ld's threads: '%s'", pid, lines[l]);
+		free(copy);
+		procs++;
+	}
+	CHECK(procs == 2, "%d processes, not ddlsynth's 2", procs);
+	free(out);
+	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}

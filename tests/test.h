@@ -149,6 +149,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(report_out_options) \
 	X(report_out_special_targets) \
 	X(report_out_html_chromium) \
+	X(report_out_names) \
 	X(kernels_synth) \
 	X(kernels_demangle) \
 	X(nvtx_iterations) \
