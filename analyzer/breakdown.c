@@ -65,6 +65,64 @@ static void ddl_stall_piece(const struct ddl_ivset *w, size_t *wi, const struct 
 	}
 }
 
+int ddl_proc_piece(struct ddl_proc *p, int64_t a, int64_t b, int part)
+{
+	if (b <= a)
+		return 0;
+	struct ddl_piece *last = p->npieces ? &p->pieces[p->npieces - 1] : NULL;
+	if (last && last->part == part && last->b == a) {
+		last->b = b;
+		return 0;
+	}
+	/* room for 8, then doubled each time it is full */
+	if (!p->npieces || (p->npieces >= 8 && !(p->npieces & (p->npieces - 1)))) {
+		struct ddl_piece *q = realloc(p->pieces, (p->npieces ? 2 * p->npieces : 8) * sizeof *q);
+		if (!q) {
+			free(p->pieces);
+			p->pieces = NULL;
+			p->npieces = 0;
+			return -1;
+		}
+		p->pieces = q;
+	}
+	p->pieces[p->npieces++] = (struct ddl_piece){a, b, part};
+	return 0;
+}
+
+/* The window of W holding instant X, or NULL. */
+static const struct ddl_iv *ddl_window_at(const struct ddl_ivset *w, int64_t x)
+{
+	size_t i = ddl_ivset_find(w, x);
+	return i < w->n && w->v[i].a <= x ? &w->v[i] : NULL;
+}
+
+/* The pieces of iteration [A, B) on the training thread: its data waits
+ * DATA, its blocked time BLK (less the waits) by what the windows W say
+ * of it, and the rest compute, as ddl_proc_breakdown counts them. */
+static void ddl_cpu_pieces(struct ddl_proc *p, const struct ddl_ivset *data,
+                           const struct ddl_ivset *blk, const struct ddl_ivset *w, int64_t a,
+                           int64_t b)
+{
+	int64_t *pts = NULL;
+	size_t cap = 0;
+	const struct ddl_ivset *sets[] = {data, blk, w};
+	long n = ddl_ivset_cuts(sets, 3, a, b, &pts, &cap);
+	if (n < 0)
+		p->incomplete = 1; /* without memory: no pieces, the timelines draw none */
+	for (long j = 0; j + 1 < n; j++) {
+		int64_t lo = pts[j], hi = pts[j + 1], mid = lo + (hi - lo) / 2;
+		if (hi <= lo)
+			continue;
+		const struct ddl_iv *in = ddl_window_at(w, mid);
+		int part = ddl_ivset_covers(data, mid) ? 1
+		           : !ddl_ivset_covers(blk, mid) ? 0
+		           : in ? (in->tag ? 3 : 2) : 4;
+		if (ddl_proc_piece(p, lo, hi, part) < 0)
+			break;
+	}
+	free(pts);
+}
+
 /* P's parts, with FL the windows when its traffic is in flight (flight.c). */
 static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
                                const struct ddl_ivset *fl)
@@ -72,7 +130,7 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	struct ddl_ivset blk = {0}, data = {0}, ops[DDL_COLL_OPS];
 	const struct ddl_ivset none = {0}, *win = fl ? fl : &none; /* without memory: blocked time is idle */
 	memset(ops, 0, sizeof ops);
-	uint32_t tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
+	uint32_t tid = p->train_tid;
 	int host_colls = p->coll.hcoll > 0; /* gloo's own records, and the Python calls of the rest */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -110,7 +168,7 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	if (nomem)
 		p->incomplete = 1;
 	struct ddl_parts sum = {0};
-	double traffic = 0, bytes = 0;
+	double traffic = 0, bytes = 0, hidden = 0;
 	int64_t by_op[DDL_COLL_OPS] = {0}, stall_all = 0;
 	size_t bi = 0, wi = 0, di = 0;
 	for (size_t k = 0; k < p->niter; k++) {
@@ -131,7 +189,15 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 		while (wi < win->n && win->v[wi].b <= a)
 			wi++;
 		size_t from = wi;
-		traffic += (double)ddl_ivset_overlap(win, &from, a, b, NULL, 0) / 1e9;
+		int64_t flying = ddl_ivset_overlap(win, &from, a, b, NULL, 0), waiting = 0;
+		/* traffic while the thread waits for its data is hidden under nothing */
+		for (size_t j = ddl_ivset_find(&data, a); j < data.n && data.v[j].a < b; j++)
+			waiting += ddl_ivset_overlap(win, NULL, data.v[j].a > a ? data.v[j].a : a,
+			                             data.v[j].b < b ? data.v[j].b : b, NULL, 0);
+		traffic += (double)flying / 1e9;
+		hidden += (double)(flying - net - ic - waiting) / 1e9;
+		if (k == p->shown)
+			ddl_cpu_pieces(p, &data, &blk, win, a, b);
 		double len = (double)(b - a) / 1e9;
 		struct ddl_parts it = {.compute = len - (double)(blocked + d) / 1e9,
 		                       .data_stall = (double)d / 1e9,
@@ -159,6 +225,8 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	}
 	double n = (double)p->niter;
 	p->traffic_s = traffic / n;
+	p->comm_s = p->traffic_s;
+	p->overlap_s = hidden > 0 ? hidden / n : 0;
 	p->bytes_sent = bytes / n;
 	int64_t put = 0;
 	for (int op = 0; op < DDL_COLL_OPS; op++) {
@@ -284,6 +352,29 @@ int ddl_report_bw(double bw[3], const char *spec, char *err, size_t errlen)
 	return 0;
 }
 
+static int ddl_dbl_cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* The first iteration of P whose length is the median of its iterations
+ * (the lower one of an even count); the first one without memory. */
+static size_t ddl_median_iter(const struct ddl_proc *p)
+{
+	double *v = malloc(p->niter * sizeof *v);
+	if (!v)
+		return 0;
+	memcpy(v, p->iter_s, p->niter * sizeof *v);
+	qsort(v, p->niter, sizeof *v, ddl_dbl_cmp);
+	double m = v[(p->niter - 1) / 2];
+	free(v);
+	size_t k = 0;
+	while (k + 1 < p->niter && p->iter_s[k] != m)
+		k++;
+	return k;
+}
+
 void ddl_report_breakdown(struct ddl_report *r)
 {
 	struct ddl_parts total = {0};
@@ -296,6 +387,11 @@ void ddl_report_breakdown(struct ddl_report *r)
 			continue;
 		free(p->iter_parts);
 		p->iter_parts = calloc(p->niter, sizeof *p->iter_parts); /* NULL: outputs use the means */
+		free(p->pieces);
+		p->pieces = NULL;
+		p->npieces = 0;
+		p->shown = ddl_median_iter(p);
+		p->train_tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
 		if (ddl_proc_breakdown_gpu(r, p) < 0) {
 			if (!have_fl)
 				have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;

@@ -24,34 +24,6 @@
 #include "ivset.h"
 #include "report.h"
 
-/* Endpoints of merged S inside (a, b), appended to P. */
-static void ddl_iv_points(const struct ddl_ivset *s, int64_t a, int64_t b, int64_t **p, size_t *n,
-                          size_t *cap)
-{
-	for (size_t i = ddl_ivset_find(s, a); i < s->n && s->v[i].a < b; i++) {
-		int64_t x[2] = {s->v[i].a, s->v[i].b};
-		for (int k = 0; k < 2; k++) {
-			if (x[k] <= a || x[k] >= b)
-				continue;
-			if (*n == *cap) {
-				size_t c = *cap ? *cap * 2 : 64;
-				int64_t *q = realloc(*p, c * sizeof *q);
-				if (!q)
-					return;
-				*p = q;
-				*cap = c;
-			}
-			(*p)[(*n)++] = x[k];
-		}
-	}
-}
-
-static int ddl_i64_cmp(const void *x, const void *y)
-{
-	int64_t p = *(const int64_t *)x, q = *(const int64_t *)y;
-	return p < q ? -1 : p > q;
-}
-
 /* (thread, call number) -> what the analyzer needs of the call. */
 struct ddl_corr {
 	uint64_t key;
@@ -220,35 +192,32 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	double comm = 0;
 	int64_t *pts = NULL;
 	size_t cap = 0;
+	const struct ddl_ivset *sets[DDL_NP] = {&set[0], &set[1], &set[2], &set[3]};
+	/* the parts of DDL_PARTS each of ours is, and idle */
+	static const int part_of[DDL_NP + 1] = {0, 3, 2, 1, 4};
+	int pieces = 1; /* until a piece finds no memory */
 	for (size_t it = 0; it < p->niter; it++) {
 		int64_t a = p->iter[it].start_ns, b = p->iter[it].end_ns;
-		size_t n = 0;
-		for (int k = 0; k < DDL_NP; k++)
-			ddl_iv_points(&set[k], a, b, &pts, &n, &cap);
-		if (cap - n < 2) { /* room for the iteration's two ends */
-			int64_t *q = realloc(pts, (n + 2) * sizeof *q);
-			if (!q)
-				break;
-			pts = q;
-			cap = n + 2;
+		long n = ddl_ivset_cuts(sets, DDL_NP, a, b, &pts, &cap);
+		if (n < 0) {
+			p->incomplete = 1; /* out of memory: the rest of the iterations not split */
+			break;
 		}
-		pts[n++] = a;
-		pts[n++] = b;
-		qsort(pts, n, sizeof *pts, ddl_i64_cmp);
 		int64_t part[DDL_NP] = {0};
-		for (size_t j = 0; j + 1 < n; j++) {
+		for (long j = 0; j + 1 < n; j++) {
 			int64_t lo = pts[j], hi = pts[j + 1];
 			if (hi <= lo)
 				continue;
 			int64_t mid = lo + (hi - lo) / 2;
 			if (ddl_ivset_covers(&set[DDL_P_NET], mid) || ddl_ivset_covers(&set[DDL_P_IC], mid))
 				comm += (double)(hi - lo) / 1e9;
-			for (int k = 0; k < DDL_NP; k++) {
-				if (ddl_ivset_covers(&set[k], mid)) {
-					part[k] += hi - lo;
-					break;
-				}
-			}
+			int k = 0;
+			while (k < DDL_NP && !ddl_ivset_covers(&set[k], mid))
+				k++;
+			if (k < DDL_NP)
+				part[k] += hi - lo;
+			if (it == p->shown && pieces && ddl_proc_piece(p, lo, hi, part_of[k]) < 0)
+				pieces = 0;
 		}
 		double len = (double)(b - a) / 1e9;
 		double c = (double)part[DDL_P_COMPUTE] / 1e9, nt = (double)part[DDL_P_NET] / 1e9;

@@ -32,6 +32,46 @@ static int ddl_iv_cmp(const void *x, const void *y)
 	return p->a < q->a ? -1 : p->a > q->a;
 }
 
+static int ddl_i64_cmp(const void *x, const void *y)
+{
+	int64_t p = *(const int64_t *)x, q = *(const int64_t *)y;
+	return p < q ? -1 : p > q;
+}
+
+/* Appends X to *OUT (N used, *CAP room); -1 without memory. */
+static int ddl_cut_add(int64_t **out, size_t *n, size_t *cap, int64_t x)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		int64_t *q = realloc(*out, c * sizeof *q);
+		if (!q)
+			return -1;
+		*out = q;
+		*cap = c;
+	}
+	(*out)[(*n)++] = x;
+	return 0;
+}
+
+long ddl_ivset_cuts(const struct ddl_ivset *const *sets, int n, int64_t a, int64_t b, int64_t **out,
+                    size_t *cap)
+{
+	size_t m = 0;
+	if (ddl_cut_add(out, &m, cap, a) < 0 || ddl_cut_add(out, &m, cap, b) < 0)
+		return -1;
+	for (int k = 0; k < n; k++) {
+		const struct ddl_ivset *s = sets[k];
+		for (size_t i = ddl_ivset_find(s, a); i < s->n && s->v[i].a < b; i++) {
+			if (s->v[i].a > a && ddl_cut_add(out, &m, cap, s->v[i].a) < 0)
+				return -1;
+			if (s->v[i].b < b && ddl_cut_add(out, &m, cap, s->v[i].b) < 0)
+				return -1;
+		}
+	}
+	qsort(*out, m, sizeof **out, ddl_i64_cmp);
+	return (long)m;
+}
+
 void ddl_ivset_sort(struct ddl_ivset *s)
 {
 	if (s->n)

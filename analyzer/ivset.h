@@ -46,6 +46,14 @@ size_t ddl_ivset_find(const struct ddl_ivset *s, int64_t x);
  */
 int64_t ddl_ivset_overlap(const struct ddl_ivset *s, size_t *from, int64_t a, int64_t b,
                           int64_t *by_tag, int ntags);
+/*
+ * The instants where the stretches of [A, B) begin that no interval of the
+ * N merged sets SETS starts or ends inside: A, every start and end inside
+ * (A, B), and B, sorted, into *OUT (grown as needed; *CAP its room, the
+ * caller frees it). Their count, or -1 without memory.
+ */
+long ddl_ivset_cuts(const struct ddl_ivset *const *sets, int n, int64_t a, int64_t b, int64_t **out,
+                    size_t *cap);
 /* Length of merged S, in nanoseconds. */
 int64_t ddl_ivset_length(const struct ddl_ivset *s);
 void ddl_ivset_free(struct ddl_ivset *s);

@@ -410,9 +410,9 @@ static int ddl_thread_track(struct ddl_cw *w, const struct ddl_proc *p, const st
 		tk->ctids = c;
 	}
 	tk->tids[tk->ntids++] = tid;
-	const char *name = idx < t->nthreads ? t->threads[idx].name : NULL;
+	const char *name = ddl_thread_name(p, t, idx);
 	char label[64];
-	if (!name || !*name) {
+	if (!*name) {
 		snprintf(label, sizeof label, "thread %ld", tid);
 		name = label;
 	}
@@ -786,11 +786,13 @@ static void ddl_process(struct ddl_cw *w, const struct ddl_report *r, size_t i)
 {
 	const struct ddl_proc *p = &r->procs[i];
 	w->pid = ddl_chrome_pid(r, i);
-	char name[160], what[64];
+	char name[240], what[64], prog[80] = "";
+	if (p->name[0])
+		snprintf(prog, sizeof prog, ": %s", p->name);
 	if (*ddl_proc_what(r, p, what, sizeof what))
-		snprintf(name, sizeof name, "%s on %s (pid %u)", what, p->host, p->pid);
+		snprintf(name, sizeof name, "%s on %s%s (pid %u)", what, p->host, prog, p->pid);
 	else
-		snprintf(name, sizeof name, "%s (pid %u)", p->host, p->pid);
+		snprintf(name, sizeof name, "%s%s (pid %u)", p->host, prog, p->pid);
 	ddl_cw_meta(w, "process_name", w->pid, name, 0);
 	ddl_cw_meta(w, "process_sort_index", w->pid, NULL, (long)i);
 	struct ddl_tracks tk = {0};

@@ -3,9 +3,17 @@
  * SVG; no scripts, fonts or links to fetch), to attach to a ticket or open
  * from a CI artifact. It shows the run summary, the iteration breakdown per
  * rank with a stacked bar each, the job's shares, the network-sensitivity
- * prediction, a timeline of one representative iteration per rank, then the
- * communicators, GPU work, top kernels and network tables of the text
- * report.
+ * prediction, how much communication hid under compute, the stragglers,
+ * each rank's iteration times over the run, a timeline of one
+ * representative iteration per rank with the breakdown drawn on its time
+ * axis, then the communicators, GPU work, top kernels and network tables of
+ * the text report. It reads only the report model (report.h): what it
+ * draws, the analysis computed.
+ *
+ * The page fits any window from about 800 pixels wide: charts are drawn in
+ * percentages of their width (SVG lengths in %, or a viewBox stretched only
+ * sideways), so their text keeps its size, and wide tables scroll on their
+ * own rather than push the page wider.
  *
  * Every piece of text from a trace (host, thread, kernel and marker names,
  * addresses, command lines) goes through one escaper: markup characters
@@ -34,14 +42,20 @@ static const char *const ddl_host_color[] = {"#e15759", "#59a14f", "#76b7b2", "#
 static const char *const ddl_host_label[] = {"send/receive with another host",
                                              "send/receive on this host", "wait on sockets",
                                              "other wait"};
+/* Ranks' lines in the chart of iteration times: none of the colours above,
+ * then the same eight dashed, then dotted. */
+static const char *const ddl_rank_color[] = {"#222222", "#8c564b", "#e377c2", "#bcbd22",
+                                             "#17becf", "#6a3d9a", "#b8860b", "#005f73"};
+static const char *const ddl_rank_dash[] = {"", "7 3", "2 2"};
+#define DDL_RANK_LINES 24 /* ranks past these are drawn thin and grey, as "other ranks" */
 
-/* S as HTML text or attribute value. */
-static void ddl_h(FILE *f, const char *s)
+/* The N bytes at S as HTML text or attribute value. */
+static void ddl_hn(FILE *f, const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	while (*p) {
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	while (p < end) {
 		size_t n = ddl_utf8_len(p);
-		if (n == 0 || (*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f) {
+		if (n == 0 || n > (size_t)(end - p) || (*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f) {
 			fputs("&#xfffd;", f);
 			p++;
 			continue;
@@ -55,6 +69,33 @@ static void ddl_h(FILE *f, const char *s)
 		default: fwrite(p, 1, n, f); break;
 		}
 		p += n;
+	}
+}
+
+/* S as HTML text or attribute value. */
+static void ddl_h(FILE *f, const char *s)
+{
+	ddl_hn(f, s ? s : "", s ? strlen(s) : 0);
+}
+
+/*
+ * S with each of its words (split at spaces) kept on one line, so that the
+ * page wraps it only at a space; a word of more than 60 bytes may break
+ * anywhere.
+ */
+static void ddl_h_words(FILE *f, const char *s)
+{
+	for (const char *w = s ? s : ""; *w;) {
+		size_t n = strcspn(w, " ");
+		if (n == 0) {
+			fputc(' ', f);
+			w++;
+			continue;
+		}
+		fputs(n <= 60 ? "<span>" : "", f);
+		ddl_hn(f, w, n);
+		fputs(n <= 60 ? "</span>" : "", f);
+		w += n;
 	}
 }
 
@@ -92,6 +133,33 @@ static void ddl_proc_label(FILE *f, const struct ddl_report *r, const struct ddl
 		fprintf(f, "pid %u", p->pid);
 }
 
+/* "rank 0 on host" */
+static void ddl_proc_on(FILE *f, const struct ddl_report *r, const struct ddl_proc *p)
+{
+	ddl_proc_label(f, r, p);
+	fputs(" on ", f);
+	ddl_h(f, p->host);
+}
+
+/* A table of ranks opened, as wide as the page, with the heads of its
+ * columns: rank, host, then the cells COLS (th elements). */
+static void ddl_rank_table(FILE *f, const char *cols)
+{
+	fprintf(f, "<div class=\"wide\"><table class=\"fill\">\n<tr><th class=\"l\">rank</th><th class=\"l\">"
+	        "host</th>%s</tr>\n", cols);
+}
+
+/* A table row of P opened (of class CLS; NULL: none) with its first two
+ * cells: what P is, and its host. */
+static void ddl_row_head(FILE *f, const struct ddl_report *r, const struct ddl_proc *p, const char *cls)
+{
+	fprintf(f, "<tr%s%s%s><td class=\"l\">", cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
+	ddl_proc_label(f, r, p);
+	fputs("</td><td class=\"l\">", f);
+	ddl_h(f, p->host);
+	fputs("</td>", f);
+}
+
 static void ddl_head(const struct ddl_report *r, FILE *f)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -107,26 +175,56 @@ static void ddl_head(const struct ddl_report *r, FILE *f)
 	      "h3{font-size:14px;margin:18px 0 4px}\n"
 	      ".sub{color:#59636e}\n.note{color:#59636e;font-size:13px;margin:6px 0}\n"
 	      ".warn{background:#fff8e6;border-left:4px solid #f28e2b;padding:6px 10px;margin:8px 0}\n"
+	      ".wide{max-width:100%;overflow-x:auto}\n"
 	      "table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:4px 0}\n"
 	      "th,td{padding:4px 10px;text-align:right;border-bottom:1px solid #eaeef2;white-space:nowrap;"
 	      "vertical-align:middle}\n"
-	      "th{background:#f6f8fa;font-weight:600;border-bottom:1px solid #d8dee4}\n"
+	      "th{background:#f6f8fa;font-weight:600;border-bottom:1px solid #d8dee4;white-space:normal}\n"
 	      ".l{text-align:left}\ntr.job td{font-weight:600;border-top:2px solid #d8dee4}\n"
 	      "tr.thread td{color:#59636e;font-size:13px}\ntr.thread td.l{padding-left:28px}\n"
-	      "td.cmd{white-space:normal;max-width:380px}\n"
+	      "tr.cmd td{white-space:normal;padding-left:28px;color:#59636e}\n"
+	      "tr.cmd code span{white-space:nowrap}\n"
+	      "table.fill{width:100%}\ntd.bar{width:36%;min-width:120px}\n"
+	      "td.bar svg{display:block;height:16px}\n"
 	      ".cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(140px,1fr));gap:10px;"
 	      "margin:14px 0}\n"
 	      ".card{border:1px solid #d8dee4;border-radius:6px;padding:8px 12px}\n"
 	      ".card b{display:block;font-size:20px}\n.card span{color:#59636e;font-size:12px}\n"
-	      ".legend{margin:6px 0;font-size:13px}\n.legend span{margin-right:16px;white-space:nowrap}\n"
+	      ".legend{margin:6px 0;font-size:13px}\n.legend span{margin-right:16px;white-space:nowrap;"
+	      "display:inline-block}\n"
 	      ".sw{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;"
 	      "vertical-align:-1px}\n"
-	      "svg{display:block}\nsvg text{font:11px system-ui,-apple-system,'Segoe UI',sans-serif;"
-	      "fill:#1f2328}\n"
-	      "code{font-size:12px;word-break:break-all}\nfooter{margin-top:36px;color:#59636e;"
-	      "font-size:12px}\n"
+	      ".ln{display:inline-block;width:26px;height:0;border-top:2px solid;margin-right:5px;"
+	      "vertical-align:4px}\n"
+	      "svg{display:block;overflow:visible}\nsvg text{font:12px system-ui,-apple-system,'Segoe UI',"
+	      "sans-serif;fill:#1f2328}\n"
+	      ".tl{display:grid;grid-template-columns:170px minmax(0,1fr);column-gap:10px;margin:4px 0 14px}\n"
+	      ".tll div{height:18px;line-height:18px;margin-bottom:5px;font-size:12px;text-align:right;"
+	      "white-space:nowrap;overflow:hidden;text-overflow:ellipsis}\n"
+	      ".tll div.sep{margin-top:9px;font-weight:600}\n.tll div.train{font-weight:600}\n"
+	      ".chart{display:grid;grid-template-columns:64px minmax(0,1fr);column-gap:6px;"
+	      "margin:4px 16px 4px 0}\n"
+	      ".xlabel{grid-column:2;text-align:center;font-size:12px;color:#59636e;margin-top:2px}\n"
+	      "code{font-size:12px;overflow-wrap:break-word}\ncode.any{overflow-wrap:anywhere}\n"
+	      "footer{margin-top:36px;color:#59636e;font-size:12px}\n"
+	      "@media (max-width:1000px){body{padding:16px 16px 32px}th,td{padding:4px 6px}"
+	      ".tl{grid-template-columns:150px minmax(0,1fr)}}\n"
 	      "</style>\n</head>\n<body>\n",
 	      f);
+}
+
+/* The job's communication per iteration and the part of it hidden under
+ * compute: sums over the ranks with iterations; 0 when there was none. */
+static double ddl_job_overlap(const struct ddl_report *r, double *comm)
+{
+	double c = 0, o = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].niter) {
+			c += r->procs[i].comm_s;
+			o += r->procs[i].overlap_s;
+		}
+	*comm = c;
+	return o;
 }
 
 static void ddl_summary(const struct ddl_report *r, FILE *f)
@@ -177,22 +275,30 @@ static void ddl_summary(const struct ddl_report *r, FILE *f)
 		fprintf(f, "<div class=\"card\"><span><i class=\"sw\" style=\"background:%s\"></i>%s</span>"
 		        "<b>%.1f%%</b><span>of iteration time</span></div>\n", ddl_part_color[k],
 		        ddl_part_label[k], pct[k]);
+	double comm, hidden = ddl_job_overlap(r, &comm);
+	if (comm > 0)
+		fprintf(f, "<div class=\"card\"><span>communication overlap</span><b>%.1f%%</b><span>hidden under "
+		        "compute</span></div>\n", 100 * hidden / comm);
 	fputs("</div>\n", f);
 }
 
-/* A stacked bar of the five parts: W pixels for TOTAL, values in UNIT ("ms" or "%"). */
-static void ddl_bar(FILE *f, const struct ddl_parts *pp, double total, double w, double scale,
+/*
+ * A stacked bar of the five parts, SHARE (0 to 1) of its cell wide, each
+ * part its value's share of TOTAL; the values shown in UNIT ("ms" or "%")
+ * after multiplying by SCALE.
+ */
+static void ddl_bar(FILE *f, const struct ddl_parts *pp, double total, double share, double scale,
                     const char *unit)
 {
 	double v[5];
 	ddl_parts_v(pp, v);
-	fprintf(f, "<svg width=\"%.0f\" height=\"16\" role=\"img\">", w);
+	fprintf(f, "<svg style=\"width:%.1f%%\" role=\"img\">", 100 * share);
 	double x = 0;
 	for (int k = 0; k < 5; k++) {
-		double pw = total > 0 && v[k] > 0 ? v[k] / total * w : 0;
+		double pw = total > 0 && v[k] > 0 ? 100 * v[k] / total : 0;
 		if (pw <= 0)
 			continue;
-		fprintf(f, "<rect x=\"%.2f\" y=\"1\" width=\"%.2f\" height=\"14\" fill=\"%s\"><title>%s: "
+		fprintf(f, "<rect x=\"%.3f%%\" y=\"1\" width=\"%.3f%%\" height=\"14\" fill=\"%s\"><title>%s: "
 		        "%.2f %s</title></rect>", x, pw, ddl_part_color[k], ddl_part_label[k], v[k] * scale,
 		        unit);
 		x += pw;
@@ -200,9 +306,13 @@ static void ddl_bar(FILE *f, const struct ddl_parts *pp, double total, double w,
 	fputs("</svg>", f);
 }
 
-static void ddl_legend(FILE *f, const char *const *color, const char *const *label, int n)
+/* A legend of N colour swatches and their labels, after TITLE (NULL: none). */
+static void ddl_legend(FILE *f, const char *title, const char *const *color, const char *const *label,
+                       int n)
 {
 	fputs("<div class=\"legend\">", f);
+	if (title)
+		fprintf(f, "<b>%s</b> ", title);
 	for (int k = 0; k < n; k++)
 		fprintf(f, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", color[k], label[k]);
 	fputs("</div>\n", f);
@@ -215,28 +325,24 @@ static void ddl_breakdown_table(const struct ddl_report *r, FILE *f)
 		if (r->procs[i].niter && r->procs[i].iter_mean_s > longest)
 			longest = r->procs[i].iter_mean_s;
 	fprintf(f, "<h2>Where an iteration's time goes</h2>\n<div class=\"note\">Mean milliseconds per "
-	        "iteration, split on the %s (see ddlprof-report(1)); bars are to scale across ranks.</div>\n",
+	        "iteration, split on the %s (see ddlprof-report(1)); each bar stacks the parts end to end, "
+	        "to one scale across ranks.</div>\n",
 	        r->nprocs && r->procs[0].gpu_breakdown ? "device timeline" : "training thread");
-	ddl_legend(f, ddl_part_color, ddl_part_label, 5);
-	fputs("<table>\n<tr><th class=\"l\">rank</th><th class=\"l\">host</th><th>pid</th>"
-	      "<th>iterations</th><th>mean ms</th><th>compute</th><th>data</th><th>interconnect</th>"
-	      "<th>network</th><th>idle</th><th class=\"l\">breakdown</th></tr>\n", f);
+	ddl_legend(f, NULL, ddl_part_color, ddl_part_label, 5);
+	ddl_rank_table(f, "<th>pid</th><th>iterations</th><th>mean&nbsp;ms</th><th>compute</th><th>data</th>"
+	               "<th>interconnect</th><th>network</th><th>idle</th><th class=\"l\">breakdown</th>");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)
 			continue;
-		fputs("<tr class=\"rank\"><td class=\"l\">", f);
-		ddl_proc_label(f, r, p);
-		fputs("</td><td class=\"l\">", f);
-		ddl_h(f, p->host);
-		fprintf(f, "</td><td>%u</td><td>%zu</td><td>%.2f</td>", p->pid, p->niter, p->iter_mean_s * 1e3);
+		ddl_row_head(f, r, p, "rank");
+		fprintf(f, "<td>%u</td><td>%zu</td><td>%.2f</td>", p->pid, p->niter, p->iter_mean_s * 1e3);
 		double v[5];
 		ddl_parts_v(&p->per_iter, v);
 		for (int k = 0; k < 5; k++)
 			fprintf(f, "<td>%.2f</td>", v[k] * 1e3);
-		fputs("<td class=\"l\">", f);
-		ddl_bar(f, &p->per_iter, p->iter_mean_s, longest > 0 ? 360 * p->iter_mean_s / longest : 0,
-		        1e3, "ms");
+		fputs("<td class=\"l bar\">", f);
+		ddl_bar(f, &p->per_iter, p->iter_mean_s, longest > 0 ? p->iter_mean_s / longest : 0, 1e3, "ms");
 		fputs("</td></tr>\n", f);
 	}
 	fprintf(f, "<tr class=\"job\"><td class=\"l\" colspan=\"4\">job (share of time)</td>"
@@ -245,9 +351,9 @@ static void ddl_breakdown_table(const struct ddl_report *r, FILE *f)
 	ddl_parts_v(&r->pct, pct);
 	for (int k = 0; k < 5; k++)
 		fprintf(f, "<td>%.1f%%</td>", pct[k]);
-	fputs("<td class=\"l\">", f);
-	ddl_bar(f, &r->pct, 100, 360, 1, "%");
-	fputs("</td></tr>\n</table>\n", f);
+	fputs("<td class=\"l bar\">", f);
+	ddl_bar(f, &r->pct, 100, 1, 1, "%");
+	fputs("</td></tr>\n</table></div>\n", f);
 	if (r->have_sensitivity)
 		fprintf(f, "<p><b>Network sensitivity %.2f:</b> predicted iteration %.1f ms in one machine, "
 		        "%.1f ms in a rack (&times;%.2f), %.1f ms across racks (&times;%.2f), at %.3g, %.3g "
@@ -257,21 +363,138 @@ static void ddl_breakdown_table(const struct ddl_report *r, FILE *f)
 		        r->bw[2] * 8 / 1e9);
 }
 
+/* ---- overlap and stragglers ---- */
+
+/*
+ * Communication against computation, per rank (breakdown.c, breakdown_gpu.c):
+ * of the time communication ran in an iteration, what ran under compute,
+ * and the exposed rest as the stall it became.
+ */
+static void ddl_overlap_table(const struct ddl_report *r, FILE *f)
+{
+	static const char *const color[] = {"#4e79a7", "#59a14f", "#e15759", "#f28e2b"};
+	static const char *const label[] = {"hidden under compute", "exposed: interconnect stall",
+	                                    "exposed: network stall", "exposed: during data waits"};
+	double comm, hidden = ddl_job_overlap(r, &comm), most = 0;
+	int dev = 0, waits = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter)
+			continue;
+		most = p->comm_s > most ? p->comm_s : most;
+		dev |= p->gpu_breakdown;
+		/* exposed, yet no stall: traffic while the thread waited for data */
+		waits |= p->comm_s - p->overlap_s - p->per_iter.interconnect_stall -
+		         p->per_iter.network_stall > 1e-6 * p->comm_s;
+	}
+	fputs("<h2>Communication and computation overlap</h2>\n", f);
+	if (comm <= 0) {
+		fputs("<p class=\"note\">No communication ran inside the iterations.</p>\n", f);
+		return;
+	}
+	fprintf(f, "<div class=\"note\">Per iteration, the time %s, and how much of it ran while the %s "
+	        "computed: hidden, at no cost. The rest is exposed and shows as stall in the breakdown. "
+	        "Over the job, <b>%.1f%%</b> of communication was hidden (the overlap ratio of HTA's "
+	        "communication-computation overlap).</div>\n",
+	        dev ? "collectives ran on the device" : "each rank's traffic was in flight",
+	        dev ? "device" : "training thread", 100 * hidden / comm);
+	ddl_legend(f, NULL, color, label, waits ? 4 : 3);
+	ddl_rank_table(f, "<th>communication&nbsp;ms</th><th>hidden&nbsp;ms</th><th>exposed&nbsp;ms</th>"
+	               "<th>overlap</th><th class=\"l\">communication, to one scale</th>");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter)
+			continue;
+		double ic = p->per_iter.interconnect_stall, nt = p->per_iter.network_stall;
+		double exposed = p->comm_s - p->overlap_s, rest = exposed - ic - nt;
+		double v[4] = {p->overlap_s, ic, nt, rest > 1e-6 * p->comm_s ? rest : 0};
+		ddl_row_head(f, r, p, NULL);
+		fprintf(f, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.1f%%</td><td class=\"l bar\">",
+		        p->comm_s * 1e3, p->overlap_s * 1e3, exposed * 1e3,
+		        p->comm_s > 0 ? 100 * p->overlap_s / p->comm_s : 0.0);
+		double sum = v[0] + v[1] + v[2] + v[3];
+		fprintf(f, "<svg style=\"width:%.1f%%\" role=\"img\">", most > 0 ? 100 * p->comm_s / most : 0);
+		double x = 0;
+		for (int k = 0; k < 4 && sum > 0; k++) {
+			double w = 100 * v[k] / sum;
+			if (w <= 0)
+				continue;
+			fprintf(f, "<rect x=\"%.3f%%\" y=\"1\" width=\"%.3f%%\" height=\"14\" fill=\"%s\"><title>"
+			        "%s: %.3f ms an iteration</title></rect>", x, w, color[k], label[k], v[k] * 1e3);
+			x += w;
+		}
+		fputs("</svg></td></tr>\n", f);
+	}
+	fputs("</table></div>\n", f);
+}
+
+/* Who kept the others waiting at the collectives (align.c). */
+static void ddl_straggler_table(const struct ddl_report *r, FILE *f)
+{
+	double most = 0;
+	int measured = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].coll_instances) {
+			measured++;
+			most = r->procs[i].imposed_wait_s > most ? r->procs[i].imposed_wait_s : most;
+		}
+	fputs("<h2>Stragglers</h2>\n", f);
+	if (!measured) {
+		fputs("<p class=\"note\">Not measured: no collective was seen on more than one rank.</p>\n", f);
+		return;
+	}
+	fputs("<div class=\"note\">At every collective the rank that starts it last makes the others "
+	      "wait. Per rank: how often it was that rank, and the time per iteration it made the others "
+	      "wait. A straggler makes them wait more than 0.5 ms and 2% of the iteration, over twice "
+	      "the ranks' median, in at least half the iterations.</div>\n", f);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->straggler)
+			continue;
+		fputs("<div class=\"warn\"><b>Straggler: ", f);
+		ddl_proc_on(f, r, p);
+		fprintf(f, "</b> was last to its collectives in %.0f%% of the iterations and makes the others "
+		        "wait %.3f ms an iteration.</div>\n", p->late_fraction * 100, p->imposed_wait_s * 1e3);
+	}
+	if (!r->nstragglers)
+		fputs("<p>No straggler: no rank keeps the others waiting much longer than the rest do.</p>\n", f);
+	ddl_rank_table(f, "<th>last to a collective</th><th>makes others wait, ms an iteration</th>"
+	               "<th class=\"l\">straggler</th><th class=\"l\">wait imposed, to one scale</th>");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->coll_instances)
+			continue;
+		ddl_row_head(f, r, p, NULL);
+		fprintf(f, "<td>%.0f%% of iterations</td><td>%.3f</td><td class=\"l\">%s</td>"
+		        "<td class=\"l bar\"><svg style=\"width:%.1f%%\" role=\"img\"><rect x=\"0\" y=\"1\" "
+		        "width=\"100%%\" height=\"14\" fill=\"%s\"><title>%.3f ms an iteration</title></rect>"
+		        "</svg></td></tr>\n",
+		        p->late_fraction * 100, p->imposed_wait_s * 1e3, p->straggler ? "<b>yes</b>" : "no",
+		        most > 0 ? 100 * p->imposed_wait_s / most : 0, p->straggler ? "#e15759" : "#8c959f",
+		        p->imposed_wait_s * 1e3);
+	}
+	fputs("</table></div>\n", f);
+}
+
 /* ---- one iteration's timeline ---- */
 
 #define DDL_TL_ROWS  12
-#define DDL_TL_LEFT  170.0 /* label gutter */
-#define DDL_TL_PLOT  1010.0
+#define DDL_TL_UNITS 1000.0 /* the plot's width in units of its own: about a pixel at the widest */
 #define DDL_TL_ROWH  18.0
 #define DDL_TL_GAP   5.0
+#define DDL_TL_SEP   9.0    /* more room above the breakdown's row */
 
 struct ddl_tlrow {
 	uint64_t key;       /* streams: image << 32 | stream, top bit set; threads: OS tid */
-	char label[64];
-	/* a rectangle not drawn yet, to merge neighbours less than a pixel apart */
+	char label[96];
+	/* a rectangle not drawn yet, to merge neighbours less than a unit
+	 * apart: its span in units, colour, first name, how many more, and
+	 * their start, time and bytes */
 	double x0, x1;
 	int color, merged;
 	const char *name;
+	int64_t at, ns;
+	uint64_t bytes;
 };
 
 struct ddl_tl {
@@ -283,6 +506,18 @@ struct ddl_tl {
 	struct ddl_tlrow row[DDL_TL_ROWS];
 	int nrows;
 };
+
+/* NS as the page writes a duration: "12.345 ms", "81.2 us", "640 ns". */
+static const char *ddl_dur(int64_t ns, char *buf, size_t n)
+{
+	if (ns >= 1000000)
+		snprintf(buf, n, "%.3f ms", (double)ns / 1e6);
+	else if (ns >= 1000)
+		snprintf(buf, n, "%.1f us", (double)ns / 1e3);
+	else
+		snprintf(buf, n, "%" PRId64 " ns", ns);
+	return buf;
+}
 
 static struct ddl_tlrow *ddl_tl_row(struct ddl_tl *tl, uint64_t key, int add)
 {
@@ -298,10 +533,10 @@ static struct ddl_tlrow *ddl_tl_row(struct ddl_tl *tl, uint64_t key, int add)
 	return w;
 }
 
-/* The row and colour of event I of image K, or NULL when it is not drawn. */
+/* The row, colour, name and bytes of event I of image K, or NULL when it is not drawn. */
 static struct ddl_tlrow *ddl_tl_classify(struct ddl_tl *tl, size_t k, size_t i,
                                          const struct ddl_devcalls *dc, int add, int *color,
-                                         const char **name)
+                                         const char **name, uint64_t *bytes)
 {
 	const struct ddl_trace *t = tl->p->tr[k];
 	const struct ddl_event *e = &t->ev[i];
@@ -322,6 +557,7 @@ static struct ddl_tlrow *ddl_tl_classify(struct ddl_tl *tl, size_t k, size_t i,
 			*color = d.part;
 			/* the row keeps the name: not one in D's own buffer */
 			*name = d.name == d.buf ? ddl_event_name(e->kind) : d.name;
+			*bytes = d.args && e->kind != DDL_EV_DEV_KERNEL ? d.args->bytes : 0;
 		}
 		return w;
 	}
@@ -329,10 +565,8 @@ static struct ddl_tlrow *ddl_tl_classify(struct ddl_tl *tl, size_t k, size_t i,
 		return NULL;
 	uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 	w = ddl_tl_row(tl, tid, add);
-	if (w && !w->label[0]) {
-		const char *tn = e->tid < t->nthreads ? t->threads[e->tid].name : NULL;
-		snprintf(w->label, sizeof w->label, "thread %u %.40s", tid, tn ? tn : "");
-	}
+	if (w && !w->label[0])
+		snprintf(w->label, sizeof w->label, "thread %u %.40s", tid, ddl_thread_name(tl->p, t, e->tid));
 	if (w && color) {
 		int remote = e->peer && e->peer < t->npeers && t->peers[e->peer].text && !t->peers[e->peer].local;
 		*color = cls == DDL_CLASS_SYNC                 ? DDL_H_OTHER
@@ -343,8 +577,40 @@ static struct ddl_tlrow *ddl_tl_classify(struct ddl_tl *tl, size_t k, size_t i,
 		if (cls == DDL_CLASS_TX || cls == DDL_CLASS_RX)
 			*color = remote ? DDL_H_REMOTE : DDL_H_LOCAL;
 		*name = ddl_event_name(e->kind);
+		int moved = (cls == DDL_CLASS_TX || (cls == DDL_CLASS_RX && !(e->flags & DDL_EVF_PEEK))) &&
+		            e->result > 0;
+		*bytes = moved ? (uint64_t)e->result : 0;
 	}
 	return w;
+}
+
+/*
+ * A shape's hover text: "NAME: 1.234 ms at +5.000 ms, 4.00 MiB" for one
+ * interval, "NAME and 3 more: 4 intervals, 4.936 ms in all from +5.000 ms,
+ * ..." for neighbours drawn as one (MORE of them after the first).
+ */
+static void ddl_tl_title(FILE *f, const char *name, int more, const char *what, int64_t at, int64_t ns,
+                         uint64_t bytes)
+{
+	char d[32], s[32], b[32];
+	fputs("<title>", f);
+	ddl_h(f, name);
+	if (more)
+		fprintf(f, " and %d more: %d %s, %s in all from +%s", more, more + 1, what,
+		        ddl_dur(ns, d, sizeof d), ddl_dur(at, s, sizeof s));
+	else
+		fprintf(f, ": %s at +%s", ddl_dur(ns, d, sizeof d), ddl_dur(at, s, sizeof s));
+	if (bytes)
+		fprintf(f, ", %s", ddl_bytes(bytes, b, sizeof b));
+	fputs("</title>", f);
+}
+
+/* A rectangle of the plot: X0 to X1 in units, at height Y. */
+static void ddl_tl_box(FILE *f, double x0, double x1, double y, const char *fill)
+{
+	double w = x1 - x0 < 0.6 ? 0.6 : x1 - x0;
+	fprintf(f, "<rect x=\"%.2f%%\" y=\"%.1f\" width=\"%.2f%%\" height=\"%.0f\" fill=\"%s\">",
+	        x0 / DDL_TL_UNITS * 100, y, w / DDL_TL_UNITS * 100, DDL_TL_ROWH, fill);
 }
 
 static void ddl_tl_flush(struct ddl_tl *tl, struct ddl_tlrow *w, double y)
@@ -352,28 +618,32 @@ static void ddl_tl_flush(struct ddl_tl *tl, struct ddl_tlrow *w, double y)
 	if (w->color < 0)
 		return;
 	const char *const *colors = tl->device ? ddl_dev_color : ddl_host_color;
-	fprintf(tl->f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>",
-	        w->x0, y, w->x1 - w->x0 < 0.6 ? 0.6 : w->x1 - w->x0, DDL_TL_ROWH, colors[w->color]);
-	ddl_h(tl->f, w->name);
-	if (w->merged)
-		fprintf(tl->f, " and %d more", w->merged);
-	fputs("</title></rect>", tl->f);
+	ddl_tl_box(tl->f, w->x0, w->x1, y, colors[w->color]);
+	ddl_tl_title(tl->f, w->name, w->merged, "intervals", w->at - tl->a, w->ns, w->bytes);
+	fputs("</rect>", tl->f);
 	w->color = -1;
+}
+
+/* Units from the iteration's start at instant AT. */
+static double ddl_tl_x(const struct ddl_tl *tl, int64_t at)
+{
+	at = at < tl->a ? tl->a : at > tl->b ? tl->b : at;
+	return (double)(at - tl->a) / (double)(tl->b - tl->a) * DDL_TL_UNITS;
 }
 
 /* Adds [a, b) of colour C to row W at height Y, merging with the one before. */
 static void ddl_tl_rect(struct ddl_tl *tl, struct ddl_tlrow *w, double y, int64_t a, int64_t b,
-                        int c, const char *name)
+                        int c, const char *name, uint64_t bytes)
 {
-	double len = (double)(tl->b - tl->a);
+	double x0 = ddl_tl_x(tl, a), x1 = ddl_tl_x(tl, b);
 	a = a < tl->a ? tl->a : a;
 	b = b > tl->b ? tl->b : b;
-	double x0 = DDL_TL_LEFT + (double)(a - tl->a) / len * DDL_TL_PLOT;
-	double x1 = DDL_TL_LEFT + (double)(b - tl->a) / len * DDL_TL_PLOT;
 	if (w->color == c && x0 <= w->x1 + 1.0 && x0 >= w->x0) {
 		if (x1 > w->x1)
 			w->x1 = x1;
 		w->merged++;
+		w->ns += b - a;
+		w->bytes += bytes;
 		return;
 	}
 	ddl_tl_flush(tl, w, y);
@@ -382,6 +652,9 @@ static void ddl_tl_rect(struct ddl_tl *tl, struct ddl_tlrow *w, double y, int64_
 	w->color = c;
 	w->merged = 0;
 	w->name = name;
+	w->at = a;
+	w->ns = b - a;
+	w->bytes = bytes;
 }
 
 /* Finds the rows (DRAW 0), or draws every event of the process that
@@ -400,126 +673,161 @@ static void ddl_tl_pass(struct ddl_tl *tl, int draw)
 				continue;
 			int color = 0;
 			const char *name = NULL;
-			struct ddl_tlrow *w = ddl_tl_classify(tl, k, i, &dc, !draw, draw ? &color : NULL, &name);
+			uint64_t bytes = 0;
+			struct ddl_tlrow *w = ddl_tl_classify(tl, k, i, &dc, !draw, draw ? &color : NULL, &name,
+			                                      &bytes);
 			if (w && draw)
-				ddl_tl_rect(tl, w, DDL_TL_GAP + (double)(w - tl->row) * (DDL_TL_ROWH + DDL_TL_GAP), a,
-				            b, color, name);
+				ddl_tl_rect(tl, w, (double)(w - tl->row) * (DDL_TL_ROWH + DDL_TL_GAP), a, b, color,
+				            name, bytes);
 		}
 		ddl_devcalls_free(&dc);
 	}
 	for (int i = 0; draw && i < tl->nrows; i++)
-		ddl_tl_flush(tl, &tl->row[i], DDL_TL_GAP + (double)i * (DDL_TL_ROWH + DDL_TL_GAP));
+		ddl_tl_flush(tl, &tl->row[i], (double)i * (DDL_TL_ROWH + DDL_TL_GAP));
 }
 
-/* Rows in order of stream (image, then id) or of thread id. */
-static int ddl_tlrow_cmp(const void *x, const void *y)
+/* Rows in order of stream (image, then id) or of thread id, the row keyed
+ * *FIRST (the training thread's) before the others. */
+static int ddl_tlrow_cmp(const void *x, const void *y, void *first)
 {
 	const struct ddl_tlrow *a = x, *b = y;
+	uint64_t k = *(const uint64_t *)first;
+	if ((a->key == k) != (b->key == k))
+		return a->key == k ? -1 : 1;
 	return a->key < b->key ? -1 : a->key > b->key;
 }
 
 /* Tick spacing of 1, 2 or 5 times a power of ten giving about six ticks. */
-static double ddl_tick(double span_ms)
+static double ddl_tick(double span)
 {
-	double raw = span_ms / 6, p = pow(10, floor(log10(raw > 0 ? raw : 1)));
+	double raw = span / 6, p = pow(10, floor(log10(raw > 0 ? raw : 1)));
 	return raw / p < 1.5 ? p : raw / p < 3.5 ? 2 * p : raw / p < 7.5 ? 5 * p : 10 * p;
 }
 
-static int ddl_dbl_cmp(const void *x, const void *y)
+/*
+ * The breakdown of the iteration drawn on its time axis, at height Y: each
+ * piece of the model's (breakdown.c) in its part's colour; per part,
+ * pieces less than a unit apart as one, idle drawn first so that the other
+ * parts show over it.
+ */
+static void ddl_tl_pieces(const struct ddl_tl *tl, double y)
 {
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
-}
-
-/* The first iteration whose duration is the median of the rank's (the
- * lower one of an even count); the first one without memory. */
-static size_t ddl_median_iter(const struct ddl_proc *p)
-{
-	double *v = malloc(p->niter * sizeof *v);
-	if (!v)
-		return 0;
-	memcpy(v, p->iter_s, p->niter * sizeof *v);
-	qsort(v, p->niter, sizeof *v, ddl_dbl_cmp);
-	double m = v[(p->niter - 1) / 2];
-	free(v);
-	size_t k = 0;
-	while (k + 1 < p->niter && p->iter_s[k] != m)
-		k++;
-	return k;
+	static const int order[] = {4, 0, 1, 2, 3};
+	const struct ddl_proc *p = tl->p;
+	for (int o = 0; o < 5; o++) {
+		int part = order[o], n = 0;
+		double x0 = 0, x1 = 0;
+		int64_t at = 0, ns = 0;
+		for (size_t i = 0; i <= p->npieces; i++) {
+			const struct ddl_piece *q = i < p->npieces ? &p->pieces[i] : NULL;
+			if (q && q->part != part)
+				continue;
+			double qx0 = q ? ddl_tl_x(tl, q->a) : 0, qx1 = q ? ddl_tl_x(tl, q->b) : 0;
+			if (q && n && qx0 <= x1 + 1.0) {
+				x1 = qx1;
+				ns += q->b - q->a;
+				n++;
+				continue;
+			}
+			if (n) {
+				ddl_tl_box(tl->f, x0, x1, y, ddl_part_color[part]);
+				ddl_tl_title(tl->f, ddl_part_label[part], n - 1, "stretches", at - tl->a, ns, 0);
+				fputs("</rect>", tl->f);
+			}
+			if (q) {
+				x0 = qx0;
+				x1 = qx1;
+				at = q->a;
+				ns = q->b - q->a;
+				n = 1;
+			}
+		}
+	}
 }
 
 static void ddl_timeline(const struct ddl_report *r, const struct ddl_proc *p, FILE *f)
 {
-	size_t it = ddl_median_iter(p);
+	size_t it = p->shown < p->niter ? p->shown : 0;
 	struct ddl_tl tl = {f, r, p, p->iter[it].start_ns, p->iter[it].end_ns, p->gpu.device_intervals > 0};
 	if (tl.b <= tl.a)
 		return;
 	double ms = (double)(tl.b - tl.a) / 1e6;
 	fputs("<h3>", f);
-	ddl_proc_label(f, r, p);
-	fputs(" on ", f);
-	ddl_h(f, p->host);
+	ddl_proc_on(f, r, p);
 	fprintf(f, ": iteration %zu, %.2f ms (the median)</h3>\n", it + (size_t)p->warmup_skipped, ms);
+	uint64_t first = tl.device ? 0 : p->train_tid;
+	if (!tl.device)
+		ddl_tl_row(&tl, first, 1); /* the training thread's row, first, whatever it did */
 	ddl_tl_pass(&tl, 0);
-	qsort(tl.row, (size_t)tl.nrows, sizeof tl.row[0], ddl_tlrow_cmp);
-	double rows_h = (double)tl.nrows * (DDL_TL_ROWH + DDL_TL_GAP);
-	double bar_y = DDL_TL_GAP + rows_h + 4, axis_y = bar_y + DDL_TL_ROWH + 16;
-	fprintf(f, "<svg width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", DDL_TL_LEFT + DDL_TL_PLOT + 10,
-	        axis_y + 8);
-	fprintf(f, "<rect x=\"%.0f\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#f6f8fa\"/>\n",
-	        DDL_TL_LEFT, DDL_TL_PLOT, bar_y + DDL_TL_ROWH + 2);
+	if (!tl.device && !tl.row[0].label[0])
+		snprintf(tl.row[0].label, sizeof tl.row[0].label, "thread %u", p->train_tid);
+	qsort_r(tl.row, (size_t)tl.nrows, sizeof tl.row[0], ddl_tlrow_cmp, &first);
+	double rows_h = (double)(tl.nrows ? tl.nrows : 1) * (DDL_TL_ROWH + DDL_TL_GAP);
+	double lane_y = rows_h + DDL_TL_SEP - DDL_TL_GAP, axis_y = lane_y + DDL_TL_ROWH + 4;
+	int lane = p->pieces != NULL;
+	if (!lane)
+		axis_y = rows_h;
+	/* the labels, one column; the plot beside them, as wide as there is room */
+	fputs(tl.nrows ? "<div class=\"tl\"><div class=\"tll\">" : "<div class=\"tl\"><div class=\"tll\"><div></div>",
+	      f);
 	for (int i = 0; i < tl.nrows; i++) {
-		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", DDL_TL_LEFT - 8,
-		        DDL_TL_GAP + (double)i * (DDL_TL_ROWH + DDL_TL_GAP) + 13);
+		int train = !tl.device && tl.row[i].key == first;
+		fprintf(f, "<div%s title=\"", train ? " class=\"train\"" : "");
 		ddl_h(f, tl.row[i].label);
-		fputs("</text>\n", f);
+		fputs(train ? ": the training thread\">" : "\">", f);
+		ddl_h(f, tl.row[i].label);
+		fputs("</div>", f);
 	}
+	if (lane)
+		fprintf(f, "<div class=\"sep\" title=\"At each instant, the part of the breakdown it was "
+		        "counted in: drawn in time, not a sum\">%s</div>",
+		        tl.device ? "breakdown in time" : "training thread");
+	fprintf(f, "</div>\n<svg width=\"100%%\" height=\"%.0f\" role=\"img\">\n", axis_y + 20);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"%.0f\" fill=\"#f6f8fa\"/>\n",
+	        rows_h - DDL_TL_GAP);
 	if (!tl.nrows)
-		fprintf(f, "<text x=\"%.0f\" y=\"18\">no %s in this iteration</text>\n", DDL_TL_LEFT + 8,
+		fprintf(f, "<text x=\"8\" y=\"13\">no %s in this iteration</text>\n",
 		        tl.device ? "device intervals" : "socket calls or waits");
 	ddl_tl_pass(&tl, 1);
 	fputc('\n', f);
-	/* this iteration's parts, to the same scale */
-	const struct ddl_parts *pp = p->iter_parts ? &p->iter_parts[it] : &p->per_iter;
-	double v[5];
-	ddl_parts_v(pp, v);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">breakdown</text>", DDL_TL_LEFT - 8,
-	        bar_y + 13);
-	double x = DDL_TL_LEFT, total = p->iter_parts ? p->iter_s[it] : p->iter_mean_s;
-	for (int k = 0; k < 5; k++) {
-		double w = total > 0 && v[k] > 0 ? v[k] / total * DDL_TL_PLOT : 0;
-		if (w <= 0)
-			continue;
-		fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>%s: "
-		        "%.3f ms</title></rect>", x, bar_y, w, DDL_TL_ROWH, ddl_part_color[k], ddl_part_label[k],
-		        v[k] * 1e3);
-		x += w;
+	if (lane) {
+		fprintf(f, "<rect x=\"0\" y=\"%.1f\" width=\"100%%\" height=\"%.0f\" fill=\"#f6f8fa\"/>", lane_y,
+		        DDL_TL_ROWH);
+		ddl_tl_pieces(&tl, lane_y);
+		fputc('\n', f);
 	}
 	double step = ddl_tick(ms);
 	for (double t = 0; t <= ms + 1e-9; t += step) {
-		double tx = DDL_TL_LEFT + t / ms * DDL_TL_PLOT;
-		fprintf(f, "\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#8c959f\"/>"
-		        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g ms</text>", tx, axis_y - 12, tx,
-		        axis_y - 8, tx, axis_y + 4, t);
+		double x = t / ms * 100;
+		fprintf(f, "<line x1=\"%.2f%%\" y1=\"%.1f\" x2=\"%.2f%%\" y2=\"%.1f\" stroke=\"#8c959f\"/>"
+		        "<text x=\"%.2f%%\" y=\"%.1f\" text-anchor=\"%s\">%g ms</text>\n", x, axis_y, x,
+		        axis_y + 4, x, axis_y + 16, t == 0 ? "start" : x > 96 ? "end" : "middle", t);
 	}
-	fputs("\n</svg>\n", f);
+	fputs("</svg></div>\n", f);
 }
 
 static void ddl_timelines(const struct ddl_report *r, FILE *f)
 {
-	fputs("<h2>One iteration per rank</h2>\n<div class=\"note\">The iteration of median length on "
-	      "each rank, from its start to its end; under it, how the breakdown split it. Hover for "
-	      "names; neighbours less than a pixel apart are drawn as one.</div>\n", f);
 	int dev = 0, host = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i].niter) {
 			dev |= r->procs[i].gpu.device_intervals > 0;
 			host |= r->procs[i].gpu.device_intervals == 0;
 		}
+	fprintf(f, "<h2>One iteration per rank</h2>\n<div class=\"note\">The iteration of median length "
+	        "on each rank, from its start to its end: one row per %s. The last row, <b>%s</b>, is "
+	        "drawn on the same time axis (it is not a sum): each instant in the colour of the part "
+	        "of the breakdown it was counted in%s. Hover a shape for its name, duration and bytes; "
+	        "neighbours less than a thousandth of the iteration apart are drawn as one.</div>\n",
+	        dev && host ? "CUDA stream, or thread where a rank has no device intervals"
+	        : dev ? "CUDA stream" : "thread with socket calls or waits, the training thread first",
+	        dev ? "breakdown in time" : "training thread",
+	        host ? " (on the training thread: what it was doing)" : "");
 	if (dev)
-		ddl_legend(f, ddl_dev_color, ddl_dev_label, 4);
+		ddl_legend(f, dev && host ? "streams:" : NULL, ddl_dev_color, ddl_dev_label, 4);
 	if (host)
-		ddl_legend(f, ddl_host_color, ddl_host_label, DDL_H_N);
+		ddl_legend(f, dev && host ? "threads:" : NULL, ddl_host_color, ddl_host_label, DDL_H_N);
+	ddl_legend(f, "last row:", ddl_part_color, ddl_part_label, 5);
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i].niter)
 			ddl_timeline(r, &r->procs[i], f);
@@ -624,8 +932,8 @@ static void ddl_marker_table(const struct ddl_report *r, FILE *f)
 	if (n)
 		fputs("<h2>Marker ranges and marks</h2>\n<div class=\"note\">Every process's ranges "
 		      "and marks (<code>&lt;ddlprof/ddlprof.h&gt;</code>, NVTX), by name, most time first."
-		      "</div>\n<table>\n<tr><th class=\"l\">name</th><th>ranges</th><th>total ms</th>"
-		      "<th>mean ms</th><th>marks</th></tr>\n", f);
+		      "</div>\n<table>\n<tr><th class=\"l\">name</th><th>ranges</th><th>total&nbsp;ms</th>"
+		      "<th>mean&nbsp;ms</th><th>marks</th></tr>\n", f);
 	for (size_t i = 0; i < n && i < 30; i++) {
 		fputs("<tr><td class=\"l\">", f);
 		ddl_h(f, v[i].name);
@@ -654,7 +962,7 @@ static void ddl_gpu_tables(const struct ddl_report *r, FILE *f)
 	if (!r->ncomms) {
 		fputs("<p class=\"note\">None created under ddlprof.</p>\n", f);
 	} else {
-		fputs("<table>\n<tr><th class=\"l\">key</th><th>ranks</th><th>traced</th><th>hosts</th>"
+		fputs("<div class=\"wide\"><table>\n<tr><th class=\"l\">key</th><th>ranks</th><th>traced</th><th>hosts</th>"
 		      "<th class=\"l\">span</th><th class=\"l\">created by</th><th class=\"l\">host names</th>"
 		      "</tr>\n", f);
 		for (size_t i = 0; i < r->ncomms; i++) {
@@ -667,28 +975,25 @@ static void ddl_gpu_tables(const struct ddl_report *r, FILE *f)
 			ddl_h(f, c->hosts);
 			fputs("</td></tr>\n", f);
 		}
-		fputs("</table>\n", f);
+		fputs("</table></div>\n", f);
 	}
-	fprintf(f, "<h2>GPU work</h2>\n<div class=\"note\">Device time from %s.</div>\n<table>\n"
+	fprintf(f, "<h2>GPU work</h2>\n<div class=\"note\">Device time from %s.</div>\n<div class=\"wide\"><table>\n"
 	        "<tr><th class=\"l\">process</th><th class=\"l\">host</th><th>launches</th><th>kernels "
-	        "timed</th><th>kernel s</th><th>collectives</th><th>bytes</th><th>intra</th><th>inter</th>"
-	        "<th>collective device s</th></tr>\n",
+	        "timed</th><th>kernel&nbsp;s</th><th>collectives</th><th>bytes</th><th>intra</th><th>inter</th>"
+	        "<th>collective device&nbsp;s</th></tr>\n",
 	        r->nprocs && r->procs[0].gpu.backend ? r->procs[0].gpu.backend : "no timed intervals");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->has_gpu)
 			continue;
-		fputs("<tr><td class=\"l\">", f);
-		ddl_proc_label(f, r, p);
-		fputs("</td><td class=\"l\">", f);
-		ddl_h(f, p->host);
-		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%.4f</td><td>%" PRIu64 "</td>"
+		ddl_row_head(f, r, p, NULL);
+		fprintf(f, "<td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%.4f</td><td>%" PRIu64 "</td>"
 		        "<td>%s</td><td>%s</td><td>%s</td><td>%.4f</td></tr>\n",
 		        p->gpu.launches, p->gpu.kernels_timed, p->gpu.kernel_s, p->coll.count,
 		        ddl_bytes(p->coll.bytes, b1, sizeof b1), ddl_bytes(p->coll.intra_bytes, b2, sizeof b2),
 		        ddl_bytes(p->coll.inter_bytes, b3, sizeof b3), p->coll.device_s);
 	}
-	fputs("</table>\n", f);
+	fputs("</table></div>\n", f);
 }
 
 /* The job's top kernels by device time (kernels.c); hovering a name shows it whole. */
@@ -704,7 +1009,7 @@ static void ddl_kernel_table(const struct ddl_report *r, FILE *f)
 	fputs("</div>\n", f);
 	if (!r->nkernels_timed)
 		return;
-	fputs("<table>\n<tr><th class=\"l\">kernel</th><th>count</th><th>total ms</th><th>mean us</th>"
+	fputs("<table>\n<tr><th class=\"l\">kernel</th><th>count</th><th>total&nbsp;ms</th><th>mean&nbsp;us</th>"
 	      "<th>share</th></tr>\n", f);
 	for (size_t i = 0; i < r->nkernels_timed && i < 10; i++) {
 		const struct ddl_kernel *k = &r->kernels[i];
@@ -733,10 +1038,10 @@ static void ddl_net_cells(FILE *f, const struct ddl_netsum *n)
 
 static void ddl_net_table(const struct ddl_report *r, FILE *f)
 {
-	fputs("<h2>Network activity by process and thread</h2>\n<table>\n<tr><th class=\"l\">process / "
-	      "thread</th><th class=\"l\">host</th><th>calls</th><th>sent</th><th>received</th>"
-	      "<th>in calls s</th><th>blocked s</th><th>peers local / remote</th>"
-	      "<th class=\"l\">command</th></tr>\n", f);
+	fputs("<h2>Network activity by process and thread</h2>\n<div class=\"wide\"><table>\n<tr><th "
+	      "class=\"l\">process / thread</th><th class=\"l\">host</th><th>calls</th><th>sent</th>"
+	      "<th>received</th><th>in calls&nbsp;s</th><th>blocked&nbsp;s</th><th>peers local / remote</th>"
+	      "</tr>\n", f);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		fputs("<tr><td class=\"l\">", f);
@@ -747,23 +1052,22 @@ static void ddl_net_table(const struct ddl_report *r, FILE *f)
 		ddl_h(f, p->host);
 		fputs("</td>", f);
 		ddl_net_cells(f, &p->net);
-		fputs("<td class=\"l cmd\"><code>", f);
+		fputs("</tr>\n", f);
 		if (p->command) {
-			char cmd[164];
-			snprintf(cmd, sizeof cmd, "%.160s", p->command);
-			ddl_h(f, cmd);
+			fputs("<tr class=\"cmd\"><td class=\"l\" colspan=\"8\">command: <code class=\"any\">", f);
+			ddl_h_words(f, p->command);
+			fprintf(f, "</code>%s%s</td></tr>\n", p->images > 1 ? " (after exec)" : "",
+			        p->incomplete ? " [incomplete]" : p->truncated ? " [truncated]" : "");
 		}
-		fprintf(f, "</code>%s%s</td></tr>\n", p->images > 1 ? " (after exec)" : "",
-		        p->truncated ? " [truncated]" : "");
 		for (size_t k = 0; k < p->nthreads; k++) {
 			fprintf(f, "<tr class=\"thread\"><td class=\"l\">thread %u ", p->threads[k].tid);
 			ddl_h(f, p->threads[k].name);
 			fputs("</td><td></td>", f);
 			ddl_net_cells(f, &p->threads[k].net);
-			fputs("<td></td></tr>\n", f);
+			fputs("</tr>\n", f);
 		}
 	}
-	fputs("</table>\n", f);
+	fputs("</table></div>\n", f);
 }
 
 static void ddl_problems(const struct ddl_report *r, FILE *f)
@@ -780,59 +1084,125 @@ static void ddl_problems(const struct ddl_report *r, FILE *f)
 		fputs("</ul>\n", f);
 }
 
-/* Iteration time over the run: one polyline per rank, in SVG. */
+
+/*
+ * Iteration time over the run: a line per rank, iteration number against
+ * duration. The plot is an SVG of the page's width with a viewBox of 1000
+ * units stretched sideways only (the lines keep their width), its points
+ * and axis labels placed in percentages so that their text keeps its size.
+ */
+#define DDL_IC_H 240.0 /* the plot's height, pixels and viewBox units alike */
+
 static void ddl_iter_chart(const struct ddl_report *r, FILE *f)
 {
-	static const char *const line[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
-	                                   "#edc948", "#b07aa1", "#ff9da7"};
-	double lo = 0, hi = 0;
-	size_t most = 0;
+	double lo = INFINITY, hi = 0;
+	double x0 = INFINITY, x1 = -INFINITY; /* iteration numbers, as the timelines give them */
+	size_t points = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		for (size_t k = 0; k < p->niter; k++) {
-			double ms = p->iter_s[k] * 1e3;
-			if ((!lo && !hi) || ms < lo)
-				lo = ms;
-			if (ms > hi)
-				hi = ms;
+			double ms = p->iter_s[k] * 1e3, x = (double)(k + (size_t)p->warmup_skipped);
+			lo = ms < lo ? ms : lo;
+			hi = ms > hi ? ms : hi;
+			x0 = x < x0 ? x : x0;
+			x1 = x > x1 ? x : x1;
 		}
-		if (p->niter > most)
-			most = p->niter;
+		points += p->niter;
 	}
-	if (most < 2 || hi <= 0)
+	if (x1 <= x0 || hi <= 0)
 		return;
-	if (hi - lo < hi * 0.05) { /* a flat run: give the lines room */
+	if (hi - lo < hi * 0.05) { /* a flat run: its lines in the middle, not its noise magnified */
 		lo = lo * 0.95;
 		hi = hi * 1.05;
 	}
-	const double W = 900, H = 220, L = 60, B = 24, T = 8;
-	fputs("<h2>Iteration time over the run</h2>\n<div class=\"note\">Each analysed iteration of "
-	      "each rank, in milliseconds, in order.</div>\n", f);
-	fprintf(f, "<svg width=\"%.0f\" height=\"%.0f\" role=\"img\">", W, H);
-	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#999\"/>", L, H - B,
-	        W - 10, H - B);
-	for (int g = 0; g <= 4; g++) {
-		double v = lo + (hi - lo) * g / 4, y = H - B - (H - B - T) * g / 4;
-		fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.1f</text>"
-		        "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eee\"/>",
-		        L - 6, y + 4, v, L, y, W - 10, y);
-	}
-	for (size_t i = 0, c = 0; i < r->nprocs; i++) {
+	double step = ddl_tick(hi - lo);
+	lo = floor(lo / step) * step;
+	hi = ceil(hi / step) * step;
+	if (hi <= lo)
+		hi = lo + step;
+	fputs("<h2>Iteration time over the run</h2>\n<div class=\"note\">Each analysed iteration of each "
+	      "rank (warm-up left out), by its number in the run, against its duration in milliseconds. "
+	      "Hover a line or point for its rank and figures.</div>\n<div class=\"legend\">", f);
+	int c = 0, others = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (p->niter < 2)
+		if (!p->niter)
 			continue;
-		fprintf(f, "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"%s\" points=\"",
-		        line[c++ % 8]);
-		for (size_t k = 0; k < p->niter; k++) {
-			double x = L + (W - 10 - L) * (double)k / (double)(most - 1);
-			double y = H - B - (H - B - T) * (p->iter_s[k] * 1e3 - lo) / (hi - lo);
-			fprintf(f, "%.1f,%.1f ", x, y);
+		if (c >= DDL_RANK_LINES) {
+			others++;
+			continue;
 		}
+		fprintf(f, "<span><i class=\"ln\" style=\"border-top:2px %s %s\"></i>", c < 8 ? "solid"
+		        : c < 16 ? "dashed" : "dotted", ddl_rank_color[c % 8]);
+		ddl_proc_label(f, r, p);
+		fprintf(f, "%s</span>", p->straggler ? " (straggler)" : "");
+		c++;
+	}
+	if (others)
+		fprintf(f, "<span><i class=\"ln\" style=\"border-top:1px solid #afb8c1\"></i>%d other rank%s"
+		        "</span>", others, others == 1 ? "" : "s");
+	fputs("</div>\n<div class=\"chart\">\n", f);
+	/* the y axis: its label, turned, and the ticks' values */
+	fprintf(f, "<svg width=\"64\" height=\"%.0f\" role=\"img\"><text transform=\"rotate(-90)\" "
+	        "x=\"%.0f\" y=\"12\" text-anchor=\"middle\">iteration time (ms)</text>", DDL_IC_H,
+	        -DDL_IC_H / 2);
+	for (double v = lo; v <= hi + step / 2; v += step)
+		fprintf(f, "<text x=\"60\" y=\"%.1f\" text-anchor=\"end\">%g</text>",
+		        DDL_IC_H - (v - lo) / (hi - lo) * DDL_IC_H + 4, v);
+	fprintf(f, "</svg>\n<svg width=\"100%%\" height=\"%.0f\" role=\"img\">"
+	        "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"%.0f\" fill=\"#fff\" stroke=\"#d8dee4\"/>",
+	        DDL_IC_H, DDL_IC_H);
+	for (double v = lo + step; v < hi - step / 2; v += step) {
+		double y = DDL_IC_H - (v - lo) / (hi - lo) * DDL_IC_H;
+		fprintf(f, "<line x1=\"0\" y1=\"%.1f\" x2=\"100%%\" y2=\"%.1f\" stroke=\"#eaeef2\"/>", y, y);
+	}
+	fprintf(f, "\n<svg viewBox=\"0 0 1000 %.0f\" preserveAspectRatio=\"none\" width=\"100%%\" "
+	        "height=\"%.0f\">\n", DDL_IC_H, DDL_IC_H);
+	c = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter)
+			continue;
+		int own = c < DDL_RANK_LINES;
+		fprintf(f, "<polyline fill=\"none\" vector-effect=\"non-scaling-stroke\" stroke-width=\"%s\" "
+		        "stroke=\"%s\"%s%s%s points=\"", own ? "1.6" : "1", own ? ddl_rank_color[c % 8] : "#afb8c1",
+		        own && c >= 8 ? " stroke-dasharray=\"" : "", own && c >= 8 ? ddl_rank_dash[c / 8] : "",
+		        own && c >= 8 ? "\"" : "");
+		for (size_t k = 0; k < p->niter; k++)
+			fprintf(f, "%.1f,%.1f ", ((double)(k + (size_t)p->warmup_skipped) - x0) / (x1 - x0) * 1000,
+			        DDL_IC_H - (p->iter_s[k] * 1e3 - lo) / (hi - lo) * DDL_IC_H);
 		fputs("\"><title>", f);
 		ddl_proc_label(f, r, p);
-		fputs("</title></polyline>", f);
+		fprintf(f, ": mean %.3f ms over %zu iterations</title></polyline>\n", p->iter_mean_s * 1e3,
+		        p->niter);
+		c++;
 	}
 	fputs("</svg>\n", f);
+	/* the points, where there are few enough to tell apart */
+	c = 0;
+	for (size_t i = 0; i < r->nprocs && points <= 2000; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->niter)
+			continue;
+		for (size_t k = 0; k < p->niter && c < DDL_RANK_LINES; k++) {
+			size_t n = k + (size_t)p->warmup_skipped;
+			fprintf(f, "<circle cx=\"%.2f%%\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>", ((double)n - x0) /
+			        (x1 - x0) * 100, DDL_IC_H - (p->iter_s[k] * 1e3 - lo) / (hi - lo) * DDL_IC_H,
+			        ddl_rank_color[c % 8]);
+			ddl_proc_label(f, r, p);
+			fprintf(f, ", iteration %zu: %.3f ms</title></circle>", n, p->iter_s[k] * 1e3);
+		}
+		c++;
+	}
+	fputs("\n</svg>\n<div></div><svg width=\"100%\" height=\"18\" role=\"img\">", f);
+	double xs = ddl_tick(x1 - x0) < 1 ? 1 : round(ddl_tick(x1 - x0));
+	for (double x = ceil(x0 / xs) * xs; x <= x1 + 1e-9; x += xs) {
+		double at = (x - x0) / (x1 - x0) * 100;
+		fprintf(f, "<line x1=\"%.2f%%\" y1=\"0\" x2=\"%.2f%%\" y2=\"4\" stroke=\"#8c959f\"/>"
+		        "<text x=\"%.2f%%\" y=\"16\" text-anchor=\"middle\">%g</text>", at, at, at, x);
+	}
+	fprintf(f, "</svg>\n<div class=\"xlabel\">iteration (numbered from the start of the run; the first "
+	        "%d, the warm-up, left out)</div>\n</div>\n", r->warmup);
 }
 
 /* Collective bytes by operation, all ranks together: horizontal bars. */
@@ -857,9 +1227,9 @@ static void ddl_coll_chart(const struct ddl_report *r, FILE *f)
 		char b[32];
 		fprintf(f, "<tr><td class=\"l\">%s</td><td>%llu calls</td><td>%s</td><td class=\"l\">"
 		        "<svg width=\"400\" height=\"14\" role=\"img\"><rect x=\"0\" y=\"1\" width=\"%.1f\" "
-		        "height=\"12\" fill=\"#4e79a7\"/></svg></td></tr>\n",
-		        ddl_coll_op_name(k), (unsigned long long)count[k],
-		        ddl_bytes(bytes[k], b, sizeof b), 400.0 * (double)bytes[k] / (double)top);
+		        "height=\"12\" fill=\"#4e79a7\"><title>%s</title></rect></svg></td></tr>\n",
+		        ddl_coll_op_name(k), (unsigned long long)count[k], ddl_bytes(bytes[k], b, sizeof b),
+		        400.0 * (double)bytes[k] / (double)top, b);
 	}
 	fputs("</table>\n", f);
 }
@@ -870,6 +1240,8 @@ int ddl_out_html(const struct ddl_report *r, FILE *f)
 	ddl_summary(r, f);
 	if (r->iterations > 0) {
 		ddl_breakdown_table(r, f);
+		ddl_overlap_table(r, f);
+		ddl_straggler_table(r, f);
 		ddl_iter_chart(r, f);
 		ddl_timelines(r, f);
 	} else {

@@ -270,6 +270,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		                       "wall_s", (double)(p->end_real_ns - p->start_real_ns) / 1e9,
 		                       "network", ddl_json_net(&p->net), "threads", threads);
 		json_object_set_new(jp, "command", ddl_jstr(p->command));
+		json_object_set_new(jp, "name", p->name[0] ? ddl_jstr(p->name) : json_null());
 		json_object_set_new(jp, "role", json_string(ddl_role_name(p->role)));
 		const struct ddl_proc *of = ddl_proc_served(r, p);
 		json_object_set_new(jp, "serves_rank", of && of->rank >= 0 ? json_integer(of->rank)

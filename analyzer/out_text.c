@@ -3,6 +3,7 @@
  * activity, then anything the reader could not read.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -112,6 +113,60 @@ static void ddl_kernels_section(const struct ddl_report *r, FILE *f)
 		        r->kernel_runs == 1 ? "" : "s", r->kernel_runs_s * 1e3,
 		        r->kernel_s > 0 ? 100 * r->kernel_runs_s / r->kernel_s : 0.0,
 		        r->kernel_runs == 1 ? "s" : "");
+}
+
+/* The network table's width: a row of ddl_net_row. */
+#define DDL_NET_WIDTH 100
+
+/* Columns the UTF-8 text of N bytes at S takes: one for each character. */
+static size_t ddl_cols(const char *s, size_t n)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return c;
+}
+
+/*
+ * LEAD then TEXT, wrapped at its spaces to DDL_NET_WIDTH columns, every
+ * line after the first indented as far as LEAD; a word longer than a line
+ * is cut at the line's end (between characters).
+ */
+static void ddl_wrap(FILE *f, const char *lead, const char *text)
+{
+	size_t indent = ddl_cols(lead, strlen(lead)), col = indent, room = DDL_NET_WIDTH - indent;
+	int words = 0;
+	fputs(lead, f);
+	for (const char *w = text; *w;) {
+		if (*w == ' ') {
+			w++;
+			continue;
+		}
+		size_t n = strcspn(w, " "), cols = ddl_cols(w, n);
+		if (words && col + 1 + cols > DDL_NET_WIDTH) {
+			fprintf(f, "\n%*s", (int)indent, "");
+			col = indent;
+			words = 0;
+		}
+		if (words) {
+			fputc(' ', f);
+			col++;
+		}
+		while (cols > room) { /* longer than a line: a line's worth at a time */
+			size_t take = 0;
+			for (size_t c = 0; take < n && (c < room || ((unsigned char)w[take] & 0xc0) == 0x80); take++)
+				c += ((unsigned char)w[take] & 0xc0) != 0x80;
+			fprintf(f, "%.*s\n%*s", (int)take, w, (int)indent, "");
+			w += take;
+			n -= take;
+			cols = ddl_cols(w, n);
+		}
+		fwrite(w, 1, n, f);
+		col += cols;
+		words = 1;
+		w += n;
+	}
+	fputc('\n', f);
 }
 
 static void ddl_net_row(FILE *f, const char *label, const struct ddl_netsum *n)
@@ -452,13 +507,22 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		const struct ddl_proc *p = &r->procs[i];
 		char label[96];
 		ddl_net_row(f, ddl_label(r, p, label, sizeof label), &p->net);
+		if (p->command) {
+			char *cmd = NULL;
+			size_t len = 0;
+			FILE *m = open_memstream(&cmd, &len);
+			if (m) {
+				fprintf(m, "%s%s%s", p->command, p->images > 1 ? " (after exec)" : "",
+				        p->incomplete ? " [incomplete]" : p->truncated ? " [truncated]" : "");
+				fclose(m);
+			}
+			ddl_wrap(f, "      command: ", cmd ? cmd : p->command);
+			free(cmd);
+		}
 		for (size_t k = 0; k < p->nthreads; k++) {
 			snprintf(label, sizeof label, "  thread %u %s", p->threads[k].tid, p->threads[k].name);
 			ddl_net_row(f, label, &p->threads[k].net);
 		}
-		if (p->command)
-			fprintf(f, "      command: %.160s%s%s\n", p->command,
-			        p->images > 1 ? " (after exec)" : "", p->incomplete ? " [incomplete]" : p->truncated ? " [truncated]" : "");
 	}
 	int problems = 0;
 	for (size_t i = 0; i < r->nprocs; i++)

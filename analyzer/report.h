@@ -113,8 +113,16 @@ enum { DDL_SPAN_UNKNOWN = 0, DDL_SPAN_INTRA = 1, DDL_SPAN_INTER = 2 };
 
 struct ddl_threadsum {
 	uint32_t tid;
-	char name[32];
+	char name[64]; /* as ddl_thread_name gives it */
 	struct ddl_netsum net;
+};
+
+/* A stretch of an iteration that the breakdown gives to one part: [a, b)
+ * on the real-time clock, PART an index in DDL_PARTS order (0 compute ..
+ * 4 idle). */
+struct ddl_piece {
+	int64_t a, b;
+	int part;
 };
 
 /* What a process is to the job (report_model.c). */
@@ -139,6 +147,11 @@ size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at);
 const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, char *buf, size_t n);
 /* The rank process a worker or child serves, or NULL. */
 const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct ddl_proc *p);
+/* The name every output shows for thread IDX of T, a trace of P: the name
+ * it recorded, but P's program name where that is "exe", the name Linux
+ * gives a program that runs itself again through /proc/self/exe (whose
+ * threads all inherit it); "" when it has none. */
+const char *ddl_thread_name(const struct ddl_proc *p, const struct ddl_trace *t, unsigned idx);
 
 struct ddl_proc {
 	const char *host;
@@ -153,6 +166,8 @@ struct ddl_proc {
 	int truncated, corrupt;
 	int incomplete;       /* memory ran out: not all read, or not all analysed */
 	const char *command;
+	char name[64];        /* the program's name: its command line's first word, less
+	                       * the directory; "" when the trace holds no command line */
 	int64_t start_real_ns, end_real_ns;
 	struct ddl_netsum net;
 	struct ddl_threadsum *threads;
@@ -167,6 +182,14 @@ struct ddl_proc {
 	double bytes_sent;    /* mean bytes sent per iteration */
 	size_t niter;
 	int warmup_skipped;
+	/* the iteration the timelines show (breakdown.c): the first whose
+	 * length is the rank's median, as an index into iter; and its instants
+	 * by the part the breakdown gave them, in time order, end to end
+	 * (NULL when it was not split) */
+	size_t shown;
+	struct ddl_piece *pieces;
+	size_t npieces;
+	uint32_t train_tid;   /* the thread the iterations are on (the main thread when not known) */
 	double iter_mean_s;
 	const char *iteration_method; /* "steps", "markers", "collectives", "socket" or "none" */
 	struct ddl_collsum coll;
@@ -178,7 +201,8 @@ struct ddl_proc {
 	size_t coll_instances;
 	double imposed_wait_s, late_fraction;
 	int straggler;
-	double comm_s;        /* per iteration: time collectives ran on the device */
+	double comm_s;        /* per iteration: time collectives ran on the device; without
+	                       * device intervals, time the process's traffic was in flight */
 	double overlap_s;     /* ... of which hidden under compute */
 	double coll_bytes, coll_intra_bytes, coll_inter_bytes; /* per iteration */
 	double coll_calls;    /* per iteration */
@@ -373,6 +397,10 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
  * training thread stalls in (breakdown.c). */
 int ddl_class_blocks(int cls);
 void ddl_report_breakdown(struct ddl_report *r);
+/* Appends [A, B) of part PART to P's pieces of its shown iteration,
+ * joining it to the last when that is of the same part and ends at A
+ * (breakdown.c); 0, or -1 without memory (the pieces are then dropped). */
+int ddl_proc_piece(struct ddl_proc *p, int64_t a, int64_t b, int part);
 /* When each process's socket traffic is in flight, seen from both ends of
  * its connections (flight.c): *OUT gets r->nprocs interval sets, each
  * merged, tagged 1 where the traffic is with another host; 0, or -1

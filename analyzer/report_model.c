@@ -65,9 +65,27 @@ static struct ddl_threadsum *ddl_thread_get(struct ddl_proc *p, const struct ddl
 	struct ddl_threadsum *s = &p->threads[p->nthreads++];
 	memset(s, 0, sizeof *s);
 	s->tid = tid;
-	if (idx < t->nthreads && t->threads[idx].name)
-		snprintf(s->name, sizeof s->name, "%s", t->threads[idx].name);
+	snprintf(s->name, sizeof s->name, "%s", ddl_thread_name(p, t, idx));
 	return s;
+}
+
+const char *ddl_thread_name(const struct ddl_proc *p, const struct ddl_trace *t, unsigned idx)
+{
+	const char *name = idx < t->nthreads && t->threads[idx].name ? t->threads[idx].name : "";
+	return !strcmp(name, "exe") && p->name[0] ? p->name : name;
+}
+
+/* P's program name from its command line: the first word's last component. */
+static void ddl_proc_name(struct ddl_proc *p)
+{
+	const char *c = p->command ? p->command : "";
+	size_t n = strcspn(c, " ");
+	const char *base = c;
+	for (size_t i = 0; i < n; i++)
+		if (c[i] == '/' && i + 1 < n)
+			base = c + i + 1;
+	n -= (size_t)(base - c);
+	snprintf(p->name, sizeof p->name, "%.*s", (int)n, base);
 }
 
 static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const struct ddl_event *e)
@@ -326,6 +344,7 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
 		p->command = ddl_trace_meta(p->tr[p->ntr - 1], "cmdline");
+		ddl_proc_name(p);
 		ddl_proc_fill(p);
 		r->truncated |= p->truncated;
 		r->corrupt |= p->corrupt;
@@ -364,6 +383,7 @@ void ddl_report_free(struct ddl_report *r)
 		free(r->procs[i].iter_s);
 		free(r->procs[i].iter);
 		free(r->procs[i].iter_parts);
+		free(r->procs[i].pieces);
 	}
 	free(r->procs);
 	free(r->comms);

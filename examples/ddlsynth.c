@@ -1721,6 +1721,9 @@ int main(int argc, char **argv)
 {
 	struct ddl_opts o;
 	struct ddl_env e;
+	/* a rank runs as /proc/self/exe (ddl_launch_child), which Linux names
+	 * "exe", and so would every thread it starts: its own name instead */
+	prctl(PR_SET_NAME, program_invocation_short_name);
 	ddl_opts_parse(&o, argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ddl_export_speeds(&o);

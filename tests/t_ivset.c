@@ -1,6 +1,7 @@
 /*
  * The analyzer's interval sets (analyzer/ivset.c), against the plainest
- * model there is: a bitmap of the instants 0..N-1, for random sets.
+ * model there is: a bitmap of the instants 0..N-1, for random sets; and
+ * the cuts that split a span where what covers it may change.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,35 @@ int test_ivset_against_bitmap(void)
 			/* a merged interval's tag is the OR of its parts' (0 to 3 here) */
 			CHECK(by[0] + by[1] + by[2] + by[3] == got, "round %d: tags add up", round);
 		}
+		/* cuts of a span by both sets: its ends, and every instant inside where one of
+		 * them starts or ends (there, and only there, what covers it may change) */
+		int64_t *cut = NULL;
+		size_t cap = 0;
+		const struct ddl_ivset *both[] = {&s, &t};
+		for (int k = 0; k < 20; k++) {
+			int a = (int)(rand_r(&seed) % DDL_N), b = a + (int)(rand_r(&seed) % 400);
+			b = b > DDL_N ? DDL_N : b;
+			long n = ddl_ivset_cuts(both, 2, a, b, &cut, &cap);
+			CHECK(n >= 2 && cut[0] == a && cut[n - 1] == b, "round %d: cuts of [%d,%d): %ld", round, a,
+			      b, n);
+			for (long j = 1; j < n; j++)
+				CHECK(cut[j - 1] <= cut[j], "round %d: cuts not sorted", round);
+			for (int x = a + 1; x < b; x++) {
+				int change = (ms[x] != 0) != (ms[x - 1] != 0) || mt[x] != mt[x - 1], found = 0;
+				for (long j = 1; j + 1 < n; j++)
+					found |= cut[j] == x;
+				CHECK(!change || found, "round %d: no cut at %d in [%d,%d)", round, x, a, b);
+			}
+			for (long j = 1; j + 1 < n; j++) {
+				int x = (int)cut[j], edge = 0;
+				for (size_t i = 0; i < s.n; i++)
+					edge |= s.v[i].a == x || s.v[i].b == x;
+				for (size_t i = 0; i < t.n; i++)
+					edge |= t.v[i].a == x || t.v[i].b == x;
+				CHECK(edge && x > a && x < b, "round %d: cut at %d is no interval's end", round, x);
+			}
+		}
+		free(cut);
 		/* subtract */
 		CHECK(ddl_ivset_subtract(&s, &t) == 0, "subtract");
 		for (int x = 0; x < DDL_N; x++)

@@ -757,15 +757,18 @@ static const char *ddl_chromium(void)
 	return NULL;
 }
 
-/* Screenshots URL (a file) into PNG with CHROME; the PNG's size in bytes, or -1. */
-static long ddl_screenshot(const char *chrome, const char *dir, const char *html, const char *png)
+/* Screenshots HTML (a file) into PNG with CHROME in a window of W x H
+ * pixels; the PNG's size in bytes, or -1 (with a message). */
+static long ddl_screenshot(const char *chrome, const char *dir, const char *html, const char *png,
+                           unsigned w, unsigned h)
 {
-	char url[PATH_MAX + 16], shot[PATH_MAX + 16], prof[PATH_MAX + 32];
+	char url[PATH_MAX + 16], shot[PATH_MAX + 16], prof[PATH_MAX + 32], win[64];
 	snprintf(url, sizeof url, "file://%s", html);
 	snprintf(shot, sizeof shot, "--screenshot=%s", png);
 	snprintf(prof, sizeof prof, "--user-data-dir=%s/chrome-profile", dir);
+	snprintf(win, sizeof win, "--window-size=%u,%u", w, h);
 	char *argv[] = {(char *)chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-	                "--hide-scrollbars", "--no-first-run", prof, "--window-size=1280,2000", shot, url, NULL};
+	                "--hide-scrollbars", "--no-first-run", prof, win, shot, url, NULL};
 	struct ddl_run_result r;
 	int rc = trun(argv, NULL, 90, &r);
 	int ok = rc == 0 && ddl_status(&r) == 0;
@@ -782,13 +785,33 @@ static long ddl_screenshot(const char *chrome, const char *dir, const char *html
 	if (!png_ok || stat(png, &st) != 0)
 		return -1;
 	/* IHDR: width and height, big-endian */
-	unsigned w = (unsigned)sig[16] << 24 | sig[17] << 16 | sig[18] << 8 | sig[19];
-	unsigned h = (unsigned)sig[20] << 24 | sig[21] << 16 | sig[22] << 8 | sig[23];
-	if (w != 1280 || h != 2000) {
-		fprintf(stderr, "    %s: screenshot is %ux%u, not 1280x2000\n", png, w, h);
+	unsigned pw = (unsigned)sig[16] << 24 | sig[17] << 16 | sig[18] << 8 | sig[19];
+	unsigned ph = (unsigned)sig[20] << 24 | sig[21] << 16 | sig[22] << 8 | sig[23];
+	if (pw != w || ph != h) {
+		fprintf(stderr, "    %s: screenshot is %ux%u, not %ux%u\n", png, pw, ph, w, h);
 		return -1;
 	}
 	return (long)st.st_size;
+}
+
+/* HTML (a file) as CHROME's DOM makes it, serialised, into *OUT (the
+ * caller frees); 0, or -1 with a message. */
+static int ddl_dom(const char *chrome, const char *dir, const char *html, char **out)
+{
+	char url[PATH_MAX + 16], prof[PATH_MAX + 32];
+	snprintf(url, sizeof url, "file://%s", html);
+	snprintf(prof, sizeof prof, "--user-data-dir=%s/chrome-profile", dir);
+	char *argv[] = {(char *)chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+	                "--no-first-run", prof, "--dump-dom", url, NULL};
+	struct ddl_run_result r;
+	int ok = trun(argv, NULL, 90, &r) == 0 && ddl_status(&r) == 0 && r.out && strstr(r.out, "</html>");
+	if (!ok)
+		fprintf(stderr, "    %s --dump-dom: status %d: %.400s\n", chrome, r.status, r.err);
+	*out = ok ? r.out : NULL;
+	if (ok)
+		r.out = NULL;
+	trun_free(&r);
+	return ok ? 0 : -1;
 }
 
 static uint32_t ddl_be32(const unsigned char *p)
@@ -796,20 +819,27 @@ static uint32_t ddl_be32(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* A screenshot's pixels, RGB, row after row. */
+struct ddl_img {
+	uint32_t w, h;
+	unsigned char *rgb;
+};
+
 /*
- * Pixels of PNG (8-bit RGB or RGBA, not interlaced, as Chromium writes its
- * screenshots) within 8 of colour RGB in each channel; -1 when the file is
- * not such a PNG. zlib inflates; the row filters are undone here.
+ * Reads PNG (8-bit RGB or RGBA, not interlaced, as Chromium writes its
+ * screenshots) into IMG; 0, or -1 when the file is not such a PNG. zlib
+ * inflates; the row filters are undone here.
  */
-static long ddl_png_count(const char *png, unsigned rgb)
+static int ddl_png_load(const char *png, struct ddl_img *img)
 {
 	FILE *f = fopen(png, "rb");
 	if (!f)
 		return -1;
 	unsigned char *buf = NULL, *idat = NULL, *raw = NULL;
 	size_t n = 0, ni = 0;
-	long count = -1;
+	int rc = -1;
 	struct stat st;
+	memset(img, 0, sizeof *img);
 	if (fstat(fileno(f), &st) != 0 || st.st_size < 33 || !(buf = malloc((size_t)st.st_size)) ||
 	    fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
 		goto out;
@@ -833,9 +863,9 @@ static long ddl_png_count(const char *png, unsigned rgb)
 	}
 	size_t stride = (size_t)w * bpp, want = (size_t)h * (stride + 1);
 	uLongf got = (uLongf)want;
-	if (!(raw = malloc(want)) || uncompress(raw, &got, idat, (uLong)ni) != Z_OK || got != want)
+	if (!(raw = malloc(want)) || uncompress(raw, &got, idat, (uLong)ni) != Z_OK || got != want ||
+	    !(img->rgb = malloc((size_t)w * h * 3)))
 		goto out;
-	count = 0;
 	for (uint32_t y = 0; y < h; y++) {
 		unsigned char *row = raw + (size_t)y * (stride + 1), *px = row + 1;
 		unsigned char *up = y ? raw + (size_t)(y - 1) * (stride + 1) + 1 : NULL;
@@ -850,26 +880,218 @@ static long ddl_png_count(const char *png, unsigned rgb)
 			default: break;
 			}
 		}
-		for (uint32_t x = 0; x < w; x++) {
-			const unsigned char *q = px + (size_t)x * bpp;
-			count += abs(q[0] - (int)(rgb >> 16 & 255)) <= 8 && abs(q[1] - (int)(rgb >> 8 & 255)) <= 8 &&
-			         abs(q[2] - (int)(rgb & 255)) <= 8;
-		}
+		for (uint32_t x = 0; x < w; x++)
+			memcpy(img->rgb + ((size_t)y * w + x) * 3, px + (size_t)x * bpp, 3);
 	}
+	img->w = w;
+	img->h = h;
+	rc = 0;
 out:
 	fclose(f);
 	free(buf);
 	free(idat);
 	free(raw);
+	if (rc)
+		free(img->rgb);
+	return rc;
+}
+
+/* Pixels of IMG in columns X0 to X1 (not included) within 8 of colour RGB
+ * in each channel; RGB -1: those that are not white (any channel below 240). */
+static long ddl_img_count(const struct ddl_img *img, long rgb, uint32_t x0, uint32_t x1)
+{
+	long count = 0;
+	for (uint32_t y = 0; y < img->h; y++)
+		for (uint32_t x = x0; x < x1 && x < img->w; x++) {
+			const unsigned char *q = img->rgb + ((size_t)y * img->w + x) * 3;
+			count += rgb < 0 ? q[0] < 240 || q[1] < 240 || q[2] < 240
+			                 : abs(q[0] - (int)(rgb >> 16 & 255)) <= 8 &&
+			                       abs(q[1] - (int)(rgb >> 8 & 255)) <= 8 &&
+			                       abs(q[2] - (int)(rgb & 255)) <= 8;
+		}
 	return count;
+}
+
+/* Pixels of the PNG within 8 of colour RGB, as ddl_img_count; -1 when it cannot be read. */
+static long ddl_png_count(const char *png, unsigned rgb)
+{
+	struct ddl_img img;
+	if (ddl_png_load(png, &img) < 0)
+		return -1;
+	long n = ddl_img_count(&img, rgb, 0, img.w);
+	free(img.rgb);
+	return n;
+}
+
+/*
+ * The demo's page (issue 16, item 9) at WIDTH pixels into PNG: a
+ * screenshot of the window's size, drawn (far from blank, the charts in
+ * their colours), and no wider than the window: its right margin clear.
+ */
+static int ddl_check_shot(const char *chrome, const char *dir, const char *html, const char *png,
+                          unsigned width, unsigned height)
+{
+	CHECK(ddl_screenshot(chrome, dir, html, png, width, height) > 0, "no screenshot at %u pixels", width);
+	struct ddl_img img;
+	CHECK(ddl_png_load(png, &img) == 0, "%s: not a PNG of ours", png);
+	long ink = ddl_img_count(&img, -1, 0, img.w), margin = ddl_img_count(&img, -1, img.w - 12, img.w);
+	long blue = ddl_img_count(&img, 0x4e79a7, 0, img.w), red = ddl_img_count(&img, 0xe15759, 0, img.w);
+	long green = ddl_img_count(&img, 0x59a14f, 0, img.w);
+	free(img.rgb);
+	fprintf(stderr, "    %u px: %s: %ld pixels drawn, %ld compute blue, %ld interconnect green, %ld "
+	        "network red, %ld in the right margin\n", width, png, ink, blue, green, red, margin);
+	CHECK(ink > (long)width * 300, "the page at %u pixels is nearly blank: %ld pixels drawn", width, ink);
+	CHECK(blue > 5000 && green > 5000 && red > 5000, "the charts did not render at %u pixels", width);
+	CHECK(margin == 0, "at %u pixels the page is wider than the window (%ld pixels in its right margin)",
+	      width, margin);
+	return DDL_PASS;
+}
+
+/* A duration as the page writes it ("12.345 ms", "81.2 us", "640 ns") at S, in seconds; -1 if none. */
+static double ddl_page_dur(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s)
+		return -1;
+	return !strncmp(end, " ms", 3) ? v / 1e3 : !strncmp(end, " us", 3) ? v / 1e6
+	       : !strncmp(end, " ns", 3) ? v / 1e9 : -1;
+}
+
+/*
+ * The breakdown drawn in time under each timeline of PAGE is that
+ * iteration's breakdown: per part, its stretches' durations (their hover
+ * texts) add up to what the CSV gives that rank and iteration.
+ */
+static int ddl_check_lanes(const char *page, const char *csv)
+{
+	static const char *const part[] = {"compute", "data stall", "interconnect stall", "network stall", "idle"};
+	int lanes = 0;
+	for (const char *h = page; (h = strstr(h, "<h3>rank ")); h++, lanes++) {
+		int rank = -1;
+		size_t it = 0;
+		const char *at = strstr(h, ": iteration ");
+		CHECK(sscanf(h, "<h3>rank %d", &rank) == 1 && at && sscanf(at, ": iteration %zu", &it) == 1,
+		      "timeline heading '%.60s'", h);
+		const char *end = strstr(h, "</svg></div>");
+		CHECK(end, "timeline of rank %d not closed", rank);
+		double sum[5] = {0};
+		for (const char *t = h; (t = strstr(t, "<title>")) && t < end; t++)
+			for (int k = 0; k < 5; k++) {
+				size_t n = strlen(part[k]);
+				const char *d = t + 7 + n;
+				if (strncmp(t + 7, part[k], n) || (*d != ':' && strncmp(d, " and ", 5)))
+					continue;
+				d = *d == ':' ? d + 2 : strstr(d, " stretches, ") + 12;
+				CHECK(ddl_page_dur(d) >= 0, "a stretch's time in '%.80s'", t);
+				sum[k] += ddl_page_dur(d);
+			}
+		/* rank,host,pid,iteration,start_s,duration_s,compute_s,... */
+		char key[64];
+		snprintf(key, sizeof key, "\n%d,", rank);
+		const char *row = NULL;
+		for (const char *c = csv; (c = strstr(c, key)); c++) {
+			const char *f = c + 1;
+			for (int k = 0; k < 3 && f; k++)
+				f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL;
+			if (f && strtoul(f, NULL, 10) == it)
+				row = f;
+		}
+		CHECK(row, "no CSV row of rank %d, iteration %zu", rank, it);
+		for (int k = 0; k < 2 && row; k++)
+			row = strchr(row, ',') + 1;
+		for (int k = 0; k < 5; k++) {
+			double want = strtod(strchr(row, ',') + 1, NULL);
+			row = strchr(row, ',') + 1;
+			/* each hover text rounds to 0.5 us at most; a lane has tens of them */
+			CHECK(fabs(sum[k] - want) < 50e-6, "rank %d, iteration %zu: %s %.6f s drawn in time, %.6f s "
+			      "in the CSV", rank, it, part[k], sum[k], want);
+		}
+	}
+	CHECK(lanes == 4, "%d timelines, not 4", lanes);
+	return DDL_PASS;
+}
+
+/*
+ * The demo's HTML page (make demo's job: 4 ranks on 2 emulated hosts) in
+ * the browser: the DOM Chromium builds holds the chart of iteration times
+ * with its legend and labelled axes, the overlap and straggler sections,
+ * the breakdown drawn in time under each timeline, and hover texts with
+ * durations and bytes, the stretches of each drawn breakdown adding up to
+ * that iteration's parts; screenshots at 1400 and 900 pixels wide are left in
+ * build/tests/ (html-1400.png, html-900.png, beside the page, html-demo.html)
+ * to look at.
+ */
+static int ddl_check_demo_page(const char *chrome, const char *dir)
+{
+	const char *synth = tbuild("examples/ddlsynth");
+	if (access(synth, X_OK) != 0) {
+		fprintf(stderr, "    no ddlsynth (built without the CUDA headers): the demo's page left out\n");
+		return DDL_PASS;
+	}
+	char tdir[4200], html[PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/demo", dir);
+	snprintf(html, sizeof html, "%s", tbuild("tests/html-demo.html"));
+	const char *args[] = {synth, "--ranks", "4", "--ranks-per-host", "2", "--layers", "6",
+	                      "--params-per-layer", "500k", "--compute-ms", "4", "--bucket-mb", "4",
+	                      "--overlap", "off", "--allreduce", "hierarchical", "--intra-gbps", "2",
+	                      "--net-gbps", "0.5", "--input-mb", "2", "--data-ms", "3", "--iterations", "12",
+	                      "--markers", "--quiet", NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "the demo's ddlsynth");
+	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "--html", "--force", "-o", html, tdir, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && ddl_status(&r) == 0, "ddlprof-report --html: %s", r.err);
+	trun_free(&r);
+	char *page, *csv;
+	CHECK(ddl_report_run(tdir, "--html", NULL, &page) == 0 && ddl_report_run(tdir, "--csv", NULL, &csv) == 0,
+	      "--html and --csv");
+	int rc = ddl_check_lanes(page, csv);
+	free(page);
+	free(csv);
+	if (rc != DDL_PASS)
+		return rc;
+	char *dom;
+	CHECK(ddl_dom(chrome, dir, html, &dom) == 0, "no DOM of the demo's page");
+	static const char *const want[] = {
+		"<h2>Iteration time over the run</h2>", "class=\"legend\"><span><i class=\"ln\"",
+		">iteration time (ms)</text>", "iteration (numbered from the start of the run",
+		"<h2>Communication and computation overlap</h2>", "of communication was hidden",
+		"<th>hidden", "<h2>Stragglers</h2>", "makes others wait",
+		"breakdown in time</div>", "is drawn on the same time axis (it is not a sum)",
+		"<title>network stall: ", "<title>ddk_compute_kernel", "<title>allreduce: ", " ms at +", " MiB</title>",
+	};
+	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+		CHECK(strstr(dom, want[k]), "the demo's page in the browser has no '%s'", want[k]);
+	/* the chart: a line, and a legend entry, for each of the 4 ranks */
+	CHECK(ddl_count_of(dom, "<polyline") == 4 && ddl_count_of(dom, "<i class=\"ln\"") == 4,
+	      "%d lines and %d legend entries in the chart of iteration times, not 4",
+	      ddl_count_of(dom, "<polyline"), ddl_count_of(dom, "<i class=\"ln\""));
+	/* the ranks' lines in none of the parts' colours */
+	static const char *const parts[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#bab0ac"};
+	for (const char *l = dom; (l = strstr(l, "<polyline")); l++) {
+		const char *stroke = strstr(l, "stroke=\"");
+		for (size_t k = 0; stroke && k < 5; k++)
+			CHECK(strncmp(stroke + 8, parts[k], 7), "a rank's line in the colour of %s", parts[k]);
+	}
+	/* the breakdown under each timeline, in time: from the iteration's start */
+	CHECK(ddl_count_of(dom, "breakdown in time</div>") == 4, "%d breakdowns drawn in time, not 4",
+	      ddl_count_of(dom, "breakdown in time</div>"));
+	free(dom);
+	char png[2][PATH_MAX];
+	snprintf(png[0], sizeof png[0], "%s", tbuild("tests/html-1400.png"));
+	snprintf(png[1], sizeof png[1], "%s", tbuild("tests/html-900.png"));
+	if (ddl_check_shot(chrome, dir, html, png[0], 1400, 3400) != DDL_PASS)
+		return DDL_FAIL;
+	return ddl_check_shot(chrome, dir, html, png[1], 900, 4400);
 }
 
 /*
  * The HTML page renders in headless Chromium: a screenshot of a real job's
  * page is a PNG of the window's size that holds far more than the same
  * browser's screenshot of an empty page, and its charts are drawn: the
- * breakdown bars' colours cover thousands of pixels.
- * Skipped where no Chromium is installed.
+ * breakdown bars' colours cover thousands of pixels. A CPU job (tcpring)
+ * shows its training thread's lane; the demo's GPU job is checked as
+ * ddl_check_demo_page says. Skipped where no Chromium is installed.
  */
 int test_report_out_html_chromium(void)
 {
@@ -895,14 +1117,14 @@ int test_report_out_html_chromium(void)
 	trun_free(&r);
 	FILE *f = fopen(blank, "w");
 	CHECK(f && fputs("<!DOCTYPE html>\n<html><body></body></html>\n", f) >= 0 && fclose(f) == 0, "%s", blank);
-	long empty = ddl_screenshot(chrome, dir, blank, png0);
+	long empty = ddl_screenshot(chrome, dir, blank, png0, 1280, 2000);
 	if (empty <= 0) {
 		fprintf(stderr, "    %s cannot take a screenshot of an empty page here: skipped\n", chrome);
 		trm(dir);
 		free(dir);
 		return DDL_SKIP;
 	}
-	long page = ddl_screenshot(chrome, dir, html, png);
+	long page = ddl_screenshot(chrome, dir, html, png, 1280, 2000);
 	CHECK(page > 0, "no screenshot of the report page");
 	fprintf(stderr, "    screenshot: %ld bytes for the report, %ld for an empty page\n", page, empty);
 	CHECK(page > 8 * empty, "the report's screenshot (%ld bytes) is not much more than an empty page's (%ld)",
@@ -912,6 +1134,164 @@ int test_report_out_html_chromium(void)
 	long blue = ddl_png_count(png, 0x4e79a7), green = ddl_png_count(png, 0x59a14f);
 	fprintf(stderr, "    chart pixels: %ld compute blue, %ld interconnect green\n", blue, green);
 	CHECK(blue > 3000 && green > 3000, "the charts did not render: %ld blue and %ld green pixels", blue, green);
+	/* a CPU job: each timeline ends in its training thread's lane, drawn in time */
+	char *dom;
+	CHECK(ddl_dom(chrome, dir, html, &dom) == 0, "no DOM of tcpring's page");
+	CHECK(ddl_count_of(dom, ">training thread</div>") == 4 &&
+	      ddl_count_of(dom, ": the training thread\">") == 4,
+	      "%d training threads' lanes and %d rows, not tcpring's 4",
+	      ddl_count_of(dom, ">training thread</div>"), ddl_count_of(dom, ": the training thread\">"));
+	CHECK(strstr(dom, "<h2>Communication and computation overlap</h2>") && strstr(dom, "<h2>Stragglers</h2>"),
+	      "tcpring's page has no overlap or straggler section");
+	free(dom);
+	int rc = ddl_check_demo_page(chrome, dir);
+	trm(dir);
+	free(dir);
+	return rc;
+}
+
+/* The text report's Network activity table: the lines from the process
+ * row of PID to the next process row, into LINES (at most CAP); their
+ * count, -1 when there is no such row. Each line is cut at its newline. */
+static int ddl_net_block(char *text, long pid, char **lines, int cap)
+{
+	char key[32];
+	snprintf(key, sizeof key, ":%ld ", pid);
+	char *at = strstr(text, "\nNetwork activity by process and thread\n");
+	int n = -1;
+	for (char *line = at ? at + 1 : NULL, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		int process_row = !strncmp(line, "  ", 2) && line[2] != ' ';
+		if (process_row && n >= 0)
+			break;
+		if (process_row && strstr(line, key))
+			n = 0;
+		else if (n >= 0 && n < cap)
+			lines[n++] = line;
+		if (!next)
+			break;
+	}
+	return n;
+}
+
+/*
+ * Names (issue 16, item 6). A program that runs itself again through
+ * /proc/self/exe has every thread named "exe" by Linux: the report names
+ * them, and the process, by the program's own name, in every output. In
+ * the text report each process's command line comes whole right under its
+ * row, wrapped at its spaces to the table's 100 columns, before the rows
+ * of its threads (ddlsynth's, re-executed as each rank, is longer than a
+ * line).
+ */
+int test_report_out_names(void)
+{
+	char *dir = tmpdir(), tdir[4200], sdir[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	snprintf(sdir, sizeof sdir, "%s/s", dir);
+	const char *args[] = {tbuild("tests/progs/reexec"), NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "reexec");
+	int st;
+	json_t *rep = treport(tdir, &st);
+	CHECK(rep && st == 0, "no JSON report (status %d)", st);
+	size_t i, k;
+	json_t *p, *th;
+	int threads = 0;
+	json_array_foreach(json_object_get(rep, "processes"), i, p) {
+		CHECK(!strcmp(ddl_jstr(p, "name"), "reexec"), "process %s named '%s'", ddl_jstr(p, "command"),
+		      ddl_jstr(p, "name"));
+		json_array_foreach(json_object_get(p, "threads"), k, th) {
+			CHECK(!strcmp(ddl_jstr(th, "name"), "reexec"), "thread %lld named '%s', not reexec",
+			      (long long)json_integer_value(json_object_get(th, "tid")), ddl_jstr(th, "name"));
+			threads++;
+		}
+	}
+	CHECK(threads == 2, "%d threads, not reexec's 2", threads);
+	json_decref(rep);
+	char *out;
+	CHECK(ddl_report_run(tdir, "--format", "text", &out) == 0, "text report");
+	CHECK(strstr(out, " reexec ") && !strstr(out, " exe "), "text report's threads: %s", out);
+	free(out);
+	CHECK(ddl_report_run(tdir, "--chrome", NULL, &out) == 0, "--chrome");
+	json_t *j = json_loads(out, 0, NULL), *e;
+	int named = 0;
+	json_array_foreach(json_object_get(j, "traceEvents"), i, e) {
+		const char *what = ddl_jstr(e, "name"), *name = ddl_jstr(json_object_get(e, "args"), "name");
+		if (!strcmp(what, "thread_name") && !strncmp(name, "stream", 6))
+			continue;
+		if (!strcmp(what, "thread_name"))
+			named += !strcmp(name, "reexec");
+		CHECK(strcmp(what, "thread_name") || !strcmp(name, "reexec") || !strcmp(name, "iterations"),
+		      "Chrome track '%s'", name);
+		CHECK(strcmp(what, "process_name") || strstr(name, ": reexec (pid "), "Chrome process '%s'",
+		      name);
+	}
+	CHECK(named == 2, "%d Chrome tracks named reexec", named);
+	json_decref(j);
+	free(out);
+
+	const char *synth = tbuild("examples/ddlsynth");
+	if (access(synth, X_OK) != 0) {
+		fprintf(stderr, "    no ddlsynth (built without the CUDA headers): its command lines left out\n");
+		trm(dir);
+		free(dir);
+		return DDL_PASS;
+	}
+	const char *sargs[] = {synth, "--ranks", "2", "--layers", "2", "--params-per-layer", "100k",
+	                       "--compute-ms", "1", "--bucket-mb", "1", "--iterations", "3",
+	                       "--overlap", "off", "--allreduce", "flat", "--intra-gbps", "2",
+	                       "--net-gbps", "0.5", "--input-mb", "1", "--data-ms", "1", "--markers",
+	                       "--quiet", NULL};
+	CHECK(ddl_profile(sdir, sargs) == 0, "ddlsynth");
+	rep = treport(sdir, &st);
+	CHECK(rep && st == 0, "no JSON report of ddlsynth (status %d)", st);
+	CHECK(ddl_report_run(sdir, "--format", "text", &out) == 0, "ddlsynth's text report");
+	int procs = 0;
+	json_array_foreach(json_object_get(rep, "processes"), i, p) {
+		const char *cmd = ddl_jstr(p, "command");
+		CHECK(strlen(cmd) > 120, "ddlsynth's command line is only '%s'", cmd);
+		CHECK(!strcmp(ddl_jstr(p, "name"), "ddlsynth"), "process named '%s'", ddl_jstr(p, "name"));
+		json_array_foreach(json_object_get(p, "threads"), k, th)
+			CHECK(!strcmp(ddl_jstr(th, "name"), "ddlsynth"), "a thread of ddlsynth named '%s'",
+			      ddl_jstr(th, "name"));
+		if (!json_array_size(json_object_get(p, "threads")))
+			continue; /* the launcher's command, which recorded nothing itself */
+		char *copy = strdup(out), *lines[64];
+		long pid = (long)json_integer_value(json_object_get(p, "pid"));
+		int n = ddl_net_block(copy, pid, lines, 64);
+		CHECK(n >= 2, "no rows under process %ld in the network table", pid);
+		/* the command's lines first: "      command: " then lines indented as far */
+		CHECK(!strncmp(lines[0], "      command: ", 15), "under process %ld: '%s', not its command",
+		      pid, lines[0]);
+		char joined[4096] = "";
+		int cmd_lines = 0;
+		for (int l = 0; l < n && (l == 0 || !strncmp(lines[l], "               ", 15)); l++) {
+			const char *text = lines[l] + 15;
+			CHECK(strlen(lines[l]) <= 100, "command line wider than the table (%zu): '%s'",
+			      strlen(lines[l]), lines[l]);
+			CHECK(*text != ' ' && text[strlen(text) - 1] != ' ', "command line padded: '%s'", lines[l]);
+			snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s",
+			         cmd_lines++ ? " " : "", text);
+		}
+		/* whole and cut only at spaces: the lines joined by one space are the command
+		 * (and what the report says of the process after it) */
+		size_t len = strlen(cmd);
+		CHECK(cmd_lines >= 2 && !strncmp(joined, cmd, len) &&
+		      (!joined[len] || !strcmp(joined + len, " (after exec)")),
+		      "%d lines of command '%s', not '%s'", cmd_lines, joined, cmd);
+		/* then the threads, none before the command */
+		CHECK(cmd_lines < n && !strncmp(lines[cmd_lines], "    thread ", 11),
+		      "after the command of %ld: '%s'", pid, cmd_lines < n ? lines[cmd_lines] : "(nothing)");
+		for (int l = cmd_lines; l < n && lines[l][0]; l++)
+			CHECK(!strncmp(lines[l], "    thread ", 11) && strstr(lines[l], " ddlsynth "),
+			      "a row under process %ld's threads: '%s'", pid, lines[l]);
+		free(copy);
+		procs++;
+	}
+	CHECK(procs == 2, "%d processes, not ddlsynth's 2", procs);
+	free(out);
+	json_decref(rep);
 	trm(dir);
 	free(dir);
 	return DDL_PASS;

@@ -166,6 +166,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sqlite_bad_paths) \
 	X(report_out_terminal) \
 	X(report_out_user_paths) \
+	X(report_out_names) \
 	X(kernels_synth) \
 	X(kernels_demangle) \
 	X(nvtx_iterations) \
