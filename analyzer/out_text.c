@@ -289,8 +289,8 @@ static void ddl_coll_section(const struct ddl_report *r, FILE *f)
 		for (unsigned op = 0; op < DDL_COLL_OPS; op++)
 			if (p->coll_stall_s[op] >= 5e-6)
 				fprintf(f, "; %s %.2f", ddl_coll_op_name(op), p->coll_stall_s[op] * 1e3);
-		if (p->coll_stall_other_s >= 5e-6)
-			fprintf(f, "; no collective %.2f", p->coll_stall_other_s * 1e3);
+		/* always: the stall no collective explains, 0.00 as well */
+		fprintf(f, "; no collective %.2f", p->coll_stall_other_s * 1e3);
 		fputc('\n', f);
 	}
 }
