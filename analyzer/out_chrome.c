@@ -380,7 +380,7 @@ static long ddl_tid(const struct ddl_trace *t, unsigned idx)
 
 /* The tracks of one process: its threads, then its streams. */
 struct ddl_tracks {
-	long *tids;
+	long *tids;        /* the threads named: a table by id (0 empty), ctids slots */
 	size_t ntids, ctids;
 	uint64_t *streams; /* image << 32 | stream id */
 	size_t nstreams;
@@ -388,12 +388,36 @@ struct ddl_tracks {
 	int more;          /* streams past DDL_TRACKS - 2 share the last track */
 };
 
-static int ddl_has_tid(const struct ddl_tracks *tk, long tid)
+/* The slot of TID (positive) in table TAB of CAP slots (a power of two):
+ * its own, or the empty one it would take. */
+static size_t ddl_tid_slot(const long *tab, size_t cap, long tid)
 {
-	for (size_t i = 0; i < tk->ntids; i++)
-		if (tk->tids[i] == tid)
-			return 1;
-	return 0;
+	size_t h = ((uint64_t)tid * UINT64_C(0x9e3779b97f4a7c15)) >> 32 & (cap - 1);
+	while (tab[h] && tab[h] != tid)
+		h = (h + 1) & (cap - 1);
+	return h;
+}
+
+/* Adds TID to TK's threads: 1 when new, 0 when there already, -1 without memory. */
+static int ddl_tid_add(struct ddl_tracks *tk, long tid)
+{
+	if (tk->ctids && tk->tids[ddl_tid_slot(tk->tids, tk->ctids, tid)] == tid)
+		return 0;
+	if (2 * (tk->ntids + 1) > tk->ctids) {
+		size_t c = tk->ctids ? tk->ctids * 2 : 64;
+		long *q = calloc(c, sizeof *q);
+		if (!q)
+			return -1;
+		for (size_t i = 0; i < tk->ctids; i++)
+			if (tk->tids[i])
+				q[ddl_tid_slot(q, c, tk->tids[i])] = tk->tids[i];
+		free(tk->tids);
+		tk->tids = q;
+		tk->ctids = c;
+	}
+	tk->tids[ddl_tid_slot(tk->tids, tk->ctids, tid)] = tid;
+	tk->ntids++;
+	return 1;
 }
 
 /* Names the track of thread IDX of T; -1 without memory. */
@@ -401,17 +425,9 @@ static int ddl_thread_track(struct ddl_cw *w, const struct ddl_proc *p, const st
                             unsigned idx, struct ddl_tracks *tk)
 {
 	long tid = ddl_tid(t, idx);
-	if (ddl_has_tid(tk, tid))
-		return 0;
-	if (tk->ntids == tk->ctids) {
-		size_t c = tk->ctids ? tk->ctids * 2 : 16;
-		long *q = realloc(tk->tids, c * sizeof *q);
-		if (!q)
-			return -1;
-		tk->tids = q;
-		tk->ctids = c;
-	}
-	tk->tids[tk->ntids++] = tid;
+	int added = ddl_tid_add(tk, tid);
+	if (added <= 0)
+		return added;
 	const char *name = idx < t->nthreads ? t->threads[idx].name : NULL;
 	char label[64];
 	if (!name || !*name) {

@@ -25,6 +25,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_sparse) \
 	X(reader_hostile_times) \
 	X(report_hostile_sums) \
+	X(report_many_threads) \
 	X(fuzzseeds_traces) \
 	X(fuzzseeds_loaders) \
 	X(e2e_tcp_mix) \
