@@ -24,9 +24,10 @@
 #include "ivset.h"
 #include "report.h"
 
-/* Endpoints of merged S inside (a, b), appended to P. */
-static void ddl_iv_points(const struct ddl_ivset *s, int64_t a, int64_t b, int64_t **p, size_t *n,
-                          size_t *cap)
+/* Endpoints of merged S inside (a, b), appended to P; 0, or -1 without
+ * memory (some left out). */
+static int ddl_iv_points(const struct ddl_ivset *s, int64_t a, int64_t b, int64_t **p, size_t *n,
+                         size_t *cap)
 {
 	for (size_t i = ddl_ivset_find(s, a); i < s->n && s->v[i].a < b; i++) {
 		int64_t x[2] = {s->v[i].a, s->v[i].b};
@@ -37,13 +38,14 @@ static void ddl_iv_points(const struct ddl_ivset *s, int64_t a, int64_t b, int64
 				size_t c = *cap ? *cap * 2 : 64;
 				int64_t *q = realloc(*p, c * sizeof *q);
 				if (!q)
-					return;
+					return -1;
 				*p = q;
 				*cap = c;
 			}
 			(*p)[(*n)++] = x[k];
 		}
 	}
+	return 0;
 }
 
 static int ddl_i64_cmp(const void *x, const void *y)
@@ -70,9 +72,10 @@ static uint64_t ddl_corr_key(unsigned tid, uint32_t corr)
 	return (uint64_t)tid << 32 | corr;
 }
 
-/* The host calls that device intervals refer to, from one trace. */
+/* The host calls that device intervals refer to, from one trace; without
+ * memory, some left out and *NOMEM set. */
 static struct ddl_corr *ddl_corr_table(const struct ddl_report *r, const struct ddl_trace *t,
-                                       size_t *count)
+                                       size_t *count, int *nomem)
 {
 	struct ddl_corr *v = NULL;
 	size_t n = 0, cap = 0;
@@ -110,8 +113,10 @@ static struct ddl_corr *ddl_corr_table(const struct ddl_report *r, const struct 
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 256;
 			struct ddl_corr *q = realloc(v, nc * sizeof *q);
-			if (!q)
+			if (!q) {
+				*nomem = 1;
 				break;
+			}
 			v = q;
 			cap = nc;
 		}
@@ -148,10 +153,11 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	memset(set, 0, sizeof set);
 	size_t ndev = 0;
 	uint32_t train = p->niter ? p->iter[0].tid : 0; /* 0: not known, any thread's */
+	int nomem = 0; /* without memory: the parts are not all there */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		size_t nc = 0;
-		struct ddl_corr *corr = ddl_corr_table(r, t, &nc);
+		struct ddl_corr *corr = ddl_corr_table(r, t, &nc, &nomem);
 		/* open data ranges per thread index (ranges nest; we keep the outermost) */
 		int64_t open_at[64];
 		int depth[64] = {0};
@@ -212,8 +218,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 		return -1;
 	}
 	for (int k = 0; k < DDL_NP; k++) {
-		if (set[k].nomem)
-			p->incomplete = 1; /* intervals left out: the parts are not all there */
+		nomem |= set[k].nomem; /* intervals left out */
 		ddl_ivset_merge(&set[k], 0);
 	}
 	struct ddl_parts sum = {0};
@@ -224,11 +229,14 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 		int64_t a = p->iter[it].start_ns, b = p->iter[it].end_ns;
 		size_t n = 0;
 		for (int k = 0; k < DDL_NP; k++)
-			ddl_iv_points(&set[k], a, b, &pts, &n, &cap);
+			if (ddl_iv_points(&set[k], a, b, &pts, &n, &cap) < 0)
+				nomem = 1; /* pieces of the iteration given to one part */
 		if (cap - n < 2) { /* room for the iteration's two ends */
 			int64_t *q = realloc(pts, (n + 2) * sizeof *q);
-			if (!q)
+			if (!q) {
+				nomem = 1; /* the iterations from here not split */
 				break;
+			}
 			pts = q;
 			cap = n + 2;
 		}
@@ -266,6 +274,8 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	free(pts);
 	for (int k = 0; k < DDL_NP; k++)
 		ddl_ivset_free(&set[k]);
+	if (nomem)
+		p->incomplete = 1;
 	double n = (double)p->niter;
 #define DDL_X_MEAN(f) p->per_iter.f = n > 0 ? sum.f / n : 0;
 	DDL_PARTS(DDL_X_MEAN)

@@ -303,6 +303,8 @@ const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, 
 static void ddl_report_roles(struct ddl_report *r)
 {
 	char *active = calloc(r->nprocs + 1, 1);
+	if (!active)
+		r->incomplete = 1; /* a launcher may be taken for a rank */
 	for (size_t i = 0; active && i < r->nprocs; i++)
 		active[i] = (char)ddl_proc_active(&r->procs[i]);
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -348,10 +350,17 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 	memset(r, 0, sizeof *r);
 	r->set = s;
 	r->run = run;
+	r->incomplete = s->incomplete; /* files of the set left out */
 	r->start_real_ns = INT64_MAX;
 	r->end_real_ns = INT64_MIN;
 	for (size_t i = 0; i < s->n; i++) {
 		struct ddl_trace *t = &s->t[i];
+		/* one not read in full may lack the times that put it in this run */
+		for (size_t k = 0; t->incomplete && !ddl_run_has(s, run, t) && k < s->n; k++)
+			if (ddl_run_has(s, run, &s->t[k]) && !strcmp(s->t[k].hdr.run_id, t->hdr.run_id)) {
+				r->incomplete = 1;
+				break;
+			}
 		if (!ddl_run_has(s, run, t))
 			continue;
 		struct ddl_proc *p = ddl_proc_get(r, t);
