@@ -78,10 +78,11 @@ static int ddl_dend_cmp(const void *a, const void *b)
  * communicator (ProcessGroupGloo runs them from several threads, and the
  * trace holds each thread's in turn).
  */
-static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend **v,
-                          size_t *n, size_t *cap)
+static int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend **v,
+                         size_t *n, size_t *cap)
 {
 	size_t n0 = *n;
+	int rc = 0;
 	struct {
 		uint64_t key, seq;
 	} seqs[64];
@@ -93,8 +94,10 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 		for (size_t i = 0; i < t->nev; i++)
 			nd += t->ev[i].kind == DDL_EV_DEV_COLL && (t->ev[i].flags & DDL_EVF_EVPAIR);
 		struct ddl_dend *dv = nd ? malloc(nd * sizeof *dv) : NULL;
-		if (nd && !dv)
+		if (nd && !dv) {
+			rc = -1;
 			continue;
+		}
 		nd = 0;
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *d = &t->ev[i];
@@ -136,8 +139,10 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 				if (*n == *cap) {
 					size_t c = *cap ? *cap * 2 : 1024;
 					struct ddl_cend *q = realloc(*v, c * sizeof *q);
-					if (!q)
+					if (!q) {
+						rc = -1;
 						break;
+					}
 					*v = q;
 					*cap = c;
 				}
@@ -149,7 +154,7 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 		free(dv);
 	}
 	if (*n - n0 < 2)
-		return;
+		return rc;
 	qsort(*v + n0, *n - n0, sizeof **v, ddl_cend_start_cmp);
 	uint64_t seq = 0;
 	for (size_t i = n0; i < *n; i++) {
@@ -160,6 +165,7 @@ static void ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct d
 			seq = 0;
 		c->seq = seq++;
 	}
+	return rc;
 }
 
 static int ddl_host_index(const char **hosts, int *n, const char *h)
@@ -181,8 +187,10 @@ void ddl_report_align(struct ddl_report *r)
 	const char *hosts[MAXH];
 	int nh = 0, ref = -1, ref_rank = 1 << 30;
 	int *phost = calloc(r->nprocs, sizeof *phost);
-	if (!phost)
+	if (!phost) {
+		r->incomplete = 1; /* the clocks as read */
 		return;
+	}
 	for (size_t i = 0; i < r->nprocs && nh < MAXH; i++) {
 		phost[i] = ddl_host_index(hosts, &nh, r->procs[i].host);
 		if (r->procs[i].rank >= 0 && r->procs[i].rank < ref_rank) {
@@ -197,7 +205,8 @@ void ddl_report_align(struct ddl_report *r)
 	struct ddl_cend *v = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
-		ddl_proc_ends(&r->procs[i], phost[i], (int)i, &v, &n, &cap);
+		if (ddl_proc_ends(&r->procs[i], phost[i], (int)i, &v, &n, &cap) < 0)
+			r->incomplete = 1; /* aligned on fewer collectives */
 	free(phost);
 	if (n)
 		qsort(v, n, sizeof *v, ddl_cend_cmp);
@@ -216,6 +225,8 @@ void ddl_report_align(struct ddl_report *r)
 		return;
 	}
 	int64_t *d = malloc((n + 1) * sizeof *d);
+	if (!d)
+		r->incomplete = 1;
 	for (int round = 0; d && round < nh; round++) {
 		int progress = 0;
 		for (int h = 0; h < nh; h++) {
@@ -340,7 +351,8 @@ void ddl_report_stragglers(struct ddl_report *r)
 	struct ddl_cend *v = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
-		ddl_proc_ends(&r->procs[i], 0, (int)i, &v, &n, &cap);
+		if (ddl_proc_ends(&r->procs[i], 0, (int)i, &v, &n, &cap) < 0)
+			r->incomplete = 1; /* fewer collectives compared */
 	if (!n)
 		return;
 	qsort(v, n, sizeof *v, ddl_cend_cmp);
@@ -350,6 +362,8 @@ void ddl_report_stragglers(struct ddl_report *r)
 	struct ddl_ivset *waits = calloc(r->nprocs, sizeof *waits);
 	double *imposed = calloc(r->nprocs, sizeof *imposed);
 	size_t *times = calloc(r->nprocs, sizeof *times), *seen = calloc(r->nprocs, sizeof *seen);
+	if (!waits || !imposed || !times || !seen)
+		r->incomplete = 1; /* no stragglers found */
 	for (size_t a = 0; waits && imposed && times && seen && a < n;) {
 		size_t b = a;
 		while (b < n && v[b].key == v[a].key && v[b].seq == v[a].seq)
@@ -373,6 +387,8 @@ void ddl_report_stragglers(struct ddl_report *r)
 	}
 	for (size_t i = 0; waits && imposed && i < r->nprocs; i++) {
 		ddl_ivset_merge(&waits[i], 0);
+		if (waits[i].nomem)
+			r->incomplete = 1; /* less wait imposed than there was */
 		imposed[i] = (double)ddl_ivset_length(&waits[i]) / 1e9;
 		ddl_ivset_free(&waits[i]);
 	}
@@ -394,6 +410,8 @@ void ddl_report_stragglers(struct ddl_report *r)
 	/* and it must stand out: more than twice the ranks' median (the lower
 	 * one: of two ranks, the other's) */
 	double *w = malloc((r->nprocs + 1) * sizeof *w);
+	if (!w)
+		r->incomplete = 1;
 	size_t nw = 0;
 	for (size_t i = 0; w && i < r->nprocs; i++)
 		if (r->procs[i].coll_instances)

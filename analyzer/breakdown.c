@@ -386,7 +386,9 @@ void ddl_report_breakdown(struct ddl_report *r)
 		if (!p->niter)
 			continue;
 		free(p->iter_parts);
-		p->iter_parts = calloc(p->niter, sizeof *p->iter_parts); /* NULL: outputs use the means */
+		p->iter_parts = calloc(p->niter, sizeof *p->iter_parts);
+		if (!p->iter_parts)
+			p->incomplete = 1; /* the outputs give each iteration the means */
 		free(p->pieces);
 		p->pieces = NULL;
 		p->npieces = 0;
@@ -486,13 +488,15 @@ static int ddl_report_like(struct ddl_report *base, const struct ddl_report *r,
 
 /* n above: the mean over ranks with iterations of the sends (calls that
  * sent bytes) an iteration of their busiest sending thread; 0 when none. */
-static double ddl_sens_sends(const struct ddl_report *r)
+static double ddl_sens_sends(struct ddl_report *r)
 {
 	double sum = 0;
 	size_t np = 0;
 	uint32_t *per_tid = calloc(UINT16_MAX + 1, sizeof *per_tid);
-	if (!per_tid)
+	if (!per_tid) {
+		r->incomplete = 1; /* nothing predicted */
 		return 0;
+	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)
@@ -520,8 +524,12 @@ int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, si
 	if (!pert) {
 		if (!baseline)
 			return 0;
+		int nomem = r->incomplete; /* the setting may be what was not read */
+		for (size_t i = 0; i < r->nprocs; i++)
+			nomem |= r->procs[i].incomplete;
 		snprintf(err, errlen, "--baseline: run %s was not made under ddlprof --perturb-net; name "
-		         "the perturbed run's traces after --baseline DIR", r->run->id);
+		         "the perturbed run's traces after --baseline DIR%s", r->run->id,
+		         nomem ? " (out of memory: its traces were not read in full)" : "");
 		return -1;
 	}
 	if (r->iterations <= 0)
@@ -543,14 +551,16 @@ int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, si
 	memset(&base, 0, sizeof base);
 	if (!brun && baseline) {
 		snprintf(err, errlen, "--baseline %s: no run without --perturb-net there%s", baseline,
-		         bs->nruns ? "" : " (no readable traces)");
+		         bs->incomplete ? " (out of memory: its traces were not all read)"
+		         : bs->nruns    ? ""
+		                        : " (no readable traces)");
 		rc = -1;
 	} else if (brun && ddl_report_like(&base, r, bs, brun) < 0) {
 		snprintf(err, errlen, "baseline run %s: out of memory", brun->id);
 		rc = -1;
 	} else if (brun && base.iterations <= 0 && baseline) {
-		snprintf(err, errlen, "--baseline %s: run %s: no iterations found (see --iteration-name)",
-		         baseline, brun->id);
+		snprintf(err, errlen, "--baseline %s: run %s: no iterations found (%s)", baseline, brun->id,
+		         base.incomplete ? "out of memory: its report is incomplete" : "see --iteration-name");
 		rc = -1;
 	} else if (brun && base.iterations <= 0) {
 		brun = NULL; /* a run among the paths that is no baseline: predict from this one */
@@ -581,6 +591,7 @@ int ddl_report_measure(struct ddl_report *r, const char *baseline, char *err, si
 		}
 		r->have_measured = 1;
 	}
+	r->incomplete |= base.incomplete; /* measured against a baseline short of its figures */
 	ddl_report_free(&base);
 	if (baseline)
 		ddl_traceset_free(&own);

@@ -42,9 +42,10 @@ static uint64_t ddl_corr_key(unsigned tid, uint32_t corr)
 	return (uint64_t)tid << 32 | corr;
 }
 
-/* The host calls that device intervals refer to, from one trace. */
+/* The host calls that device intervals refer to, from one trace; without
+ * memory, some left out and *NOMEM set. */
 static struct ddl_corr *ddl_corr_table(const struct ddl_report *r, const struct ddl_trace *t,
-                                       size_t *count)
+                                       size_t *count, int *nomem)
 {
 	struct ddl_corr *v = NULL;
 	size_t n = 0, cap = 0;
@@ -82,8 +83,10 @@ static struct ddl_corr *ddl_corr_table(const struct ddl_report *r, const struct 
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 256;
 			struct ddl_corr *q = realloc(v, nc * sizeof *q);
-			if (!q)
+			if (!q) {
+				*nomem = 1;
 				break;
+			}
 			v = q;
 			cap = nc;
 		}
@@ -120,10 +123,11 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	memset(set, 0, sizeof set);
 	size_t ndev = 0;
 	uint32_t train = p->niter ? p->iter[0].tid : 0; /* 0: not known, any thread's */
+	int nomem = 0; /* without memory: the parts are not all there */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		size_t nc = 0;
-		struct ddl_corr *corr = ddl_corr_table(r, t, &nc);
+		struct ddl_corr *corr = ddl_corr_table(r, t, &nc, &nomem);
 		/* open data ranges per thread index (ranges nest; we keep the outermost) */
 		int64_t open_at[64];
 		int depth[64] = {0};
@@ -184,8 +188,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 		return -1;
 	}
 	for (int k = 0; k < DDL_NP; k++) {
-		if (set[k].nomem)
-			p->incomplete = 1; /* intervals left out: the parts are not all there */
+		nomem |= set[k].nomem; /* intervals left out */
 		ddl_ivset_merge(&set[k], 0);
 	}
 	struct ddl_parts sum = {0};
@@ -235,6 +238,8 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	free(pts);
 	for (int k = 0; k < DDL_NP; k++)
 		ddl_ivset_free(&set[k]);
+	if (nomem)
+		p->incomplete = 1;
 	double n = (double)p->niter;
 #define DDL_X_MEAN(f) p->per_iter.f = n > 0 ? sum.f / n : 0;
 	DDL_PARTS(DDL_X_MEAN)

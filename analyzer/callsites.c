@@ -130,15 +130,18 @@ static const char *ddl_mod_path(const struct ddl_trace *t, unsigned id, char *bi
 	return sp + 1;
 }
 
-/* Frames of stack ID of trace T; fills C's frames on first sight. Returns the key, or NULL. */
-static char *ddl_stack_key(const struct ddl_trace *t, uint32_t id)
+/* The key of stack ID of trace T, or NULL: none (no frames), or without
+ * memory (*NOMEM set). */
+static char *ddl_stack_key(const struct ddl_trace *t, uint32_t id, int *nomem)
 {
 	if (!id || id >= t->nstacks || !t->stacks[id].text)
 		return NULL;
 	size_t cap = 256, len = 0;
 	char *key = malloc(cap);
-	if (!key)
+	if (!key) {
+		*nomem = 1;
 		return NULL;
+	}
 	key[0] = 0;
 	for (const char *line = t->stacks[id].text; *line;) {
 		const char *nl = strchr(line, '\n');
@@ -153,6 +156,7 @@ static char *ddl_stack_key(const struct ddl_trace *t, uint32_t id)
 				char *q = realloc(key, cap);
 				if (!q) {
 					free(key);
+					*nomem = 1;
 					return NULL;
 				}
 				key = q;
@@ -173,16 +177,18 @@ static char *ddl_stack_key(const struct ddl_trace *t, uint32_t id)
 	return key;
 }
 
-/* The frames of a new entry, from its key and the trace's module records. */
-static void ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t id)
+/* The frames of a new entry, from its key and the trace's module records;
+ * 0, or -1 without memory (frames or their modules left out). */
+static int ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t id)
 {
 	size_t n = 0;
+	int rc = 0;
 	for (const char *s = c->key; *s; s++)
 		n += *s == '\n';
 	c->frames = calloc(n, sizeof *c->frames);
 	c->build_ids = calloc(n, sizeof *c->build_ids);
 	if (!c->frames || !c->build_ids)
-		return;
+		return -1;
 	size_t k = 0;
 	for (const char *line = t->stacks[id].text; *line && k < n;) {
 		const char *nl = strchr(line, '\n');
@@ -194,6 +200,8 @@ static void ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t 
 			c->frames[k].module = path ? strdup(path) : NULL;
 			c->frames[k].offset = path ? off : addr;
 			c->build_ids[k] = strdup(bid);
+			if ((path && !c->frames[k].module) || !c->build_ids[k])
+				rc = -1;
 			k++;
 		}
 		if (!nl)
@@ -201,6 +209,7 @@ static void ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t 
 		line = nl + 1;
 	}
 	c->nframes = k;
+	return rc;
 }
 
 /* ---- where stall is: per process ---- */
@@ -211,6 +220,7 @@ struct ddl_stallmap {
 	struct ddl_ivset traffic; /* host: traffic windows; device: exposed network collectives */
 	struct ddl_ivset ic;      /* device: exposed interconnect collectives */
 	struct ddl_ivset nested;  /* its calls made inside another of its recorded calls */
+	int nomem;                /* memory ran out building it: stall left out */
 };
 
 /* A call of the host, as opposed to markers, device intervals, records and
@@ -242,6 +252,7 @@ static void ddl_stallmap_nested(const struct ddl_proc *p, struct ddl_stallmap *m
 		}
 	}
 	ddl_ivset_sort(&all);
+	m->nomem |= all.nomem;
 	int64_t reach = INT64_MIN;
 	for (size_t i = 0; i < all.n; i++) {
 		/* among equal starts the longer one comes first, as the outer call */
@@ -263,6 +274,7 @@ static void ddl_stallmap_nested(const struct ddl_proc *p, struct ddl_stallmap *m
 	}
 	free(all.v);
 	ddl_ivset_sort(&m->nested);
+	m->nomem |= m->nested.nomem;
 }
 
 static int ddl_is_nested(const struct ddl_stallmap *m, int64_t a, int64_t b)
@@ -301,8 +313,11 @@ static void ddl_stallmap_host(const struct ddl_proc *p, const struct ddl_ivset *
 		}
 	}
 	ddl_ivset_merge(&data, 0);
-	if (ddl_ivset_minus(fly, &data, &m->traffic) < 0) /* both merged: flights come so */
+	m->nomem |= data.nomem;
+	if (ddl_ivset_minus(fly, &data, &m->traffic) < 0) { /* both merged: flights come so */
 		ddl_ivset_free(&m->traffic);
+		m->nomem = 1;
+	}
 	ddl_ivset_free(&data);
 }
 
@@ -313,7 +328,8 @@ static void ddl_stallmap_device(const struct ddl_report *r, const struct ddl_pro
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		struct ddl_devcalls dc;
-		ddl_devcalls_build(r, t, &dc); /* without memory: spans unknown, counted as network */
+		if (ddl_devcalls_build(r, t, &dc) < 0)
+			m->nomem = 1; /* spans unknown, counted as network */
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			if (ddl_event_class(e->kind) != DDL_CLASS_DEVICE)
@@ -333,11 +349,14 @@ static void ddl_stallmap_device(const struct ddl_report *r, const struct ddl_pro
 	ddl_ivset_merge(&busy, 0);
 	ddl_ivset_merge(&net, 0);
 	ddl_ivset_merge(&ic, 0);
-	ddl_ivset_minus(&net, &busy, &m->traffic); /* network, where nothing computes */
+	m->nomem |= busy.nomem || net.nomem || ic.nomem;
+	if (ddl_ivset_minus(&net, &busy, &m->traffic) < 0) /* network, where nothing computes */
+		m->nomem = 1;
 	for (size_t i = 0; i < net.n; i++)
 		ddl_ivset_push(&busy, net.v[i].a, net.v[i].b, 0);
 	ddl_ivset_merge(&busy, 0);
-	ddl_ivset_minus(&ic, &busy, &tmp); /* interconnect, where neither does */
+	if (ddl_ivset_minus(&ic, &busy, &tmp) < 0 || busy.nomem) /* interconnect, where neither does */
+		m->nomem = 1;
 	m->ic = tmp;
 	free(busy.v);
 	free(net.v);
@@ -390,6 +409,7 @@ struct ddl_symtab {
 	size_t nsyms;
 	void *map[2];          /* the module and its debug file, mapped */
 	size_t mapsz[2];
+	int nomem;             /* memory ran out reading its symbols: some left out */
 };
 
 static int ddl_sym_cmp(const void *x, const void *y)
@@ -476,8 +496,10 @@ static size_t ddl_elf_funcs(struct ddl_symtab *st, const unsigned char *m, size_
 		const Elf64_Sym *sym = (const Elf64_Sym *)(m + s->sh_offset);
 		size_t count = s->sh_size / sizeof *sym;
 		struct ddl_sym *q = realloc(st->syms, (st->nsyms + count) * sizeof *q);
-		if (!q)
+		if (!q) {
+			st->nomem = 1;
 			return added;
+		}
 		st->syms = q;
 		for (size_t k = 0; k < count; k++) {
 			unsigned t = ELF64_ST_TYPE(sym[k].st_info);
@@ -594,6 +616,7 @@ struct ddl_csmem {
 	size_t nsyms;
 };
 
+/* The symbols of module PATH, read on first use; NULL without memory. */
 static struct ddl_symtab *ddl_symtab_get(struct ddl_csmem *mem, const char *path, const char *want,
                                          int *stale)
 {
@@ -628,8 +651,10 @@ static int ddl_cs_rank(const void *x, const void *y)
 void ddl_report_callsites(struct ddl_report *r)
 {
 	struct ddl_csmem *mem = calloc(1, sizeof *mem);
-	if (!mem)
+	if (!mem) {
+		r->incomplete = 1; /* no call sites */
 		return;
+	}
 	r->callsites_mem = mem;
 	struct ddl_ivset *fl = NULL;
 	int have_fl = 0;
@@ -658,28 +683,32 @@ void ddl_report_callsites(struct ddl_report *r)
 				if (!have_fl)
 					have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;
 				ddl_stallmap_host(p, fl ? &fl[i] : NULL, &m);
+				m.nomem |= have_fl < 0; /* no traffic windows: no stall */
 			}
 		}
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
 			/* stack id -> entry, filled as met */
 			size_t *map = calloc(t->nstacks ? t->nstacks : 1, sizeof *map);
-			if (!map)
+			if (!map) {
+				m.nomem = 1;
 				break;
+			}
 			for (size_t e = 0; e < t->nev; e++) {
 				uint32_t id = ddl_event_stack(t, e);
 				if (!id || id >= t->nstacks)
 					continue;
 				if (!map[id]) {
-					char *key = ddl_stack_key(t, id);
+					char *key = ddl_stack_key(t, id, &m.nomem);
 					int fresh;
 					struct ddl_cs *c = key ? ddl_cs_get(&mem->tab, key, &fresh) : NULL;
 					if (!c) {
+						m.nomem |= key != NULL;
 						free(key);
 						continue;
 					}
-					if (fresh)
-						ddl_cs_frames(c, t, id);
+					if (fresh && ddl_cs_frames(c, t, id) < 0)
+						m.nomem = 1;
 					map[id] = (size_t)(c - mem->tab.v) + 1;
 				}
 				struct ddl_cs *c = &mem->tab.v[map[id] - 1];
@@ -700,6 +729,8 @@ void ddl_report_callsites(struct ddl_report *r)
 		free(m.traffic.v);
 		free(m.ic.v);
 		free(m.nested.v);
+		if (m.nomem)
+			r->incomplete = 1; /* call sites, or their stall, left out */
 	}
 	ddl_flights_free(fl, r->nprocs);
 	struct ddl_cstab *tab = &mem->tab;
@@ -712,8 +743,10 @@ void ddl_report_callsites(struct ddl_report *r)
 	tab->nslot = 0;
 	size_t top = tab->n < DDL_CALLSITES_TOP ? tab->n : DDL_CALLSITES_TOP;
 	r->callsites = calloc(top, sizeof *r->callsites);
-	if (!r->callsites)
+	if (!r->callsites) {
+		r->incomplete = 1;
 		return;
+	}
 	for (size_t i = 0; i < top; i++) {
 		struct ddl_cs *c = &tab->v[i];
 		for (size_t f = 0; f < c->nframes; f++) {
@@ -722,6 +755,8 @@ void ddl_report_callsites(struct ddl_report *r)
 				continue;
 			struct ddl_symtab *st = ddl_symtab_get(mem, fr->module, c->build_ids[f],
 			                                       &r->symbols_stale);
+			if (!st || st->nomem)
+				r->incomplete = 1; /* functions left unnamed */
 			if (st && st->loaded > 0)
 				fr->function = ddl_symtab_find(st, fr->offset ? fr->offset - 1 : 0);
 		}

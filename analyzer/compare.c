@@ -33,6 +33,7 @@
  * beside the real run's direct data stall (its training thread's waits
  * for the next batch) and the disagreement.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ struct ddl_cmp_run {
 	struct ddl_traceset set;
 	struct ddl_report rep;
 	int loaded;
+	int unread;        /* files that could not be read at all (named on stderr) */
 	double t;          /* mean iteration, per sample */
 	struct ddl_parts parts; /* direct breakdown, per sample */
 };
@@ -97,9 +99,14 @@ static int ddl_cmp_load(struct ddl_cmp_run *c, const struct ddl_cmp_opts *o)
 		ddl_traceset_free(&c->set);
 		return -1;
 	}
+	for (size_t i = 0; i < c->set.nerrors; i++)
+		fprintf(stderr, "ddlprof-report: --compare %s: %s\n", c->label, c->set.errors[i]);
+	c->unread = c->set.nerrors > 0;
 	const struct ddl_run *run = ddl_traceset_run(&c->set, NULL);
 	if (!run) {
-		fprintf(stderr, "ddlprof-report: --compare %s: no readable traces in %s\n", c->label, c->path);
+		fprintf(stderr, "ddlprof-report: --compare %s: %s %s\n", c->label,
+		        c->set.incomplete ? "out of memory reading the traces in" : "no readable traces in",
+		        c->path);
 		ddl_traceset_free(&c->set);
 		return -1;
 	}
@@ -111,8 +118,8 @@ static int ddl_cmp_load(struct ddl_cmp_run *c, const struct ddl_cmp_opts *o)
 		return -1;
 	}
 	if (c->rep.iterations <= 0) {
-		fprintf(stderr, "ddlprof-report: --compare %s: no iterations found in %s\n", c->label,
-		        c->path);
+		fprintf(stderr, "ddlprof-report: --compare %s: no iterations found in %s%s\n", c->label,
+		        c->path, c->rep.incomplete ? " (out of memory: its report is incomplete)" : "");
 		return -1;
 	}
 	/* means over ranks, per sample */
@@ -182,9 +189,14 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 	double comm = have[0] && have[2] ? r[2].t - r[0].t : 0;
 	struct ddl_parts c_ic = ddl_cmp_change(&r[1], &r[0]), c_net = ddl_cmp_change(&r[2], &r[1]);
 	struct ddl_parts c_comm = ddl_cmp_change(&r[2], &r[0]);
+	int incomplete = 0;
+	for (int k = 0; k < DDL_CMP_RUNS; k++)
+		incomplete |= have[k] && r[k].rep.incomplete;
 	if (json) {
+		ddl_json_watch();
 		json_t *root = json_object(), *runs = json_object(), *d = json_object();
 		json_object_set_new(root, "schema", json_string("ddlprof-compare/1"));
+		json_object_set_new(root, "incomplete", json_boolean(incomplete));
 		for (int k = 0; k < DDL_CMP_RUNS; k++) {
 			if (!have[k])
 				continue;
@@ -193,11 +205,12 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 			DDL_PARTS(DDL_X_JSON)
 #undef DDL_X_JSON
 			json_object_set_new(runs, ddl_labels[k],
-			                    json_pack("{s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:o}", "path", r[k].path,
-			                              "run_id", r[k].rep.run->id, "ranks", r[k].rep.nranks, "hosts",
-			                              r[k].rep.nhosts, "iterations", (json_int_t)r[k].rep.iterations,
-			                              "samples", r[k].samples, "iteration_s", r[k].t,
-			                              "breakdown_s", parts));
+			                    json_pack("{s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:o, s:b}", "path",
+			                              r[k].path, "run_id", r[k].rep.run->id, "ranks", r[k].rep.nranks,
+			                              "hosts", r[k].rep.nhosts, "iterations",
+			                              (json_int_t)r[k].rep.iterations, "samples", r[k].samples,
+			                              "iteration_s", r[k].t, "breakdown_s", parts, "incomplete",
+			                              r[k].rep.incomplete));
 		}
 		json_object_set_new(root, "runs", runs);
 		if (have[0] && have[1])
@@ -218,10 +231,16 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 			                                      "real - synthetic", "real", &c_data));
 		json_object_set_new(root, "differential", d);
 		json_object_set_new(root, "unit", json_string("seconds per sample (per iteration when samples = 1)"));
-		int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-		fputc('\n', f);
+		int rc = ddl_json_failed() ? -1 : json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+		                                                      JSON_REAL_PRECISION(9));
+		if (rc == 0)
+			fputc('\n', f);
 		json_decref(root);
-		return rc;
+		if (ddl_json_failed()) {
+			errno = ENOMEM;
+			return -1;
+		}
+		return rc < 0 || ferror(f) ? -1 : 0;
 	}
 	int per_iter = 1;
 	for (int k = 0; k < DDL_CMP_RUNS; k++)
@@ -237,7 +256,12 @@ static int ddl_cmp_write(struct ddl_cmp_run *r, int json, FILE *f)
 		        r[k].rep.nranks, r[k].rep.nhosts, r[k].t * 1e3, p->compute * 1e3, p->data_stall * 1e3,
 		        p->interconnect_stall * 1e3, p->network_stall * 1e3, p->idle * 1e3);
 	}
-	fprintf(f, "  (breakdowns: each run's own, direct from its traces)\n\n");
+	fprintf(f, "  (breakdowns: each run's own, direct from its traces)\n");
+	for (int k = 0; k < DDL_CMP_RUNS; k++)
+		if (have[k] && r[k].rep.incomplete)
+			fprintf(f, "  INCOMPLETE: memory ran out; the %s run was not read or analysed in full, "
+			        "and its figures miss what was not\n", ddl_labels[k]);
+	fputc('\n', f);
 	if (have[0] && have[1]) {
 		fprintf(f, "  interconnect stall: differential %.3f ms (node - single), direct %.3f ms (node run): "
 		        "disagreement %+.3f ms\n", ic * 1e3, r[1].parts.interconnect_stall * 1e3,
@@ -290,8 +314,21 @@ int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FI
 	for (int k = 0; k < DDL_CMP_RUNS && !status; k++)
 		if (runs[k].path[0] && ddl_cmp_load(&runs[k], o) < 0)
 			status = 1;
-	if (!status && ddl_cmp_write(runs, o->json, f) < 0)
+	if (!status && ddl_cmp_write(runs, o->json, f) < 0) {
+		fprintf(stderr, "ddlprof-report: --compare: cannot write the comparison: %s\n", strerror(errno));
 		status = 1;
+	}
+	/* as a report: files left unread are bad input (exit 1), and a
+	 * comparison short of what the traces hold says so (exit 4) */
+	for (int k = 0; k < DDL_CMP_RUNS && !status; k++)
+		if (runs[k].loaded && runs[k].unread)
+			status = 1;
+	for (int k = 0; k < DDL_CMP_RUNS && status != 1; k++)
+		if (runs[k].loaded && runs[k].rep.incomplete) {
+			fprintf(stderr, "ddlprof-report: --compare %s: out of memory: the run's report is "
+			        "incomplete (exit status 4)\n", runs[k].label);
+			status = 4;
+		}
 	for (int k = 0; k < DDL_CMP_RUNS; k++) {
 		if (runs[k].loaded)
 			ddl_report_free(&runs[k].rep);

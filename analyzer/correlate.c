@@ -118,18 +118,21 @@ static int ddl_push_wait(struct ddl_corrsum *c, double w)
 	return 0;
 }
 
-static void ddl_trace_correlate(const struct ddl_trace *t, struct ddl_corrsum *c)
+/* T's CUPTI records joined to their calls, added to C; 0, or -1 without
+ * memory (some or all left out). */
+static int ddl_trace_correlate(const struct ddl_trace *t, struct ddl_corrsum *c)
 {
 	size_t napi = 0;
+	int rc = 0;
 	for (size_t i = 0; i < t->nev; i++)
 		napi += ddl_event_class(t->ev[i].kind) == DDL_CLASS_API;
 	if (!napi)
-		return;
+		return 0;
 	struct ddl_api *api = malloc(napi * sizeof *api);
 	struct ddl_hostcalls host;
 	if (!api || ddl_hostcalls_build(t, &host) < 0) {
 		free(api);
-		return;
+		return -1;
 	}
 	size_t na = 0;
 	for (size_t i = 0; i < t->nev; i++) {
@@ -162,10 +165,11 @@ static void ddl_trace_correlate(const struct ddl_trace *t, struct ddl_corrsum *c
 		else
 			c->unwrapped++;
 		double w = (double)(ddl_trace_mono_ns(t, e->start) - a->end) / 1e9;
-		ddl_push_wait(c, w > 0 ? w : 0);
+		rc |= ddl_push_wait(c, w > 0 ? w : 0);
 	}
 	free(api);
 	ddl_hostcalls_free(&host);
+	return rc;
 }
 
 static void ddl_corr_stats(struct ddl_corrsum *c)
@@ -184,7 +188,8 @@ void ddl_report_correlate(struct ddl_report *r)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_corrsum *c = &r->procs[i].gpu.corr;
 		for (size_t k = 0; k < r->procs[i].ntr; k++)
-			ddl_trace_correlate(r->procs[i].tr[k], c);
+			if (ddl_trace_correlate(r->procs[i].tr[k], c) < 0)
+				r->procs[i].incomplete = 1;
 		job->api += c->api;
 		job->api_driver += c->api_driver;
 		job->api_failed += c->api_failed;
@@ -193,7 +198,8 @@ void ddl_report_correlate(struct ddl_report *r)
 		job->wrapped += c->wrapped;
 		job->unwrapped += c->unwrapped;
 		for (size_t k = 0; k < c->nwaits; k++)
-			ddl_push_wait(job, c->waits[k]);
+			if (ddl_push_wait(job, c->waits[k]) < 0)
+				r->incomplete = 1; /* the job's waits short of some */
 		ddl_corr_stats(c);
 	}
 	ddl_corr_stats(job);

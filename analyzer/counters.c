@@ -81,13 +81,14 @@ static long ddl_ctr_name(struct ddl_ctrsum *c, const char *name)
 	return (long)c->ncounters++;
 }
 
-static void ddl_ctr_refused(struct ddl_ctrsum *c, const char *text)
+/* Adds the refused counter TEXT ("NAME\nwhy") once; 0, or -1 without memory. */
+static int ddl_ctr_refused(struct ddl_ctrsum *c, const char *text)
 {
 	const char *nl = strchr(text, '\n');
 	size_t n = nl ? (size_t)(nl - text) : strlen(text);
 	for (size_t i = 0; i < c->nrefused; i++)
 		if (strlen(c->refused[i]) == n && !strncmp(c->refused[i], text, n))
-			return;
+			return 0;
 	char **a = realloc(c->refused, (c->nrefused + 1) * sizeof *a);
 	if (a)
 		c->refused = a;
@@ -95,34 +96,116 @@ static void ddl_ctr_refused(struct ddl_ctrsum *c, const char *text)
 	if (b)
 		c->refused_why = b;
 	if (!a || !b)
-		return;
+		return -1;
 	a[c->nrefused] = strndup(text, n);
 	b[c->nrefused] = strdup(nl ? nl + 1 : "refused");
-	if (a[c->nrefused] && b[c->nrefused])
+	if (a[c->nrefused] && b[c->nrefused]) {
 		c->nrefused++;
-	else {
-		free(a[c->nrefused]);
-		free(b[c->nrefused]);
+		return 0;
 	}
+	free(a[c->nrefused]);
+	free(b[c->nrefused]);
+	return -1;
 }
 
-static struct ddl_series *ddl_series_get(struct ddl_series **v, size_t *n, size_t trace,
-                                         uint32_t tid, size_t counter)
+/* A table from 64-bit keys to indices, so a process of many threads is
+ * no search per reading: open addressing, CAP slots (a power of two, at
+ * most half full), VAL index + 1 (0: empty). */
+struct ddl_kmap {
+	uint64_t *key;
+	size_t *val;
+	size_t cap, n;
+};
+
+static size_t ddl_kmap_slot(const struct ddl_kmap *m, uint64_t key)
 {
-	for (size_t i = 0; i < *n; i++)
-		if ((*v)[i].trace == trace && (*v)[i].tid == tid && (*v)[i].counter == counter)
-			return &(*v)[i];
-	struct ddl_series *q = realloc(*v, (*n + 1) * sizeof *q);
-	if (!q)
-		return NULL;
-	*v = q;
-	memset(&q[*n], 0, sizeof q[*n]);
-	q[*n].trace = trace;
-	q[*n].tid = tid;
-	q[*n].counter = counter;
-	return &q[(*n)++];
+	uint64_t h = key * UINT64_C(0x9e3779b97f4a7c15);
+	size_t i = (size_t)(h ^ h >> 29) & (m->cap - 1);
+	while (m->val[i] && m->key[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	return i;
 }
 
+/* The index KEY maps to, or SIZE_MAX. */
+static size_t ddl_kmap_get(const struct ddl_kmap *m, uint64_t key)
+{
+	if (!m->cap)
+		return SIZE_MAX;
+	size_t i = ddl_kmap_slot(m, key);
+	return m->val[i] ? m->val[i] - 1 : SIZE_MAX;
+}
+
+/* Maps KEY (not there yet) to index V; 0, or -1 without memory. */
+static int ddl_kmap_put(struct ddl_kmap *m, uint64_t key, size_t v)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		struct ddl_kmap g = {NULL, NULL, m->cap ? 2 * m->cap : 64, 0};
+		g.key = malloc(g.cap * sizeof *g.key);
+		g.val = calloc(g.cap, sizeof *g.val);
+		if (!g.key || !g.val) {
+			free(g.key);
+			free(g.val);
+			return -1;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->val[i]) {
+				size_t j = ddl_kmap_slot(&g, m->key[i]);
+				g.key[j] = m->key[i];
+				g.val[j] = m->val[i];
+			}
+		g.n = m->n;
+		free(m->key);
+		free(m->val);
+		*m = g;
+	}
+	size_t i = ddl_kmap_slot(m, key);
+	m->key[i] = key;
+	m->val[i] = v + 1;
+	m->n++;
+	return 0;
+}
+
+static void ddl_kmap_free(struct ddl_kmap *m)
+{
+	free(m->key);
+	free(m->val);
+	memset(m, 0, sizeof *m);
+}
+
+/*
+ * The series of counter COUNTER on thread TID in image TRACE (the first
+ * reading of a new one makes it, in order), through MAP; NULL without
+ * memory.
+ */
+static struct ddl_series *ddl_series_get(struct ddl_series **v, size_t *n, size_t *cap,
+                                         struct ddl_kmap *map, size_t trace, uint32_t tid,
+                                         size_t counter)
+{
+	if (trace > 0xffff || counter > 0xffff)
+		return NULL; /* no process has so many images, or counters */
+	uint64_t key = (uint64_t)tid << 32 | (uint64_t)trace << 16 | counter;
+	size_t i = ddl_kmap_get(map, key);
+	if (i != SIZE_MAX)
+		return &(*v)[i];
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct ddl_series *q = realloc(*v, c * sizeof *q);
+		if (!q)
+			return NULL;
+		*v = q;
+		*cap = c;
+	}
+	if (ddl_kmap_put(map, key, *n) < 0)
+		return NULL;
+	struct ddl_series *s = &(*v)[(*n)++];
+	memset(s, 0, sizeof *s);
+	s->trace = trace;
+	s->tid = tid;
+	s->counter = counter;
+	return s;
+}
+
+/* P's counters; where memory runs out, P is incomplete. */
 static void ddl_proc_counters(struct ddl_proc *p)
 {
 	const char *papi = NULL;
@@ -139,25 +222,33 @@ static void ddl_proc_counters(struct ddl_proc *p)
 	if (!papi && !any)
 		return; /* not asked for */
 	struct ddl_ctrsum *c = calloc(1, sizeof *c);
-	if (!c)
+	if (!c) {
+		p->incomplete = 1;
 		return;
+	}
 	p->ctr = c;
 	c->domain = domain;
 	struct ddl_series *ser = NULL;
-	size_t nser = 0;
+	size_t nser = 0, cser = 0;
+	struct ddl_kmap by_key = {0};
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		long *idx = calloc(t->ncounters + 1, sizeof *idx); /* counter id -> name index + 1 */
-		if (!idx)
+		if (!idx) {
+			p->incomplete = 1;
 			break;
+		}
 		for (size_t id = 1; id < t->ncounters; id++) {
 			const struct ddl_idtext *x = &t->counters[id];
 			if (!x->text)
 				continue;
+			int rc = 0;
 			if (x->value)
-				ddl_ctr_refused(c, x->text);
-			else
-				idx[id] = ddl_ctr_name(c, x->text) + 1;
+				rc = ddl_ctr_refused(c, x->text);
+			else if ((idx[id] = ddl_ctr_name(c, x->text) + 1) <= 0)
+				rc = -1;
+			if (rc < 0)
+				p->incomplete = 1; /* a counter left out */
 		}
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
@@ -165,14 +256,19 @@ static void ddl_proc_counters(struct ddl_proc *p)
 			    idx[e->fd] <= 0)
 				continue;
 			uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
-			struct ddl_series *s = ddl_series_get(&ser, &nser, k, tid, (size_t)idx[e->fd] - 1);
-			if (!s)
+			struct ddl_series *s = ddl_series_get(&ser, &nser, &cser, &by_key, k, tid,
+			                                      (size_t)idx[e->fd] - 1);
+			if (!s) {
+				p->incomplete = 1;
 				continue;
+			}
 			if (s->n == s->cap) {
 				size_t nc = s->cap ? s->cap * 2 : 64;
 				struct ddl_reading *q = realloc(s->r, nc * sizeof *q);
-				if (!q)
+				if (!q) {
+					p->incomplete = 1;
 					continue;
+				}
 				s->r = q;
 				s->cap = nc;
 			}
@@ -182,63 +278,92 @@ static void ddl_proc_counters(struct ddl_proc *p)
 	}
 	if (!c->ncounters && papi && strcmp(papi, "on"))
 		c->error = papi; /* lives as long as the trace */
-	/* one row per thread that has readings */
-	for (size_t i = 0; i < nser; i++) {
+	ddl_kmap_free(&by_key);
+	/* one row per thread that has readings, in the order of its first */
+	struct ddl_kmap rows = {0}, names = {0};
+	size_t *row_of = calloc(nser + 1, sizeof *row_of), crow = 0; /* series -> row + 1 */
+	for (size_t k = 0; row_of && k < p->nthreads; k++)
+		if (ddl_kmap_get(&names, p->threads[k].tid) == SIZE_MAX &&
+		    ddl_kmap_put(&names, p->threads[k].tid, k) < 0)
+			p->incomplete = 1; /* a thread's row unnamed */
+	if (!row_of)
+		p->incomplete = 1; /* no rows */
+	for (size_t i = 0; row_of && i < nser; i++) {
 		struct ddl_series *s = &ser[i];
 		qsort(s->r, s->n, sizeof *s->r, ddl_reading_cmp);
-		int seen = 0;
-		for (size_t k = 0; k < c->nthreads; k++)
-			seen |= c->threads[k].tid == s->tid;
-		if (seen)
+		size_t h = ddl_kmap_get(&rows, s->tid);
+		if (h != SIZE_MAX) {
+			row_of[i] = h + 1;
 			continue;
-		struct ddl_ctrthread *q = realloc(c->threads, (c->nthreads + 1) * sizeof *q);
-		if (!q)
-			continue;
-		c->threads = q;
-		struct ddl_ctrthread *th = &q[c->nthreads];
+		}
+		if (c->nthreads == crow) {
+			size_t nc = crow ? 2 * crow : 16;
+			struct ddl_ctrthread *q = realloc(c->threads, nc * sizeof *q);
+			if (!q) {
+				p->incomplete = 1;
+				continue;
+			}
+			c->threads = q;
+			crow = nc;
+		}
+		struct ddl_ctrthread *th = &c->threads[c->nthreads];
 		memset(th, 0, sizeof *th);
 		th->tid = s->tid;
 		th->per_iter = calloc(c->ncounters, sizeof *th->per_iter);
 		th->total = calloc(c->ncounters, sizeof *th->total);
-		if (!th->per_iter || !th->total) {
+		if (!th->per_iter || !th->total || ddl_kmap_put(&rows, s->tid, c->nthreads) < 0) {
 			free(th->per_iter);
 			free(th->total);
+			p->incomplete = 1;
 			continue;
 		}
-		for (size_t k = 0; k < p->nthreads; k++)
-			if (p->threads[k].tid == s->tid)
-				th->name = p->threads[k].name;
-		c->nthreads++;
+		size_t k = ddl_kmap_get(&names, s->tid);
+		if (k != SIZE_MAX)
+			th->name = p->threads[k].name;
+		row_of[i] = ++c->nthreads;
 	}
-	/* each thread's iterations, against each of its series (one per image) */
-	for (size_t h = 0; h < c->nthreads; h++) {
-		struct ddl_ctrthread *th = &c->threads[h];
-		for (size_t ci = 0; ci < c->ncounters; ci++) {
-			double sum = 0, total = 0;
-			size_t iters = 0;
-			for (size_t i = 0; i < nser; i++) {
-				const struct ddl_series *s = &ser[i];
-				if (s->tid != th->tid || s->counter != ci || !s->n)
-					continue;
-				total += s->r[s->n - 1].v - s->r[0].v;
-				if (s->n > th->readings)
-					th->readings = s->n;
-				for (size_t k = 0; k < p->niter; k++) {
-					uint32_t itid = p->iter[k].tid ? p->iter[k].tid : p->pid;
-					double a, b;
-					if (itid != s->tid || !ddl_series_at(s, p->iter[k].start_ns, &a) ||
-					    !ddl_series_at(s, p->iter[k].end_ns, &b))
-						continue;
-					sum += b - a;
-					iters++;
-				}
-			}
-			th->per_iter[ci] = iters ? sum / (double)iters : 0;
-			th->total[ci] = total;
-			if (iters > th->iterations)
-				th->iterations = iters;
+	ddl_kmap_free(&rows);
+	ddl_kmap_free(&names);
+	/* each thread's iterations, against each of its series (one per image),
+	 * summed in the order of the series; the iterations are mostly of one
+	 * thread (ONE, 0 when not), whose series alone can count them */
+	size_t *iters = row_of ? calloc(c->nthreads * c->ncounters + 1, sizeof *iters) : NULL;
+	if (row_of && !iters)
+		p->incomplete = 1;
+	uint32_t one = p->niter ? (p->iter[0].tid ? p->iter[0].tid : p->pid) : 0;
+	for (size_t k = 1; k < p->niter && one; k++)
+		if ((p->iter[k].tid ? p->iter[k].tid : p->pid) != one)
+			one = 0;
+	for (size_t i = 0; iters && i < nser; i++) {
+		const struct ddl_series *s = &ser[i];
+		if (!row_of[i] || !s->n)
+			continue;
+		struct ddl_ctrthread *th = &c->threads[row_of[i] - 1];
+		size_t ci = s->counter;
+		th->total[ci] += s->r[s->n - 1].v - s->r[0].v;
+		if (s->n > th->readings)
+			th->readings = s->n;
+		for (size_t k = 0; k < p->niter && (!one || one == s->tid); k++) {
+			uint32_t itid = p->iter[k].tid ? p->iter[k].tid : p->pid;
+			double a, b;
+			if (itid != s->tid || !ddl_series_at(s, p->iter[k].start_ns, &a) ||
+			    !ddl_series_at(s, p->iter[k].end_ns, &b))
+				continue;
+			th->per_iter[ci] += b - a; /* the sum, until divided below */
+			iters[(row_of[i] - 1) * c->ncounters + ci]++;
 		}
 	}
+	for (size_t h = 0; iters && h < c->nthreads; h++) {
+		struct ddl_ctrthread *th = &c->threads[h];
+		for (size_t ci = 0; ci < c->ncounters; ci++) {
+			size_t n = iters[h * c->ncounters + ci];
+			th->per_iter[ci] = n ? th->per_iter[ci] / (double)n : 0;
+			if (n > th->iterations)
+				th->iterations = n;
+		}
+	}
+	free(iters);
+	free(row_of);
 	for (size_t i = 0; i < nser; i++)
 		free(ser[i].r);
 	free(ser);

@@ -261,12 +261,13 @@ static int ddl_fedge_cmp(const void *x, const void *y)
 	return p->b < q->b ? -1 : p->b > q->b;
 }
 
-/* Pairs each connection with its other end (the head comment). */
-static void ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size_t n)
+/* Pairs each connection with its other end (the head comment); 0, or -1
+ * without memory (some left unpaired). */
+static int ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size_t n)
 {
 	size_t *ix = malloc((n ? n : 1) * sizeof *ix);
 	if (!ix)
-		return; /* unpaired: each process's own calls */
+		return -1;
 	for (size_t i = 0; i < n; i++)
 		ix[i] = i;
 	qsort_r(ix, n, sizeof *ix, ddl_fconn_by_totals, c);
@@ -314,6 +315,8 @@ static void ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size
 	for (size_t i = 0; i < n; i++)
 		nu += c[i].mate < 0;
 	struct ddl_fedge *e = nu > 1 ? malloc(nu * sizeof *e) : NULL;
+	if (nu > 1 && !e)
+		return -1;
 	for (int round = 0, more = e != NULL; round < DDL_FLIGHT_ROUNDS && more; round++) {
 		size_t ne = 0;
 		for (size_t i = 0; i < n; i++) {
@@ -350,6 +353,7 @@ static void ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size
 			}
 	}
 	free(e);
+	return 0;
 }
 
 /* The windows of connection C (its own and, paired, its other end's). 0 or -1. */
@@ -438,7 +442,7 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 		}
 	}
 	if (!rc)
-		ddl_fconn_pair(r, conn, nc);
+		rc = ddl_fconn_pair(r, conn, nc);
 	for (size_t i = 0; i < np && !rc; i++) {
 		for (size_t k = 0; k < nc && !rc; k++)
 			if (conn[k].proc == i)

@@ -170,8 +170,10 @@ static void ddl_comms_gather(struct ddl_report *r)
 				struct ddl_commjob *j = ddl_comm_find(r, ci->key);
 				if (!j) {
 					struct ddl_commjob *q = realloc(r->comms, (r->ncomms + 1) * sizeof *q);
-					if (!q)
+					if (!q) {
+						r->incomplete = 1; /* communicators of unknown span */
 						return;
+					}
 					r->comms = q;
 					j = &r->comms[r->ncomms++];
 					memset(j, 0, sizeof *j);

@@ -24,6 +24,7 @@
 struct ddl_in_sum {
 	double batch_ns, fetch_ns;
 	uint64_t batches;
+	int nomem; /* reads left out: fetch counted short */
 };
 
 /* Whether event E (of class CLS) is the loader reading its data. */
@@ -64,8 +65,10 @@ static void ddl_in_batches(const struct ddl_proc *q, int64_t a, int64_t b, struc
 				}
 			}
 		}
-	for (size_t j = 0; j < nt; j++)
+	for (size_t j = 0; j < nt; j++) {
 		ddl_ivset_merge(&io[j], 0);
+		s->nomem |= io[j].nomem;
+	}
 	for (size_t k = 0; k < q->ntr; k++) {
 		const struct ddl_trace *t = q->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
@@ -121,6 +124,8 @@ static void ddl_proc_phases(struct ddl_proc *p)
 	}
 	double n = (double)p->niter;
 	ddl_ivset_merge(&wait, 0);
+	if (wait.nomem)
+		p->incomplete = 1; /* waits left out */
 	p->phases.data_wait_s = (double)ddl_ivset_length(&wait) / 1e9 / n;
 	ddl_ivset_free(&wait);
 	p->phases.have = seen;
@@ -162,6 +167,8 @@ void ddl_report_inputs(struct ddl_report *r)
 		}
 		if (!p->in.workers)
 			ddl_in_batches(p, a, b, &s); /* the loader works on the training thread */
+		if (s.nomem)
+			p->incomplete = 1;
 		p->in.batches = s.batches;
 		if (!s.batches || s.batch_ns <= 0)
 			continue;

@@ -49,24 +49,32 @@ static int ddl_name_matches(const char *name, const char *patterns)
 
 #define DDL_DEPTH_MAX 256
 
+/* The open ranges of one thread: an iteration's range opens only while no
+ * other is open on its thread, so there is one at most, at MATCH_DEPTH. */
 struct ddl_open {
-	uint32_t tid;
+	uint16_t tid;                 /* the thread's index */
 	int depth;                    /* open ranges on this thread */
-	int match[DDL_DEPTH_MAX];     /* whether each open range is an iteration */
-	int64_t start[DDL_DEPTH_MAX];
-	int matching;                 /* open iteration ranges */
+	int matching;                 /* an iteration's range is open */
+	int match_depth;              /* ... at this depth (below DDL_DEPTH_MAX) */
+	int64_t start;                /* ... from then */
 };
 
+/* Appends an iteration to P; 0, or -1 without memory (P then incomplete). */
 static int ddl_push_iter(struct ddl_proc *p, int64_t start, int64_t end, uint32_t tid)
 {
-	double *q = realloc(p->iter_s, (p->niter + 1) * sizeof *q);
-	if (q)
-		p->iter_s = q;
-	struct ddl_iter *it = realloc(p->iter, (p->niter + 1) * sizeof *it);
-	if (it)
+	if (p->niter == p->iter_cap) { /* doubling: a thread's ranges may be many */
+		size_t c = p->iter_cap ? 2 * p->iter_cap : 64;
+		double *q = realloc(p->iter_s, c * sizeof *q);
+		if (q)
+			p->iter_s = q;
+		struct ddl_iter *it = q ? realloc(p->iter, c * sizeof *it) : NULL;
+		if (!it) {
+			p->incomplete = 1;
+			return -1;
+		}
 		p->iter = it;
-	if (!q || !it)
-		return -1;
+		p->iter_cap = c;
+	}
 	p->iter_s[p->niter] = (double)(end - start) / 1e9;
 	p->iter[p->niter++] = (struct ddl_iter){start, end, tid};
 	return 0;
@@ -77,27 +85,36 @@ static int ddl_push_iter(struct ddl_proc *p, int64_t start, int64_t end, uint32_
 static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 {
 	struct ddl_open *open = NULL;
-	size_t nopen = 0;
+	size_t nopen = 0, cap = 0;
+	uint32_t *slot = NULL; /* by thread index: its entry of OPEN + 1, 0 none */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
+		for (size_t j = 0; j < nopen; j++)
+			slot[open[j].tid] = 0;
 		nopen = 0; /* ranges left open when an image exec'd end with it */
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			if (e->kind != DDL_EV_RANGE_PUSH && e->kind != DDL_EV_RANGE_POP)
 				continue;
-			struct ddl_open *o = NULL;
-			for (size_t j = 0; j < nopen && !o; j++)
-				if (open[j].tid == e->tid)
-					o = &open[j];
-			if (!o) {
-				struct ddl_open *q = realloc(open, (nopen + 1) * sizeof *q);
-				if (!q)
-					break;
-				open = q;
-				o = &open[nopen++];
-				memset(o, 0, sizeof *o);
-				o->tid = e->tid;
+			if (!slot && !(slot = calloc(UINT16_MAX + 1, sizeof *slot))) {
+				p->incomplete = 1; /* no iterations from the markers */
+				return;
 			}
+			if (!slot[e->tid]) {
+				if (nopen == cap) {
+					size_t c = cap ? 2 * cap : 64;
+					struct ddl_open *q = realloc(open, c * sizeof *q);
+					if (!q) {
+						p->incomplete = 1; /* the image's later ranges left out */
+						break;
+					}
+					open = q;
+					cap = c;
+				}
+				open[nopen] = (struct ddl_open){.tid = e->tid};
+				slot[e->tid] = (uint32_t)++nopen;
+			}
+			struct ddl_open *o = &open[slot[e->tid] - 1];
 			int64_t now = ddl_trace_real_ns(t, e->start);
 			if (e->kind == DDL_EV_RANGE_PUSH) {
 				if (o->depth >= DDL_DEPTH_MAX) {
@@ -106,22 +123,24 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 				}
 				const char *name = e->result > 0 && (size_t)e->result < t->nnames
 				                       ? t->names[e->result] : NULL;
-				int m = !o->matching && ddl_name_matches(name, patterns);
-				o->match[o->depth] = m;
-				o->start[o->depth] = now;
-				o->matching += m;
+				if (!o->matching && ddl_name_matches(name, patterns)) {
+					o->matching = 1;
+					o->match_depth = o->depth;
+					o->start = now;
+				}
 				o->depth++;
 			} else if (o->depth > 0) {
 				o->depth--;
-				if (o->depth < DDL_DEPTH_MAX && o->match[o->depth]) {
-					o->matching--;
-					ddl_push_iter(p, o->start[o->depth], now,
+				if (o->matching && o->depth == o->match_depth) {
+					o->matching = 0;
+					ddl_push_iter(p, o->start, now,
 					              e->tid < t->nthreads ? t->threads[e->tid].tid : 0);
 				}
 			}
 		}
 	}
 	free(open);
+	free(slot);
 }
 
 static int ddl_cmp_i64(const void *a, const void *b);
@@ -216,8 +235,10 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 			     (steps[h] == steps[best] && first_end[h] > first_end[best])))
 				best = h;
 	int64_t *ends = malloc(steps[best] * sizeof *ends);
-	if (!ends)
+	if (!ends) {
+		p->incomplete = 1; /* not found from the steps */
 		return 0;
+	}
 	size_t n = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -264,9 +285,10 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 
 #define DDL_BINS_MAX 20000
 
-/* Bytes moved per time bin over the process's active span; NULL if idle. */
+/* Bytes moved per time bin over the process's active span; NULL if idle,
+ * or without memory (*NOMEM set). */
 static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64_t *t0,
-                                  int64_t *bin_ns)
+                                  int64_t *bin_ns, int *nomem)
 {
 	/* Each send or receive, at its midpoint, with its bytes. */
 	struct {
@@ -287,6 +309,7 @@ static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64
 				void *q = realloc(pt, cap * sizeof *pt);
 				if (!q) {
 					free(pt);
+					*nomem = 1;
 					return NULL;
 				}
 				pt = q;
@@ -305,6 +328,8 @@ static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64
 		w = 2000000;
 	size_t n = lo < hi ? (size_t)((hi - lo) / w) + 1 : 0;
 	double *x = n >= 32 ? calloc(n, sizeof *x) : NULL;
+	if (n >= 32 && !x)
+		*nomem = 1;
 	for (size_t i = 0; x && i < npt; i++)
 		x[(size_t)((pt[i].at - lo) / w)] += pt[i].bytes;
 	free(pt);
@@ -318,8 +343,9 @@ static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64
 	return x;
 }
 
-/* The period in bins, or 0 when the traffic has no clear rhythm. */
-static size_t ddl_period(const double *x, size_t n)
+/* The period in bins, or 0 when the traffic has no clear rhythm or there
+ * is no memory (*NOMEM set). */
+static size_t ddl_period(const double *x, size_t n, int *nomem)
 {
 	double m = 0, var = 0;
 	for (size_t i = 0; i < n; i++)
@@ -333,8 +359,10 @@ static size_t ddl_period(const double *x, size_t n)
 	if (lmax < 3)
 		return 0;
 	double *r = calloc(lmax + 1, sizeof *r);
-	if (!r)
+	if (!r) {
+		*nomem = 1;
 		return 0;
+	}
 	double best = 0;
 	for (size_t l = 2; l <= lmax; l++) {
 		double s = 0;
@@ -373,12 +401,15 @@ static double ddl_sum(const double *x, size_t n, size_t a, size_t b)
 	return s;
 }
 
-/* Where in one period (folded over [s, e)) the activity falls most. */
-static size_t ddl_phase(const double *x, size_t s, size_t e, size_t per, size_t sw)
+/* Where in one period (folded over [s, e)) the activity falls most; 0
+ * without memory (*NOMEM set). */
+static size_t ddl_phase(const double *x, size_t s, size_t e, size_t per, size_t sw, int *nomem)
 {
 	double *f = calloc(per, sizeof *f);
-	if (!f)
+	if (!f) {
+		*nomem = 1;
 		return 0;
+	}
 	for (size_t i = s; i < e; i++)
 		f[(i - s) % per] += x[i];
 	size_t phase = 0;
@@ -408,9 +439,12 @@ static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
 {
 	size_t n;
 	int64_t t0, w;
-	double *x = ddl_traffic_series(p, &n, &t0, &w);
-	if (!x)
+	int nomem = 0;
+	double *x = ddl_traffic_series(p, &n, &t0, &w, &nomem);
+	if (!x) {
+		p->incomplete |= nomem;
 		return 0;
+	}
 	size_t quiet = (size_t)(1000000000 / w);
 	if (quiet < 8)
 		quiet = 8;
@@ -430,7 +464,8 @@ static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
 	for (size_t k = 1; k < nseg; k++)
 		if (seg[k][1] - seg[k][0] > seg[longest][1] - seg[longest][0])
 			longest = k;
-	size_t per = nseg ? ddl_period(x + seg[longest][0], seg[longest][1] - seg[longest][0]) : 0;
+	size_t per = nseg ? ddl_period(x + seg[longest][0], seg[longest][1] - seg[longest][0], &nomem)
+	                  : 0;
 	size_t cnt = 0;
 	for (size_t k = 0; per && k < nseg; k++) {
 		size_t a0 = seg[k][0], e = seg[k][1];
@@ -441,7 +476,7 @@ static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
 		 * sharpest fall of the series nearby, so an estimate a little off
 		 * does not drift; an iteration must hold some traffic. */
 		size_t prev = SIZE_MAX;
-		for (size_t b = a0 + ddl_phase(x, a0, e, per, sw); b < e;
+		for (size_t b = a0 + ddl_phase(x, a0, e, per, sw, &nomem); b < e;
 		     b = (prev == SIZE_MAX ? b + per : prev + per)) {
 			size_t lo = b > a0 + reach ? b - reach : a0, hi = b + reach < e ? b + reach : e - 1;
 			size_t at = b;
@@ -461,6 +496,7 @@ static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
 		}
 	}
 	free(x);
+	p->incomplete |= nomem;
 	return cnt;
 }
 
@@ -649,8 +685,10 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	if (best_n < 4)
 		return 0;
 	struct ddl_collcall *v = malloc(best_n * sizeof *v);
-	if (!v)
+	if (!v) {
+		p->incomplete = 1; /* not found from the collectives */
 		return 0;
+	}
 	size_t n = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -678,6 +716,8 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	 * pipeline stages, gradient accumulation). */
 	size_t from, period = ddl_loop_period(v, n, &from);
 	int64_t *gaps = malloc(n * sizeof *gaps);
+	if (!gaps)
+		p->incomplete = 1; /* the period of the calls as they are */
 	if (gaps) {
 		for (size_t i = 1; i < n; i++)
 			gaps[i - 1] = v[i].a - v[i - 1].b;
@@ -685,6 +725,8 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 		int64_t p95 = gaps[(n - 1) * 95 / 100];
 		free(gaps);
 		unsigned char *mark = calloc(n, 1);
+		if (!mark)
+			p->incomplete = 1;
 		for (size_t i = 1; i < n; i++)
 			if (p95 > 0 && v[i].a - v[i - 1].b >= p95 / 2) {
 				v[i].sig ^= 0x5bd1e9955bd1e995ull;
@@ -794,8 +836,10 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 	r->iteration_method = by_socket ? "socket" : by_coll ? "collectives" : any_steps ? "steps"
 	                                                                                 : "markers";
 	double *all = malloc(total * sizeof *all);
-	if (!all)
+	if (!all) {
+		r->incomplete = 1; /* no job-wide mean or quantiles */
 		return;
+	}
 	size_t n = 0;
 	double sum = 0;
 	for (size_t i = 0; i < r->nprocs; i++)

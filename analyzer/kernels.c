@@ -22,14 +22,17 @@
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
 /* NAME demangled into malloc'd memory, or NULL when it is not a mangled C++
- * name (a C kernel, "kernel@0x...") or the demangler refuses it. */
-static char *ddl_kernel_demangle(const char *name)
+ * name (a C kernel, "kernel@0x..."), the demangler refuses it, or memory
+ * ran out (*NOMEM set). */
+static char *ddl_kernel_demangle(const char *name, int *nomem)
 {
 	/* only "_Z" names: __cxa_demangle also reads bare type codes ("i" is "int") */
 	if (strncmp(name, "_Z", 2) != 0)
 		return NULL;
-	int status = -1;
+	int status = -2;
 	char *d = __cxa_demangle(name, NULL, NULL, &status);
+	if (status == -1)
+		*nomem = 1; /* the demangler's "memory allocation failure" */
 	if (status != 0 || !d || !*d) {
 		free(d);
 		return NULL;
@@ -129,7 +132,7 @@ static int ddl_kernels_names(struct ddl_report *r)
 			continue;
 		struct ddl_kernel *kn = &r->kernels[r->nkernels++];
 		kn->mangled = v[i];
-		kn->demangled = ddl_kernel_demangle(v[i]);
+		kn->demangled = ddl_kernel_demangle(v[i], &r->incomplete);
 		kn->name = kn->demangled ? kn->demangled : v[i];
 	}
 	free(v);
@@ -180,13 +183,15 @@ void ddl_report_kernels(struct ddl_report *r)
 {
 	if (ddl_kernels_names(r) < 0) {
 		ddl_kernels_free(r);
+		r->incomplete = 1; /* no kernel table */
 		return;
 	}
 	struct ddl_kernel unnamed = {.name = "(kernel not named)"};
 	for (size_t p = 0; p < r->nprocs; p++)
 		for (size_t k = 0; k < r->procs[p].ntr; k++)
 			if (ddl_kernels_trace(r, r->procs[p].tr[k], &unnamed) < 0) {
-				ddl_kernels_free(r); /* without memory: no kernel table */
+				ddl_kernels_free(r);
+				r->incomplete = 1; /* no kernel table */
 				return;
 			}
 	if (unnamed.count)
@@ -196,8 +201,10 @@ void ddl_report_kernels(struct ddl_report *r)
 	while (r->nkernels_timed < r->nkernels && r->kernels[r->nkernels_timed].count)
 		r->nkernels_timed++;
 	r->kernels_by_name = r->nkernels ? malloc(r->nkernels * sizeof *r->kernels_by_name) : NULL;
-	if (!r->kernels_by_name)
-		return; /* names stay as recorded in the timelines */
+	if (!r->kernels_by_name) {
+		r->incomplete |= r->nkernels > 0; /* names stay as recorded in the timelines */
+		return;
+	}
 	for (size_t i = 0; i < r->nkernels; i++)
 		if (r->kernels[i].mangled)
 			r->kernels_by_name[r->nkernels_by_name++] = &r->kernels[i];
@@ -407,6 +414,7 @@ char *ddl_kernel_shorten(const char *name, char *out, size_t n, size_t width)
 	size_t len = strlen(name);
 	char *a = malloc(len + 1), *b = malloc(len + 1);
 	const char *s = name;
+	int nomem = !a || !b;
 	if (a && b && !ddl_fits(s, width)) {
 		ddl_short_params(name, a);
 		s = a;
@@ -450,5 +458,5 @@ char *ddl_kernel_shorten(const char *name, char *out, size_t n, size_t width)
 	}
 	free(a);
 	free(b);
-	return out;
+	return nomem ? NULL : out;
 }

@@ -19,6 +19,7 @@
  * issued it. Kernel names are shown demangled (kernels.c), the name as
  * recorded kept beside them as the arg "mangled".
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -241,6 +242,7 @@ struct ddl_cw {
 	int nargs;    /* -1: no args object open */
 	long pid;     /* the process being written */
 	uint64_t flow; /* last flow id */
+	int nomem;    /* memory ran out: the output lacks something, and fails */
 };
 
 /*
@@ -378,7 +380,7 @@ static long ddl_tid(const struct ddl_trace *t, unsigned idx)
 
 /* The tracks of one process: its threads, then its streams. */
 struct ddl_tracks {
-	long *tids;
+	long *tids;        /* the threads named: a table by id (0 empty), ctids slots */
 	size_t ntids, ctids;
 	uint64_t *streams; /* image << 32 | stream id */
 	size_t nstreams;
@@ -386,12 +388,36 @@ struct ddl_tracks {
 	int more;          /* streams past DDL_TRACKS - 2 share the last track */
 };
 
-static int ddl_has_tid(const struct ddl_tracks *tk, long tid)
+/* The slot of TID (positive) in table TAB of CAP slots (a power of two):
+ * its own, or the empty one it would take. */
+static size_t ddl_tid_slot(const long *tab, size_t cap, long tid)
 {
-	for (size_t i = 0; i < tk->ntids; i++)
-		if (tk->tids[i] == tid)
-			return 1;
-	return 0;
+	size_t h = ((uint64_t)tid * UINT64_C(0x9e3779b97f4a7c15)) >> 32 & (cap - 1);
+	while (tab[h] && tab[h] != tid)
+		h = (h + 1) & (cap - 1);
+	return h;
+}
+
+/* Adds TID to TK's threads: 1 when new, 0 when there already, -1 without memory. */
+static int ddl_tid_add(struct ddl_tracks *tk, long tid)
+{
+	if (tk->ctids && tk->tids[ddl_tid_slot(tk->tids, tk->ctids, tid)] == tid)
+		return 0;
+	if (2 * (tk->ntids + 1) > tk->ctids) {
+		size_t c = tk->ctids ? tk->ctids * 2 : 64;
+		long *q = calloc(c, sizeof *q);
+		if (!q)
+			return -1;
+		for (size_t i = 0; i < tk->ctids; i++)
+			if (tk->tids[i])
+				q[ddl_tid_slot(q, c, tk->tids[i])] = tk->tids[i];
+		free(tk->tids);
+		tk->tids = q;
+		tk->ctids = c;
+	}
+	tk->tids[ddl_tid_slot(tk->tids, tk->ctids, tid)] = tid;
+	tk->ntids++;
+	return 1;
 }
 
 /* Names the track of thread IDX of T; -1 without memory. */
@@ -399,17 +425,9 @@ static int ddl_thread_track(struct ddl_cw *w, const struct ddl_proc *p, const st
                             unsigned idx, struct ddl_tracks *tk)
 {
 	long tid = ddl_tid(t, idx);
-	if (ddl_has_tid(tk, tid))
-		return 0;
-	if (tk->ntids == tk->ctids) {
-		size_t c = tk->ctids ? tk->ctids * 2 : 16;
-		long *q = realloc(tk->tids, c * sizeof *q);
-		if (!q)
-			return -1;
-		tk->tids = q;
-		tk->ctids = c;
-	}
-	tk->tids[tk->ntids++] = tid;
+	int added = ddl_tid_add(tk, tid);
+	if (added <= 0)
+		return added;
 	const char *name = ddl_thread_name(p, t, idx);
 	char label[64];
 	if (!*name) {
@@ -626,27 +644,62 @@ static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t 
 	fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", w->flow);
 }
 
-/* Open marker ranges of one thread of one image. */
+/* Open marker ranges of one thread of one image: the first DDL_MDEPTH, as
+ * deep as they went (CAP of them held). */
 #define DDL_MDEPTH 256
 struct ddl_mstack {
 	uint16_t tidx;
-	int depth;
-	int64_t at[DDL_MDEPTH];
-	int64_t name[DDL_MDEPTH];
+	int depth, cap;
+	int64_t *at, *name;
 };
 
-static struct ddl_mstack *ddl_mstack_get(struct ddl_mstack **v, size_t *n, uint16_t tidx)
+/* Every thread's of one image, found by thread index. */
+struct ddl_mstacks {
+	struct ddl_mstack *v;
+	size_t n, cap;
+	uint32_t *slot; /* by thread index: its entry + 1, 0 none */
+};
+
+/* The stack of thread TIDX, with room for one more range; NULL without memory. */
+static struct ddl_mstack *ddl_mstack_get(struct ddl_mstacks *s, uint16_t tidx)
 {
-	for (size_t i = 0; i < *n; i++)
-		if ((*v)[i].tidx == tidx)
-			return &(*v)[i];
-	struct ddl_mstack *q = realloc(*v, (*n + 1) * sizeof *q);
-	if (!q)
+	if (!s->slot && !(s->slot = calloc(UINT16_MAX + 1, sizeof *s->slot)))
 		return NULL;
-	*v = q;
-	q[*n].tidx = tidx;
-	q[*n].depth = 0;
-	return &q[(*n)++];
+	if (!s->slot[tidx]) {
+		if (s->n == s->cap) {
+			size_t c = s->cap ? 2 * s->cap : 64;
+			struct ddl_mstack *q = realloc(s->v, c * sizeof *q);
+			if (!q)
+				return NULL;
+			s->v = q;
+			s->cap = c;
+		}
+		s->v[s->n] = (struct ddl_mstack){.tidx = tidx};
+		s->slot[tidx] = (uint32_t)++s->n;
+	}
+	struct ddl_mstack *m = &s->v[s->slot[tidx] - 1];
+	if (m->depth >= m->cap && m->cap < DDL_MDEPTH) {
+		int c = m->cap ? 2 * m->cap : 4;
+		int64_t *a = realloc(m->at, (size_t)c * sizeof *a);
+		if (a)
+			m->at = a;
+		int64_t *nm = a ? realloc(m->name, (size_t)c * sizeof *nm) : NULL;
+		if (!nm)
+			return NULL;
+		m->name = nm;
+		m->cap = c;
+	}
+	return m;
+}
+
+static void ddl_mstacks_free(struct ddl_mstacks *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].at);
+		free(s->v[i].name);
+	}
+	free(s->v);
+	free(s->slot);
 }
 
 static void ddl_range_slice(struct ddl_cw *w, const struct ddl_trace *t, const struct ddl_mstack *m,
@@ -662,7 +715,7 @@ static void ddl_range_slice(struct ddl_cw *w, const struct ddl_trace *t, const s
 
 /* range_push and range_pop pair into one slice; marks are instants. */
 static void ddl_marker_event(struct ddl_cw *w, const struct ddl_trace *t, const struct ddl_event *e,
-                             struct ddl_mstack **ms, size_t *nms)
+                             struct ddl_mstacks *ms)
 {
 	int64_t at = ddl_trace_real_ns(t, e->start);
 	if (e->kind == DDL_EV_MARK) {
@@ -674,9 +727,11 @@ static void ddl_marker_event(struct ddl_cw *w, const struct ddl_trace *t, const 
 	}
 	if (e->kind != DDL_EV_RANGE_PUSH && e->kind != DDL_EV_RANGE_POP)
 		return; /* start/end ranges (NVTX) are not nested: not on the push/pop stack */
-	struct ddl_mstack *m = ddl_mstack_get(ms, nms, e->tid);
-	if (!m)
+	struct ddl_mstack *m = ddl_mstack_get(ms, e->tid);
+	if (!m) {
+		w->nomem = 1;
 		return;
+	}
 	if (e->kind == DDL_EV_RANGE_PUSH) {
 		if (m->depth < DDL_MDEPTH) {
 			m->at[m->depth] = at;
@@ -718,16 +773,16 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 {
 	const struct ddl_trace *t = p->tr[k];
 	struct ddl_devcalls dc;
-	ddl_devcalls_build(r, t, &dc); /* without memory: intervals go unnamed */
-	struct ddl_mstack *ms = NULL;
-	size_t nms = 0;
+	if (ddl_devcalls_build(r, t, &dc) < 0)
+		w->nomem = 1; /* intervals would go unnamed */
+	struct ddl_mstacks ms = {0};
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ddl_event *e = &t->ev[i];
 		int cls = ddl_event_class(e->kind);
 		if (cls == DDL_CLASS_ARGS)
 			continue;
 		if (cls == DDL_CLASS_MARK) {
-			ddl_marker_event(w, t, e, &ms, &nms);
+			ddl_marker_event(w, t, e, &ms);
 			continue;
 		}
 		if (cls == DDL_CLASS_DEVICE) {
@@ -760,10 +815,10 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 	}
 	/* ranges still open when the image ended run to its last clock sample */
 	int64_t end = t->nclk ? ddl_trace_real_ns(t, t->clk[t->nclk - 1].ticks) : p->end_real_ns;
-	for (size_t m = 0; m < nms; m++)
-		for (int d = ms[m].depth < DDL_MDEPTH ? ms[m].depth : DDL_MDEPTH; d-- > 0;)
-			ddl_range_slice(w, t, &ms[m], d, end > ms[m].at[d] ? end : ms[m].at[d], 0);
-	free(ms);
+	for (size_t m = 0; m < ms.n; m++)
+		for (int d = ms.v[m].depth < DDL_MDEPTH ? ms.v[m].depth : DDL_MDEPTH; d-- > 0;)
+			ddl_range_slice(w, t, &ms.v[m], d, end > ms.v[m].at[d] ? end : ms.v[m].at[d], 0);
+	ddl_mstacks_free(&ms);
 	ddl_devcalls_free(&dc);
 }
 
@@ -797,7 +852,8 @@ static void ddl_process(struct ddl_cw *w, const struct ddl_report *r, size_t i)
 	ddl_cw_meta(w, "process_sort_index", w->pid, NULL, (long)i);
 	struct ddl_tracks tk = {0};
 	tk.base = DDL_TID_SYNTH + DDL_TRACKS * (long)i;
-	ddl_tracks_name(w, p, &tk); /* without memory: some tracks go unnamed */
+	if (ddl_tracks_name(w, p, &tk) < 0)
+		w->nomem = 1; /* some tracks would go unnamed */
 	ddl_iteration_track(w, p, tk.base);
 	for (size_t k = 0; k < p->ntr; k++)
 		ddl_image_events(w, r, p, k, &tk);
@@ -807,13 +863,17 @@ static void ddl_process(struct ddl_cw *w, const struct ddl_report *r, size_t i)
 
 int ddl_out_chrome(const struct ddl_report *r, FILE *f)
 {
-	struct ddl_cw w = {f, r->nprocs ? r->start_real_ns : 0, 1, -1, 0, 0};
+	struct ddl_cw w = {f, r->nprocs ? r->start_real_ns : 0, 1, -1, 0, 0, 0};
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schema\":\"ddlprof-chrome/1\",\"run_id\":", f);
 	ddl_cw_str(f, r->run->id);
 	fprintf(f, ",\"start_unix_ns\":%" PRId64 ",\"ddlprof\":\"%s\"},\n\"traceEvents\":[", w.t0,
 	        DDLPROF_VERSION);
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs && !w.nomem; i++)
 		ddl_process(&w, r, i);
 	fputs("\n]}\n", f);
+	if (w.nomem) {
+		errno = ENOMEM;
+		return -1;
+	}
 	return ferror(f) ? -1 : 0;
 }

@@ -20,6 +20,7 @@
  * become entities and bytes that are not UTF-8 become U+FFFD, so a hostile
  * name shows as text and never as markup.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@
 #include <time.h>
 
 #include "report.h"
+
+/* Memory ran out while this page was written: it lacks something, and
+ * ddl_out_html fails (ENOMEM). */
+static int ddl_html_nomem;
 
 /* The five parts' colours, in DDL_PARTS order, and their labels. */
 static const char *const ddl_part_color[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#bab0ac"};
@@ -664,8 +669,8 @@ static void ddl_tl_pass(struct ddl_tl *tl, int draw)
 	for (size_t k = 0; k < tl->p->ntr; k++) {
 		const struct ddl_trace *t = tl->p->tr[k];
 		struct ddl_devcalls dc = {0};
-		if (draw && tl->device)
-			ddl_devcalls_build(tl->r, t, &dc);
+		if (draw && tl->device && ddl_devcalls_build(tl->r, t, &dc) < 0)
+			ddl_html_nomem = 1; /* intervals would go unnamed */
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
@@ -919,8 +924,10 @@ static int ddl_mk_cmp(const void *x, const void *y)
 static void ddl_marker_table(const struct ddl_report *r, FILE *f)
 {
 	struct ddl_mkname *v = calloc(DDL_MK_NAMES + 1, sizeof *v);
-	if (!v)
+	if (!v) {
+		ddl_html_nomem = 1;
 		return;
+	}
 	v[DDL_MK_NAMES].name = "(other names)";
 	size_t n = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
@@ -1014,7 +1021,8 @@ static void ddl_kernel_table(const struct ddl_report *r, FILE *f)
 	for (size_t i = 0; i < r->nkernels_timed && i < 10; i++) {
 		const struct ddl_kernel *k = &r->kernels[i];
 		char name[104];
-		ddl_kernel_shorten(k->name, name, sizeof name, 100);
+		if (!ddl_kernel_shorten(k->name, name, sizeof name, 100))
+			ddl_html_nomem = 1;
 		fputs("<tr><td class=\"l\" title=\"", f);
 		ddl_h(f, k->name);
 		fputs("\"><code>", f);
@@ -1236,6 +1244,7 @@ static void ddl_coll_chart(const struct ddl_report *r, FILE *f)
 
 int ddl_out_html(const struct ddl_report *r, FILE *f)
 {
+	ddl_html_nomem = 0;
 	ddl_head(r, f);
 	ddl_summary(r, f);
 	if (r->iterations > 0) {
@@ -1259,5 +1268,9 @@ int ddl_out_html(const struct ddl_report *r, FILE *f)
 	ddl_problems(r, f);
 	fputs("<footer>Written by ddlprof-report " DDLPROF_VERSION "; the same figures are in "
 	      "<code>ddlprof-report --json</code>.</footer>\n</body>\n</html>\n", f);
+	if (ddl_html_nomem) {
+		errno = ENOMEM;
+		return -1;
+	}
 	return ferror(f) ? -1 : 0;
 }

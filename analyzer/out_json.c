@@ -2,11 +2,36 @@
  * The JSON report, schema "ddlprof-report/1" (documented in
  * ddlprof-report(1)): fields are added, never renamed, within the version.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
+
+/* Whether an allocation failed since ddl_json_watch: jansson's calls fail
+ * quietly (a value not made, a key not set), so a tree built short of
+ * memory would pass for whole. */
+static int ddl_json_short;
+
+static void *ddl_json_malloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p)
+		ddl_json_short = 1;
+	return p;
+}
+
+void ddl_json_watch(void)
+{
+	json_set_alloc_funcs(ddl_json_malloc, free);
+	ddl_json_short = 0;
+}
+
+int ddl_json_failed(void)
+{
+	return ddl_json_short;
+}
 
 /* A JSON string of any bytes: invalid UTF-8 (a cut command line) becomes '?'. */
 static json_t *ddl_jstr(const char *s)
@@ -17,8 +42,10 @@ static json_t *ddl_jstr(const char *s)
 	if (j)
 		return j;
 	char *c = strdup(s);
-	if (!c)
+	if (!c) {
+		ddl_json_short = 1;
 		return json_null();
+	}
 	for (char *p = c; *p; p++)
 		if ((unsigned char)*p >= 0x80)
 			*p = '?';
@@ -251,6 +278,7 @@ static const char *ddl_span_name(int span)
 
 int ddl_out_json(const struct ddl_report *r, FILE *f)
 {
+	ddl_json_watch();
 	json_t *root = json_object();
 	json_t *procs = json_array();
 	json_t *problems = json_array();
@@ -480,8 +508,14 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	json_object_set_new(root, "callsites", ddl_json_callsites(r));
 	json_object_set_new(root, "processes", procs);
 	json_object_set_new(root, "problems", problems);
-	int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-	fputc('\n', f);
+	int rc = ddl_json_failed() ? -1 : json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+	                                                      JSON_REAL_PRECISION(9));
+	if (rc == 0)
+		fputc('\n', f);
 	json_decref(root);
+	if (ddl_json_failed()) {
+		errno = ENOMEM; /* the tree (or its writing) short of memory: nothing written */
+		return -1;
+	}
 	return rc < 0 || ferror(f) ? -1 : 0;
 }

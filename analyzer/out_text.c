@@ -2,6 +2,7 @@
  * The readable report: run, processes and threads with their network
  * activity, then anything the reader could not read.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,11 +85,13 @@ static void ddl_gpu_section(const struct ddl_report *r, FILE *f)
 	}
 }
 
-/* The job's kernels by device time (kernels.c), when some were timed. */
-static void ddl_kernels_section(const struct ddl_report *r, FILE *f)
+/* The job's kernels by device time (kernels.c), when some were timed; 0,
+ * or -1 without memory to shorten their names. */
+static int ddl_kernels_section(const struct ddl_report *r, FILE *f)
 {
+	int rc = 0;
 	if (r->kernel_s <= 0 && !r->nkernels_timed && !r->kernel_runs)
-		return;
+		return 0;
 	uint64_t n = r->kernel_runs;
 	for (size_t i = 0; i < r->nkernels_timed; i++)
 		n += r->kernels[i].count;
@@ -99,7 +102,8 @@ static void ddl_kernels_section(const struct ddl_report *r, FILE *f)
 	for (size_t i = 0; i < r->nkernels_timed && i < 10; i++) {
 		const struct ddl_kernel *k = &r->kernels[i];
 		char name[64];
-		ddl_kernel_shorten(k->name, name, sizeof name, 60);
+		if (!ddl_kernel_shorten(k->name, name, sizeof name, 60))
+			rc = -1;
 		fprintf(f, "  %-60s %9" PRIu64 " %10.3f %10.3f %5.1f%%\n", name, k->count, k->total_s * 1e3,
 		        k->total_s / (double)k->count * 1e6,
 		        r->kernel_s > 0 ? 100 * k->total_s / r->kernel_s : 0.0);
@@ -113,6 +117,7 @@ static void ddl_kernels_section(const struct ddl_report *r, FILE *f)
 		        r->kernel_runs == 1 ? "" : "s", r->kernel_runs_s * 1e3,
 		        r->kernel_s > 0 ? 100 * r->kernel_runs_s / r->kernel_s : 0.0,
 		        r->kernel_runs == 1 ? "s" : "");
+	return rc;
 }
 
 /* The network table's width: a row of ddl_net_row. */
@@ -381,6 +386,7 @@ static uint64_t ddl_events_total(const struct ddl_report *r)
 
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
+	int nomem = 0;
 	char when[64] = "?";
 	time_t sec = (time_t)(r->start_real_ns / 1000000000);
 	struct tm tm;
@@ -495,7 +501,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	}
 	if (r->has_gpu) {
 		ddl_gpu_section(r, f);
-		ddl_kernels_section(r, f);
+		nomem |= ddl_kernels_section(r, f) < 0;
 	}
 	ddl_callsites_section(r, f);
 	ddl_counters_section(r, f);
@@ -534,6 +540,10 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			for (size_t k = 0; k < r->procs[i].ntr; k++)
 				for (int j = 0; j < r->procs[i].tr[k]->nproblems; j++)
 					fprintf(f, "  %s\n", r->procs[i].tr[k]->problems[j]);
+	}
+	if (nomem) {
+		errno = ENOMEM;
+		return -1;
 	}
 	return ferror(f) ? -1 : 0;
 }

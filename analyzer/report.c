@@ -6,8 +6,10 @@
  * command does (ddlprof/cli.h).
  *
  * Exit status: 0 done; 1 bad input (a path that does not exist, a file that
- * is not a readable trace, damaged chunks, no traces); 2 usage error; 3 a
- * --fail-if condition held (or could not be measured).
+ * is not a readable trace, damaged chunks, no traces), or the report could
+ * not be written (memory included); 2 usage error; 3 a --fail-if condition
+ * held (or could not be measured); 4 memory ran out and the report says it
+ * is incomplete.
  * Truncated traces are reported, not an error: a killed job is a normal
  * thing to profile.
  */
@@ -243,6 +245,8 @@ int main(int argc, char **argv)
 	}
 	const struct ddl_run *run = ddl_report_run(&set, run_id);
 	if (!run) {
+		if (set.incomplete)
+			fprintf(stderr, "ddlprof-report: out of memory: the traces were not all read\n");
 		if (run_id)
 			fprintf(stderr, "ddlprof-report: no run '%s' in these traces\n", run_id);
 		else
@@ -277,16 +281,20 @@ int main(int argc, char **argv)
 	if (report && !f) {
 		status = 1;
 	} else if (report) {
-		int rc = ddl_formats[fi].out(&rep, f);
+		int rc = ddl_formats[fi].out(&rep, f), why = errno;
 		if (out) {
-			int ok = rc == 0;
-			/* a failed write (errno says why), or a failed close or rename: one line */
-			if (!ok || (rc = ddl_cli_out_close(f, out, tmp, 1)) != 0)
-				fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(errno));
-			if (!ok)
-				rc = ddl_cli_out_close(f, out, tmp, 0);
-		} else if (fflush(stdout) != 0) {
+			if (ddl_cli_out_close(f, out, tmp, rc == 0) != 0) {
+				if (rc == 0)
+					why = errno;
+				rc = -1;
+			}
+			if (rc != 0)
+				fprintf(stderr, "ddlprof-report: cannot write %s: %s\n", out, strerror(why));
+		} else if (fflush(stdout) != 0 || rc != 0) {
+			if (rc == 0)
+				why = errno;
 			rc = -1;
+			fprintf(stderr, "ddlprof-report: cannot write the report: %s\n", strerror(why));
 		}
 		if (rc != 0)
 			status = 1;

@@ -181,6 +181,7 @@ struct ddl_proc {
 	double traffic_s;     /* mean seconds per iteration with traffic in flight */
 	double bytes_sent;    /* mean bytes sent per iteration */
 	size_t niter;
+	size_t iter_cap;      /* iter and iter_s have room for this many */
 	int warmup_skipped;
 	/* the iteration the timelines show (breakdown.c): the first whose
 	 * length is the rank's median, as an index into iter; and its instants
@@ -494,11 +495,13 @@ const struct ddl_kernel *ddl_kernel_find(const struct ddl_report *r, const char 
  * written "(...)", then inside the template arguments namespaces dropped
  * and nested argument lists written "<...>", then the function's own
  * namespaces dropped, then the nested argument lists, until it fits; else
- * cut in the middle with "...". Returns OUT.
+ * cut in the middle with "...". Returns OUT, or NULL without memory (OUT
+ * then holds NAME cut, not shortened).
  */
 char *ddl_kernel_shorten(const char *name, char *out, size_t n, size_t width);
 
-/* Output formats; each returns 0 or -1 on a write error. */
+/* Output formats; each returns 0, or -1 on a write error or without memory
+ * (errno ENOMEM: what was written lacks something). */
 int ddl_out_text(const struct ddl_report *r, FILE *f);
 int ddl_out_json(const struct ddl_report *r, FILE *f);
 int ddl_out_dump(const struct ddl_report *r, FILE *f);
@@ -508,6 +511,12 @@ int ddl_out_csv(const struct ddl_report *r, FILE *f);
 /* --sqlite (out_sqlite.c): the report as an SQLite database at PATH (a new
  * or empty file, or ":memory:"); 0, or -1 with ERR saying why. */
 int ddl_out_sqlite(const struct ddl_report *r, const char *path, char *err, size_t errlen);
+
+/* JSON trees (out_json.c, compare.c): from ddl_json_watch on, whether
+ * jansson (or the tree's builder) lacked memory, which its calls do not
+ * say themselves. */
+void ddl_json_watch(void);
+int ddl_json_failed(void);
 
 /* Helpers the timeline outputs share (out_chrome.c). */
 /* The length of the well-formed UTF-8 sequence at S (1 to 4), or 0 when

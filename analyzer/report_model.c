@@ -51,24 +51,6 @@ static struct ddl_proc *ddl_proc_get(struct ddl_report *r, const struct ddl_trac
 	return p;
 }
 
-static struct ddl_threadsum *ddl_thread_get(struct ddl_proc *p, const struct ddl_trace *t,
-                                            unsigned idx)
-{
-	uint32_t tid = idx < t->nthreads ? t->threads[idx].tid : 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tid == tid)
-			return &p->threads[i];
-	struct ddl_threadsum *q = realloc(p->threads, (p->nthreads + 1) * sizeof *q);
-	if (!q)
-		return NULL;
-	p->threads = q;
-	struct ddl_threadsum *s = &p->threads[p->nthreads++];
-	memset(s, 0, sizeof *s);
-	s->tid = tid;
-	snprintf(s->name, sizeof s->name, "%s", ddl_thread_name(p, t, idx));
-	return s;
-}
-
 const char *ddl_thread_name(const struct ddl_proc *p, const struct ddl_trace *t, unsigned idx)
 {
 	const char *name = idx < t->nthreads && t->threads[idx].name ? t->threads[idx].name : "";
@@ -113,30 +95,58 @@ static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const s
 	}
 }
 
-/* Distinct peers (by address text) seen by events of a process or thread. */
+/* Distinct peers (by address text) seen by events of a process or thread,
+ * with their local flags, found through a table by text (SLOT: index + 1,
+ * 0 empty; twice CAP slots) so a thread of thousands of peers costs no
+ * search per event. */
 struct ddl_peerset {
 	const char **text;
 	int *local;
-	size_t n;
+	size_t n, cap;
+	size_t *slot;
 };
 
-static void ddl_peerset_add(struct ddl_peerset *s, const struct ddl_trace *t, uint32_t id)
+/* The slot of TEXT in S's table: its own, or the empty one it would take. */
+static size_t ddl_peer_slot(const struct ddl_peerset *s, const char *text)
+{
+	uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+		h = (h ^ *c) * UINT64_C(1099511628211);
+	size_t mask = 2 * s->cap - 1, i = (size_t)h & mask;
+	while (s->slot[i] && strcmp(s->text[s->slot[i] - 1], text))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Adds peer ID of T to S; 0, or -1 without memory (S then lacks it). */
+static int ddl_peerset_add(struct ddl_peerset *s, const struct ddl_trace *t, uint32_t id)
 {
 	if (!id || id >= t->npeers || !t->peers[id].text)
-		return;
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->text[i], t->peers[id].text))
-			return;
-	const char **q = realloc(s->text, (s->n + 1) * sizeof *q);
-	int *l = realloc(s->local, (s->n + 1) * sizeof *l);
-	if (q)
-		s->text = q;
-	if (l)
-		s->local = l;
-	if (!q || !l)
-		return;
-	s->text[s->n] = t->peers[id].text;
-	s->local[s->n++] = t->peers[id].local;
+		return 0;
+	const char *text = t->peers[id].text;
+	if (s->cap && s->slot[ddl_peer_slot(s, text)])
+		return 0;
+	if (s->n == s->cap) {
+		size_t c = s->cap ? 2 * s->cap : 4;
+		const char **q = realloc(s->text, c * sizeof *q);
+		if (q)
+			s->text = q;
+		int *l = q ? realloc(s->local, c * sizeof *l) : NULL;
+		if (l)
+			s->local = l;
+		size_t *sl = l ? calloc(2 * c, sizeof *sl) : NULL;
+		if (!sl)
+			return -1;
+		free(s->slot);
+		s->slot = sl;
+		s->cap = c;
+		for (size_t i = 0; i < s->n; i++)
+			s->slot[ddl_peer_slot(s, s->text[i])] = i + 1;
+	}
+	s->text[s->n] = text;
+	s->local[s->n] = t->peers[id].local;
+	s->slot[ddl_peer_slot(s, text)] = ++s->n;
+	return 0;
 }
 
 static void ddl_peerset_count(struct ddl_peerset *s, struct ddl_netsum *n)
@@ -149,39 +159,97 @@ static void ddl_peerset_count(struct ddl_peerset *s, struct ddl_netsum *n)
 	}
 	free(s->text);
 	free(s->local);
+	free(s->slot);
 	memset(s, 0, sizeof *s);
 }
 
+/*
+ * The summaries of P's threads, one per OS thread id among its traces'
+ * threads that made socket calls, in the order of their first such call
+ * (the outputs' order among equals), and a table by thread index:
+ * MAP[k][idx] is the summary of thread index idx of trace k, an index past
+ * that trace's thread table at MAP[k][nthreads] (as thread id 0). Found
+ * through a table by id, so a process of many threads costs no search per
+ * event. MAP[0] holds the one block of every trace's. Returns 0, or -1
+ * without memory (P as it was).
+ */
+static int ddl_proc_threads(struct ddl_proc *p, size_t **map)
+{
+	size_t total = 0;
+	for (size_t k = 0; k < p->ntr; k++)
+		total += p->tr[k]->nthreads + 1;
+	size_t hcap = 16;
+	while (hcap < 2 * total)
+		hcap *= 2;
+	size_t *slot = malloc(total * sizeof *slot), *hash = calloc(hcap, sizeof *hash);
+	struct ddl_threadsum *th = calloc(total, sizeof *th);
+	if (!slot || !hash || !th) {
+		free(slot);
+		free(hash);
+		free(th);
+		return -1;
+	}
+	size_t n = 0, off = 0;
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		map[k] = slot + off;
+		off += t->nthreads + 1;
+		for (size_t i = 0; i <= t->nthreads; i++)
+			map[k][i] = SIZE_MAX;
+		for (size_t i = 0; i < t->nev; i++) {
+			size_t idx = t->ev[i].tid < t->nthreads ? t->ev[i].tid : t->nthreads;
+			if (!ddl_event_is_net(t->ev[i].kind) || map[k][idx] != SIZE_MAX)
+				continue;
+			uint32_t tid = idx < t->nthreads ? t->threads[idx].tid : 0;
+			size_t h = (size_t)(tid * UINT32_C(2654435761)) & (hcap - 1);
+			while (hash[h] && th[hash[h] - 1].tid != tid)
+				h = (h + 1) & (hcap - 1);
+			if (!hash[h]) { /* not seen in an earlier image either */
+				th[n].tid = tid;
+				snprintf(th[n].name, sizeof th[n].name, "%s", ddl_thread_name(p, t, (unsigned)idx));
+				hash[h] = ++n;
+			}
+			map[k][idx] = hash[h] - 1;
+		}
+	}
+	free(hash);
+	p->threads = th;
+	p->nthreads = n;
+	return 0;
+}
+
+/* P's network summaries, its own and its threads'; where memory runs out
+ * P is incomplete. */
 static void ddl_proc_fill(struct ddl_proc *p)
 {
-	/* First pass: the threads, so per-thread peer sets can be sized. */
-	for (size_t k = 0; k < p->ntr; k++)
-		for (size_t i = 0; i < p->tr[k]->nev; i++)
-			if (ddl_event_is_net(p->tr[k]->ev[i].kind))
-				ddl_thread_get(p, p->tr[k], p->tr[k]->ev[i].tid);
-	struct ddl_peerset all = {0};
-	struct ddl_peerset *per = calloc(p->nthreads + 1, sizeof *per);
-	if (!per)
+	size_t **map = calloc(p->ntr, sizeof *map);
+	struct ddl_peerset *per = NULL;
+	if (!map || ddl_proc_threads(p, map) < 0 || !(per = calloc(p->nthreads + 1, sizeof *per))) {
+		p->incomplete = 1; /* no traffic summed */
+		free(map ? map[0] : NULL);
+		free(map);
 		return;
+	}
+	struct ddl_peerset all = {0};
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			if (!ddl_event_is_net(e->kind))
 				continue;
-			struct ddl_threadsum *th = ddl_thread_get(p, t, e->tid);
-			if (!th)
-				continue; /* out of memory */
+			size_t j = map[k][e->tid < t->nthreads ? e->tid : t->nthreads];
 			ddl_net_add(&p->net, t, e);
-			ddl_net_add(&th->net, t, e);
-			ddl_peerset_add(&all, t, e->peer);
-			ddl_peerset_add(&per[th - p->threads], t, e->peer);
+			ddl_net_add(&p->threads[j].net, t, e);
+			if (ddl_peerset_add(&all, t, e->peer) < 0 || ddl_peerset_add(&per[j], t, e->peer) < 0)
+				p->incomplete = 1; /* a peer not counted */
 		}
 	}
 	ddl_peerset_count(&all, &p->net);
 	for (size_t i = 0; i < p->nthreads; i++)
 		ddl_peerset_count(&per[i], &p->threads[i].net);
 	free(per);
+	free(map[0]);
+	free(map);
 }
 
 const char *ddl_role_name(int role)
@@ -258,6 +326,8 @@ const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, 
 static void ddl_report_roles(struct ddl_report *r)
 {
 	char *active = calloc(r->nprocs + 1, 1);
+	if (!active)
+		r->incomplete = 1; /* a launcher may be taken for a rank */
 	for (size_t i = 0; active && i < r->nprocs; i++)
 		active[i] = (char)ddl_proc_active(&r->procs[i]);
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -303,10 +373,17 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 	memset(r, 0, sizeof *r);
 	r->set = s;
 	r->run = run;
+	r->incomplete = s->incomplete; /* files of the set left out */
 	r->start_real_ns = INT64_MAX;
 	r->end_real_ns = INT64_MIN;
 	for (size_t i = 0; i < s->n; i++) {
 		struct ddl_trace *t = &s->t[i];
+		/* one not read in full may lack the times that put it in this run */
+		for (size_t k = 0; t->incomplete && !ddl_run_has(s, run, t) && k < s->n; k++)
+			if (ddl_run_has(s, run, &s->t[k]) && !strcmp(s->t[k].hdr.run_id, t->hdr.run_id)) {
+				r->incomplete = 1;
+				break;
+			}
 		if (!ddl_run_has(s, run, t))
 			continue;
 		struct ddl_proc *p = ddl_proc_get(r, t);

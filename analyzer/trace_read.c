@@ -67,8 +67,10 @@ static void ddl_problem(struct ddl_trace *t, size_t off, const char *fmt, ...)
 	va_end(ap);
 	size_t n = strlen(t->path) + strlen(msg) + 48;
 	char *p = malloc(n);
-	if (!p)
+	if (!p) {
+		t->incomplete = 1; /* not all it should say is said */
 		return;
+	}
 	snprintf(p, n, "%s: offset %zu: %s", t->path, off, msg);
 	t->problems[t->nproblems++] = p;
 }
@@ -98,27 +100,6 @@ static char *ddl_strndup(const char *s, size_t n)
 	return p;
 }
 
-/* Keeps TEXT as entry ID of an id-indexed table (the first one seen wins). */
-static void ddl_idtext_set(struct ddl_idtext **v, size_t *n, uint32_t id, uint32_t value,
-                           const char *text, size_t len)
-{
-	if (id == 0 || id > (1u << 20))
-		return;
-	if (id >= *n) {
-		size_t nn = (size_t)id + 1;
-		struct ddl_idtext *q = realloc(*v, nn * sizeof *q);
-		if (!q)
-			return;
-		memset(q + *n, 0, (nn - *n) * sizeof *q);
-		*v = q;
-		*n = nn;
-	}
-	if (!(*v)[id].text) {
-		(*v)[id].text = ddl_strndup(text, len);
-		(*v)[id].value = value;
-	}
-}
-
 /* Memory ran out: what the chunk at OFF holds is not all kept, and the
  * report must say it is incomplete (never as if complete). */
 static void ddl_nomem(struct ddl_trace *t, size_t off)
@@ -126,6 +107,57 @@ static void ddl_nomem(struct ddl_trace *t, size_t off)
 	if (!t->incomplete)
 		ddl_problem(t, off, "out of memory: the trace is not read in full");
 	t->incomplete = 1;
+}
+
+/* The entries allocated behind a table of N entries indexed up to MAX: a
+ * power of two, so a table grown an id at a time (a thread's, a name's) is
+ * copied a few times, not once per id. */
+static size_t ddl_table_cap(size_t n, size_t max)
+{
+	size_t c = 16;
+	while (c < n)
+		c *= 2;
+	return c < max + 1 ? c : max + 1;
+}
+
+/*
+ * Makes room for entry ID (at most MAX) in the table *V of *N entries of
+ * ELEM bytes, new entries zeroed, *N then past it. 0, or -1 without memory
+ * (the table as it was). Every table grown here has ddl_table_cap(*N)
+ * entries allocated, or more.
+ */
+static int ddl_table_fit(void **v, size_t *n, size_t id, size_t max, size_t elem)
+{
+	if (id < *n)
+		return 0;
+	size_t nn = id + 1;
+	if (!*v || ddl_table_cap(nn, max) > ddl_table_cap(*n, max)) {
+		void *q = realloc(*v, ddl_table_cap(nn, max) * elem);
+		if (!q)
+			return -1;
+		*v = q;
+	}
+	memset((char *)*v + *n * elem, 0, (nn - *n) * elem);
+	*n = nn;
+	return 0;
+}
+
+/* Keeps TEXT as entry ID of an id-indexed table of T (the first one seen
+ * wins); without memory, T is incomplete (the chunk at OFF). */
+static void ddl_idtext_set(struct ddl_trace *t, size_t off, struct ddl_idtext **v, size_t *n,
+                           uint32_t id, uint32_t value, const char *text, size_t len)
+{
+	if (id == 0 || id > (1u << 20))
+		return;
+	if (ddl_table_fit((void **)v, n, id, 1u << 20, sizeof **v) < 0) {
+		ddl_nomem(t, off);
+		return;
+	}
+	if (!(*v)[id].text) {
+		if (!((*v)[id].text = ddl_strndup(text, len)))
+			ddl_nomem(t, off);
+		(*v)[id].value = value;
+	}
 }
 
 static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t n, size_t off)
@@ -147,16 +179,10 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			 * damage, and would cost a 24-byte entry per id below it */
 			if (r.id > (1u << 20))
 				continue;
-			if (r.id >= t->npeers) {
-				size_t nn = (size_t)r.id + 1;
-				struct ddl_peer_info *q = realloc(t->peers, nn * sizeof *q);
-				if (!q) {
-					ddl_nomem(t, off);
-					return;
-				}
-				memset(q + t->npeers, 0, (nn - t->npeers) * sizeof *q);
-				t->peers = q;
-				t->npeers = nn;
+			if (ddl_table_fit((void **)&t->peers, &t->npeers, r.id, 1u << 20,
+			                  sizeof *t->peers) < 0) {
+				ddl_nomem(t, off);
+				return;
 			}
 			struct ddl_peer_info *pi = &t->peers[r.id];
 			if (pi->text)
@@ -164,55 +190,39 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			pi->id = r.id;
 			pi->local = (r.value & DDL_PEERF_LOCAL) != 0;
 			pi->family = (int)(r.value >> 8);
-			pi->text = ddl_strndup(text, r.len);
+			if (!(pi->text = ddl_strndup(text, r.len)))
+				ddl_nomem(t, off); /* the peer unseen */
 		} else if (r.kind == DDL_STR_THREAD) {
 			if (r.id > 0xffff)
 				continue;
-			if (r.id >= t->nthreads) {
-				size_t nn = (size_t)r.id + 1;
-				struct ddl_thread_info *q = realloc(t->threads, nn * sizeof *q);
-				if (!q) {
-					ddl_nomem(t, off);
-					return;
-				}
-				memset(q + t->nthreads, 0, (nn - t->nthreads) * sizeof *q);
-				t->threads = q;
-				t->nthreads = nn;
+			if (ddl_table_fit((void **)&t->threads, &t->nthreads, r.id, 0xffff,
+			                  sizeof *t->threads) < 0) {
+				ddl_nomem(t, off);
+				return;
 			}
 			struct ddl_thread_info *ti = &t->threads[r.id];
 			free(ti->name);
 			ti->idx = r.id;
 			ti->tid = r.value;
-			ti->name = ddl_strndup(text, r.len);
+			if (!(ti->name = ddl_strndup(text, r.len)))
+				ddl_nomem(t, off); /* the thread unnamed */
 		} else if (r.kind == DDL_STR_NAME) {
 			if (r.id > (1u << 20))
 				continue;
-			if (r.id >= t->nnames) {
-				size_t nn = (size_t)r.id + 1;
-				char **q = realloc(t->names, nn * sizeof *q);
-				if (!q) {
-					ddl_nomem(t, off);
-					return;
-				}
-				memset(q + t->nnames, 0, (nn - t->nnames) * sizeof *q);
-				t->names = q;
-				t->nnames = nn;
+			if (ddl_table_fit((void **)&t->names, &t->nnames, r.id, 1u << 20,
+			                  sizeof *t->names) < 0) {
+				ddl_nomem(t, off);
+				return;
 			}
-			if (!t->names[r.id])
-				t->names[r.id] = ddl_strndup(text, r.len);
+			if (!t->names[r.id] && !(t->names[r.id] = ddl_strndup(text, r.len)))
+				ddl_nomem(t, off);
 		} else if (r.kind == DDL_STR_COMM) {
 			if (r.id == 0 || r.id > (1u << 16))
 				continue;
-			if (r.id >= t->ncomms) {
-				size_t nn = (size_t)r.id + 1;
-				struct ddl_comm_info *q = realloc(t->comms, nn * sizeof *q);
-				if (!q) {
-					ddl_nomem(t, off);
-					return;
-				}
-				memset(q + t->ncomms, 0, (nn - t->ncomms) * sizeof *q);
-				t->comms = q;
-				t->ncomms = nn;
+			if (ddl_table_fit((void **)&t->comms, &t->ncomms, r.id, 1u << 16,
+			                  sizeof *t->comms) < 0) {
+				ddl_nomem(t, off);
+				return;
 			}
 			struct ddl_comm_info *ci = &t->comms[r.id];
 			char buf[512];
@@ -237,36 +247,35 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 		} else if (r.kind == DDL_STR_STREAM) {
 			if (r.id > (1u << 20))
 				continue;
-			if (r.id >= t->nstreams) {
-				size_t nn = (size_t)r.id + 1;
-				struct ddl_stream_info *q = realloc(t->streams, nn * sizeof *q);
-				if (!q) {
-					ddl_nomem(t, off);
-					return;
-				}
-				for (size_t k = t->nstreams; k < nn; k++)
-					q[k] = (struct ddl_stream_info){-1, NULL};
-				t->streams = q;
-				t->nstreams = nn;
+			size_t had = t->nstreams;
+			if (ddl_table_fit((void **)&t->streams, &t->nstreams, r.id, 1u << 20,
+			                  sizeof *t->streams) < 0) {
+				ddl_nomem(t, off);
+				return;
 			}
+			for (size_t k = had; k < t->nstreams; k++)
+				t->streams[k].dev = -1; /* unseen */
 			if (!t->streams[r.id].text) {
 				t->streams[r.id].dev = (int)r.value;
-				t->streams[r.id].text = ddl_strndup(text, r.len);
+				if (!(t->streams[r.id].text = ddl_strndup(text, r.len)))
+					ddl_nomem(t, off);
 			}
 		} else if (r.kind == DDL_STR_STACK) {
-			ddl_idtext_set(&t->stacks, &t->nstacks, r.id, r.value, text, r.len);
+			ddl_idtext_set(t, off, &t->stacks, &t->nstacks, r.id, r.value, text, r.len);
 		} else if (r.kind == DDL_STR_MODULE) {
-			ddl_idtext_set(&t->modules, &t->nmodules, r.id, r.value, text, r.len);
+			ddl_idtext_set(t, off, &t->modules, &t->nmodules, r.id, r.value, text, r.len);
 		} else if (r.kind == DDL_STR_COUNTER) {
-			ddl_idtext_set(&t->counters, &t->ncounters, r.id, r.value, text, r.len);
+			ddl_idtext_set(t, off, &t->counters, &t->ncounters, r.id, r.value, text, r.len);
 		} else if (r.kind == DDL_STR_META) {
-			char **q = realloc(t->meta, (t->nmeta + 1) * sizeof *q);
-			if (!q)
+			if (ddl_table_fit((void **)&t->meta, &t->nmeta, t->nmeta, SIZE_MAX / 2,
+			                  sizeof *t->meta) < 0) {
+				ddl_nomem(t, off);
 				return;
-			t->meta = q;
-			t->meta[t->nmeta] = ddl_strndup(text, r.len);
-			if (t->meta[t->nmeta])
-				t->nmeta++;
+			}
+			if (!(t->meta[t->nmeta - 1] = ddl_strndup(text, r.len))) {
+				t->nmeta--; /* as if never given */
+				ddl_nomem(t, off);
+			}
 		}
 	}
 }
@@ -514,14 +523,20 @@ static int ddl_cmp_clk(const void *a, const void *b)
 	return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
 }
 
-/* Fits ticks to nanoseconds from the first to the last sample. */
+/* Fits ticks to nanoseconds from the first to the last sample (the
+ * header's start among them). */
 static void ddl_clock_fit(struct ddl_trace *t)
 {
 	struct ddl_clock_sample s0 = {t->hdr.start_ticks, t->hdr.start_mono_ns, t->hdr.start_real_ns};
 	if (!ddl_grow((void **)&t->clk, &t->cap_clk, t->nclk + 1, sizeof s0))
 		t->clk[t->nclk++] = s0;
-	qsort(t->clk, t->nclk, sizeof *t->clk, ddl_cmp_clk);
-	const struct ddl_clock_sample *a = &t->clk[0], *b = &t->clk[t->nclk - 1];
+	else
+		ddl_nomem(t, t->hdr.header_size); /* the start sample not kept: not fitted on it */
+	if (t->nclk)
+		qsort(t->clk, t->nclk, sizeof *t->clk, ddl_cmp_clk);
+	/* without a sample kept, the header's start alone */
+	const struct ddl_clock_sample *a = t->nclk ? &t->clk[0] : &s0;
+	const struct ddl_clock_sample *b = t->nclk ? &t->clk[t->nclk - 1] : &s0;
 	t->base_ticks = a->ticks;
 	t->base_mono_ns = a->mono_ns;
 	t->base_real_ns = a->real_ns;

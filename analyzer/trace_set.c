@@ -17,16 +17,16 @@
 #include "progress.h"
 #include "trace_set.h"
 
-static int ddl_add_error(struct ddl_traceset *s, const char *msg)
+/* Lists MSG among S's errors; without memory, S is incomplete instead. */
+static void ddl_add_error(struct ddl_traceset *s, const char *msg)
 {
 	char **e = realloc(s->errors, (s->nerrors + 1) * sizeof *e);
-	if (!e)
-		return -1;
-	s->errors = e;
-	s->errors[s->nerrors] = strdup(msg);
-	if (s->errors[s->nerrors])
+	if (e)
+		s->errors = e;
+	if (e && (s->errors[s->nerrors] = strdup(msg)))
 		s->nerrors++;
-	return 0;
+	else
+		s->incomplete = 1;
 }
 
 struct ddl_progress *ddl_traceset_progress;
@@ -45,29 +45,36 @@ static int ddl_seen_before(struct ddl_traceset *s, const char *path)
 	if (q) {
 		s->seen = q;
 		s->seen[s->nseen++] = (struct ddl_seen){st.st_dev, st.st_ino};
+	} else {
+		s->incomplete = 1; /* read, though it may be named again */
 	}
 	return 0;
 }
 
-static int ddl_add_file(struct ddl_traceset *s, const char *path)
+/* Reads PATH into S; without memory for it, S is incomplete. */
+static void ddl_add_file(struct ddl_traceset *s, const char *path)
 {
 	char err[512];
 	if (ddl_seen_before(s, path))
-		return 0;
+		return;
 	struct ddl_trace *t = realloc(s->t, (s->n + 1) * sizeof *t);
-	if (!t)
-		return -1;
+	if (!t) {
+		s->incomplete = 1;
+		return;
+	}
 	s->t = t;
 	if (ddl_trace_read(path, &s->t[s->n], err, sizeof err) < 0) {
+		if (!s->t[s->n].path)
+			s->incomplete = 1; /* memory ran out before the file was looked at */
 		ddl_trace_free(&s->t[s->n]);
-		return ddl_add_error(s, err);
+		ddl_add_error(s, err);
+		return;
 	}
 	ddl_progress_events += s->t[s->n].nev;
 	s->n++;
 	if (ddl_traceset_progress)
 		ddl_progress_update(ddl_traceset_progress, (double)ddl_progress_events, 0,
 		                    "events read");
-	return 0;
 }
 
 static int ddl_cmp_str(const void *a, const void *b)
@@ -88,13 +95,17 @@ static int ddl_add_dir(struct ddl_traceset *s, const char *dir)
 		if (l < 6 || strcmp(e->d_name + l - 5, ".ddlt"))
 			continue;
 		char **q = realloc(names, (n + 1) * sizeof *q);
-		if (!q)
+		if (!q) {
+			s->incomplete = 1; /* the directory's other files left out */
 			break;
+		}
 		names = q;
 		size_t pl = strlen(dir) + l + 2;
 		names[n] = malloc(pl);
-		if (!names[n])
+		if (!names[n]) {
+			s->incomplete = 1;
 			break;
+		}
 		snprintf(names[n++], pl, "%s/%s", dir, e->d_name);
 	}
 	closedir(d);
@@ -174,11 +185,13 @@ static int ddl_exec_continues(const struct ddl_traceset *s, const struct ddl_run
 	return 0;
 }
 
-static void ddl_group_runs(struct ddl_traceset *s)
+/* Groups S's traces into runs (the head comment); 0, or -1 without memory. */
+static int ddl_group_runs(struct ddl_traceset *s)
 {
 	size_t *order = malloc((s->n ? s->n : 1) * sizeof *order);
 	if (!order)
-		return;
+		return -1;
+	int rc = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		order[i] = i;
 		s->t[i].run = -1;
@@ -197,8 +210,10 @@ static void ddl_group_runs(struct ddl_traceset *s)
 			if (u->run >= 0 || strcmp(u->hdr.run_id, t->hdr.run_id))
 				continue;
 			if (!r || (u->hdr.start_real_ns > r->end_real_ns && !ddl_exec_continues(s, r, u))) {
-				if (!(r = ddl_run_new(s, t->hdr.run_id)))
+				if (!(r = ddl_run_new(s, t->hdr.run_id))) {
+					rc = -1;
 					break;
+				}
 			}
 			u->run = (int)(r - s->runs);
 			r->ntraces++;
@@ -216,8 +231,11 @@ static void ddl_group_runs(struct ddl_traceset *s)
 				snprintf(s->runs[j].id, sizeof s->runs[j].id, "%s#%zu", t->hdr.run_id,
 				         j - first + 1);
 			}
+		if (rc < 0)
+			break;
 	}
 	free(order);
+	return rc;
 }
 
 int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, char *err,
@@ -242,7 +260,10 @@ int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, ch
 			return -1;
 		}
 	}
-	ddl_group_runs(s);
+	if (ddl_group_runs(s) < 0) {
+		snprintf(err, errlen, "out of memory grouping the traces into runs");
+		return -1;
+	}
 	return 0;
 }
 

@@ -36,12 +36,15 @@ struct ddl_traceset {
 	size_t nerrors;
 	struct ddl_seen *seen; /* the files read, so each is read once */
 	size_t nseen;
+	int incomplete; /* memory ran out: a file, or an error about one, left out */
 };
 
 /*
  * Loads every path: a directory contributes its *.ddlt files, a file itself.
- * Returns 0, or -1 when a path does not exist or is neither (ERR says which).
- * Unreadable traces are listed in s->errors and skipped.
+ * Returns 0, or -1 when a path does not exist or is neither, or memory ran
+ * out grouping the traces into runs (ERR says which). Unreadable traces are
+ * listed in s->errors and skipped; a file left out for want of memory sets
+ * s->incomplete (a report of the set is incomplete).
  */
 int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, char *err,
                       size_t errlen);

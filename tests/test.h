@@ -25,6 +25,9 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_sparse) \
 	X(reader_hostile_times) \
 	X(report_hostile_sums) \
+	X(report_many_threads) \
+	X(report_nomem_each) \
+	X(report_nomem_compare) \
 	X(fuzzseeds_traces) \
 	X(fuzzseeds_loaders) \
 	X(e2e_tcp_mix) \
@@ -229,6 +232,7 @@ struct ddl_run_result {
 	char *out;      /* stdout */
 	char *err;      /* stderr */
 	size_t nout, nerr;
+	size_t capout, caperr; /* their room (util.c) */
 };
 
 /* Paths inside the build tree, from where the runner lives. */

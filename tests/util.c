@@ -72,6 +72,26 @@ void tappend(char **buf, size_t *n, const char *p, size_t k)
 	*buf = q;
 }
 
+/* Appends K bytes at P to *BUF (*N of them, NUL-terminated, room for *CAP),
+ * in room that doubles: a report of tens of MB comes through the pipe a
+ * page at a time. */
+static void ddl_append(char **buf, size_t *n, size_t *cap, const char *p, size_t k)
+{
+	if (*n + k + 1 > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		while (c < *n + k + 1)
+			c *= 2;
+		char *q = realloc(*buf, c);
+		if (!q)
+			return;
+		*buf = q;
+		*cap = c;
+	}
+	memcpy(*buf + *n, p, k);
+	*n += k;
+	(*buf)[*n] = 0;
+}
+
 int trun(char *const argv[], char *const env[], int timeout_s, struct ddl_run_result *r)
 {
 	int po[2], pe[2];
@@ -120,9 +140,9 @@ int trun(char *const argv[], char *const env[], int timeout_s, struct ddl_run_re
 				pf[i].fd = -1;
 				open_fds--;
 			} else if (i == 0) {
-				tappend(&r->out, &r->nout, buf, (size_t)k);
+				ddl_append(&r->out, &r->nout, &r->capout, buf, (size_t)k);
 			} else {
-				tappend(&r->err, &r->nerr, buf, (size_t)k);
+				ddl_append(&r->err, &r->nerr, &r->caperr, buf, (size_t)k);
 			}
 		}
 	}
