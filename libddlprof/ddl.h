@@ -479,6 +479,11 @@ void ddl_writer_wake(void) DDL_HIDDEN;
 /* Inline mode: a ring looks whether to write every DDL_INLINE_CHECK events. */
 #define DDL_INLINE_CHECK 256
 int ddl_writer_inline(struct ddl_thread *t, uint64_t used) DDL_HIDDEN;
+/* The calling thread's calls pass through unrecorded until unhushed with
+ * what ddl_thread_hush returned (the library's own writes on a program
+ * thread). */
+int ddl_thread_hush(void) DDL_HIDDEN;
+void ddl_thread_unhush(int token) DDL_HIDDEN;
 void ddl_writer_after_fork_child(void) DDL_HIDDEN;
 void ddl_writer_atfork_prepare(void) DDL_HIDDEN;
 void ddl_writer_atfork_parent(void) DDL_HIDDEN;
@@ -558,6 +563,10 @@ void ddl_signal_init(void) DDL_HIDDEN;
  * handler otherwise); sigaltstack() shows the program only its own. */
 #define DDL_ALTSTACK (64 * 1024)
 void ddl_altstack_take(void *sp) DDL_HIDDEN;
-void ddl_altstack_drop(void) DDL_HIDDEN;
+/* The thread ends: 0 when it has no stack of ours (SP or another), or
+ * gave it back; -1 when it is still on it. */
+int ddl_altstack_drop(void *sp) DDL_HIDDEN;
+/* The stack of ours the calling thread has, or NULL. */
+void *ddl_altstack_mine(void) DDL_HIDDEN;
 
 #endif

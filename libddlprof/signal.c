@@ -164,15 +164,26 @@ void ddl_altstack_take(void *sp)
 	errno = saved;
 }
 
-/* The thread ends: the stack goes back with its ring. */
-void ddl_altstack_drop(void)
+/* The thread ends: the stack goes back with its ring, unless the thread
+ * is still on it (it leaves from a handler). */
+int ddl_altstack_drop(void *sp)
 {
 	stack_t cur, off = {.ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0};
-	int saved = errno;
+	int saved = errno, rc = 0;
 	if (ddl_alt_sp && ddl_real.sigaltstack(NULL, &cur) == 0 && cur.ss_sp == ddl_alt_sp &&
-	    !(cur.ss_flags & (SS_ONSTACK | SS_DISABLE)) && ddl_real.sigaltstack(&off, NULL) == 0)
-		ddl_alt_sp = NULL;
+	    !(cur.ss_flags & SS_DISABLE)) {
+		if (!(cur.ss_flags & SS_ONSTACK) && ddl_real.sigaltstack(&off, NULL) == 0)
+			ddl_alt_sp = NULL;
+		else if (ddl_alt_sp == sp)
+			rc = -1;
+	}
 	errno = saved;
+	return rc;
+}
+
+void *ddl_altstack_mine(void)
+{
+	return ddl_alt_sp;
 }
 
 /*
@@ -193,18 +204,18 @@ __attribute__((no_sanitize("thread"))) DDL_EXPORT int sigaltstack(const stack_t 
 	stack_t cur;
 	if (ddl_real.sigaltstack(NULL, &cur) != 0 || cur.ss_sp != ddl_alt_sp || (cur.ss_flags & SS_DISABLE))
 		return ddl_real.sigaltstack(ss, old);
-	if (old && ddl_real.sigaltstack(NULL, old) != 0)
-		return -1;
 	if (ss) {
 		void *mine = ddl_alt_sp;
 		if (ddl_real.sigaltstack(ss, NULL) != 0)
-			return -1;
+			return -1; /* and OLD untouched, as the kernel leaves it */
 		ddl_alt_sp = NULL; /* the program's own from now on, */
 		int saved = errno;
 		if (ddl_real.sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE))
 			ddl_altstack_take(mine); /* unless it disabled what it took for none */
 		errno = saved;
 	}
+	if (old && ddl_real.sigaltstack(NULL, old) != 0)
+		return -1; /* EFAULT, the kernel's own */
 	if (old) {
 		old->ss_sp = NULL;
 		old->ss_flags = SS_DISABLE;

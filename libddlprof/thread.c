@@ -31,7 +31,10 @@ static pthread_once_t ddl_key_once = PTHREAD_ONCE_INIT;
 static void ddl_thread_exit(void *p)
 {
 	struct ddl_thread *t = p;
-	ddl_altstack_drop(); /* the next thread to claim the ring gets it */
+	/* the next thread to claim the ring gets the stack, unless this one is
+	 * still on it (it leaves from a handler): then nobody does */
+	if (ddl_altstack_drop(t->alt) < 0)
+		t->alt = NULL;
 	ddl_self = NULL;
 	ddl_self_state = DDL_TS_GONE;
 	atomic_store_explicit(&t->dead, DDL_RING_DEAD, memory_order_release);
@@ -63,10 +66,13 @@ static void ddl_thread_name(struct ddl_thread *t)
  * thread stacks, stay as many as before: two a ring (the guard page, the
  * alternate stack with the header), and these few. Under ddl_reg_lock.
  */
+static char *ddl_slab_at;          /* what is left of the last events map */
+static size_t ddl_slab_left, ddl_slab_rings;
+
 static struct ddl_event *ddl_events_new(size_t bytes)
 {
-	static char *free_at;
-	static size_t left, rings;
+	char *free_at = ddl_slab_at;
+	size_t left = ddl_slab_left, rings = ddl_slab_rings;
 	if (left < bytes) {
 		size_t k = ddl_g.cfg.as_limited || rings < 1 ? 1 : rings < 16 ? rings : 16;
 		void *m = mmap(NULL, k * bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -77,10 +83,34 @@ static struct ddl_event *ddl_events_new(size_t bytes)
 		left = k * bytes;
 	}
 	struct ddl_event *ev = (struct ddl_event *)free_at;
-	free_at += bytes;
-	left -= bytes;
-	rings++;
+	ddl_slab_at = free_at + bytes;
+	ddl_slab_left = left - bytes;
+	ddl_slab_rings = rings + 1;
 	return ev;
+}
+
+int ddl_thread_hush(void)
+{
+	struct ddl_thread *t = ddl_self;
+	if (t) {
+		int was = t->busy;
+		t->busy = 1;
+		return was;
+	}
+	int was = ddl_self_state;
+	if (was == DDL_TS_NEW)
+		ddl_self_state = DDL_TS_BUSY; /* no ring claimed meanwhile */
+	return 2 + was;
+}
+
+void ddl_thread_unhush(int token)
+{
+	if (token < 2) {
+		if (ddl_self)
+			ddl_self->busy = token;
+	} else if (token - 2 == DDL_TS_NEW && ddl_self_state == DDL_TS_BUSY) {
+		ddl_self_state = DDL_TS_NEW;
+	}
 }
 
 /* Claim a drained ring of an ended thread, or map a new one. NULL on failure. */
@@ -245,12 +275,19 @@ struct ddl_thread *ddl_threads_first(void)
 void ddl_threads_after_fork_child(void)
 {
 	pthread_mutex_init(&ddl_reg_lock, NULL);
+	/* a fork during another thread's ddl_events_new may have left the slab
+	 * half-updated: the child starts a map of its own */
+	ddl_slab_at = NULL;
+	ddl_slab_left = 0;
+	void *mine = ddl_altstack_mine();
 	for (struct ddl_thread *t = atomic_load(&ddl_reg_head); t; t = t->next) {
 		atomic_store(&t->tail, t->head);
 		t->cached_tail = t->head;
 		t->kick_tail = 0;
 		t->dropped = 0; /* the parent's losses are the parent's to report */
-		atomic_store(&t->dead, DDL_RING_FREE);
+		/* the ring whose alternate stack this thread still has (it may be on
+		 * it: fork from a handler) is nobody else's, ever */
+		atomic_store(&t->dead, t->alt && t->alt == mine ? DDL_RING_LIVE : DDL_RING_FREE);
 	}
 	ddl_self = NULL;
 	if (ddl_self_state == DDL_TS_READY)

@@ -524,27 +524,41 @@ static void ddl_flush_failed(int rc)
 	ddl_spin_unlock(&ddl_w.lock);
 }
 
+/* ddl_flush_here could not have the file lock within its tries. */
+#define DDL_FLUSH_BUSY 1
+
 /*
- * A flush on a program thread (inline mode, or the last one without a
- * writer), with every signal blocked: a handler's _exit must not cut the
- * last flush short, nor one of its calls find the lock held by the code it
- * interrupted; and a write past RLIMIT_FSIZE must not kill the program
- * (the writer thread blocks signals for the same reason): the SIGXFSZ our
- * write raised is taken back, unless one was pending already.
+ * A flush on a program thread (inline mode, the last one without a writer,
+ * a fatal signal's without one), with every signal blocked from before the
+ * file lock is tried until after it is released: a handler that exits,
+ * or jumps out, must never find the lock held by the code it interrupted,
+ * nor cut the last flush short; and a write past RLIMIT_FSIZE must not kill
+ * the program (the writer thread blocks signals for the same reason): the
+ * SIGXFSZ our write raised is taken back, unless one was pending already.
+ * The thread's own calls meanwhile (the trace file's open) pass through
+ * unrecorded. Tries the lock LOCK_TRIES times (-1: until it has it).
+ * Returns 0, a negative errno (the trace is broken, said once), or
+ * DDL_FLUSH_BUSY.
  */
 static int ddl_flush_here(int compress, uint16_t end_type, uint32_t reason, int32_t value,
-                          int string_tries)
+                          int lock_tries, int string_tries)
 {
 	sigset_t all, old, pend, xfsz;
 	sigfillset(&all);
 	sigemptyset(&xfsz);
 	sigaddset(&xfsz, SIGXFSZ);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int had = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
-	int rc = ddl_flush_locked(compress, end_type, reason, value, string_tries);
-	if (!had && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ)) {
-		struct timespec zero = {0, 0};
-		sigtimedwait(&xfsz, NULL, &zero);
+	int rc = DDL_FLUSH_BUSY;
+	if (ddl_spin_try(&ddl_w.lock, lock_tries)) {
+		int had = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+		int hush = ddl_thread_hush();
+		rc = ddl_flush_locked(compress, end_type, reason, value, string_tries);
+		ddl_flush_failed(rc); /* and the lock released */
+		ddl_thread_unhush(hush);
+		if (!had && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ)) {
+			struct timespec zero = {0, 0};
+			sigtimedwait(&xfsz, NULL, &zero);
+		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
@@ -577,17 +591,15 @@ int ddl_writer_inline(struct ddl_thread *t, uint64_t used)
 	if (used < full_half &&
 	    ddl_mono_ns() - ddl_w.last_flush_ns < (int64_t)ddl_g.cfg.flush_ms * 1000000)
 		return 0;
-	if (ddl_w.owner != getpid() || ddl_w.finished || ddl_w.broken || !ddl_spin_try(&ddl_w.lock, 1))
+	if (ddl_w.owner != getpid() || ddl_w.finished || ddl_w.broken)
 		return 0;
 	int saved = errno;
-	int busy = t->busy;
-	t->busy = 1; /* our own opens and writes pass through the wrappers */
-	int rc = ddl_flush_here(ddl_w.codec == DDL_CHUNKF_LZ4, 0, 0, 0, 64);
-	ddl_w.last_flush_ns = ddl_mono_ns();
-	ddl_flush_failed(rc);
-	t->busy = busy;
-	t->half = DDL_INLINE_CHECK < full_half ? DDL_INLINE_CHECK : full_half;
+	int rc = ddl_flush_here(ddl_w.codec == DDL_CHUNKF_LZ4, 0, 0, 0, 1, 64);
 	errno = saved;
+	if (rc == DDL_FLUSH_BUSY)
+		return 0; /* another thread is writing */
+	ddl_w.last_flush_ns = ddl_mono_ns();
+	t->half = DDL_INLINE_CHECK < full_half ? DDL_INLINE_CHECK : full_half;
 	return 1;
 }
 
@@ -700,8 +712,9 @@ static void *ddl_writer_main(void *arg)
 
 /*
  * Whether a thread of ours could cost the program a process: RLIMIT_NPROC
- * counts every thread of the user's (root's are not held to it), and a
- * limit this low is one a program may meet. The kernel's own default, half
+ * counts every thread of the user's (root's, in the first user namespace,
+ * are not held to it, but root's in a container are: uid 0 is not taken
+ * to be free of it), and a limit this low is one a program may meet. The kernel's own default, half
  * its thread maximum, is far above.
  */
 #define DDL_NPROC_TIGHT 16384
@@ -709,7 +722,7 @@ static void *ddl_writer_main(void *arg)
 static int ddl_nproc_tight(void)
 {
 	struct rlimit rl;
-	return getuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	return getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	       rl.rlim_cur <= DDL_NPROC_TIGHT;
 }
 
@@ -806,8 +819,7 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 		/* No writer (inline mode, or it failed): write from here, maybe
 		 * in a signal handler (_exit): zstd would allocate. */
 		uint16_t type = end_reason == DDL_END_EXEC ? DDL_CHUNK_EXEC : end_reason ? DDL_CHUNK_END : 0;
-		ddl_spin_try(&ddl_w.lock, -1);
-		ddl_flush_failed(ddl_flush_here(ddl_w.codec == DDL_CHUNKF_LZ4, type, end_reason, value, 2000));
+		ddl_flush_here(ddl_w.codec == DDL_CHUNKF_LZ4, type, end_reason, value, -1, 2000);
 	}
 	if (end_reason)
 		ddl_w.finished = 1; /* nothing is written after an end or exec chunk */
@@ -874,10 +886,15 @@ void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 		atomic_store(&ddl_w.sig_flushed_ns, ddl_mono_ns());
 		return;
 	}
-	if (!ddl_spin_try(&ddl_w.lock, 600))
+	/* no writer thread (inline mode, or it failed): from here, as often as
+	 * the writer would be asked */
+	int64_t last = atomic_load(&ddl_w.sig_flushed_ns);
+	if (!end_reason && last && ddl_mono_ns() - last < (int64_t)ddl_g.cfg.flush_ms * 1000000)
 		return;
-	ddl_flush_locked(0, end_reason ? DDL_CHUNK_END : 0, end_reason, value, 64);
-	ddl_spin_unlock(&ddl_w.lock);
+	int saved = errno;
+	ddl_flush_here(0, end_reason ? DDL_CHUNK_END : 0, end_reason, value, 600, 64);
+	atomic_store(&ddl_w.sig_flushed_ns, ddl_mono_ns());
+	errno = saved;
 }
 
 /*

@@ -718,6 +718,20 @@ int test_e2e_signal_storm(void) { return tprog_exact("storm", (char *[]){"signal
  * sendmsg, recvmsg, recvmmsg, condition waits): the program checks each
  * result itself and must print and count exactly as without the library. */
 int test_e2e_signal_storm_calls(void) { return tprog_exact("storm", (char *[]){"calls", NULL}, 0); }
+/* The same storms with no writer thread (inline mode, as under a tight
+ * ulimit -u): the program's own threads write the trace, in the middle of
+ * its signals, forks and threads, with the same results. */
+int test_e2e_inline_storms(void)
+{
+	static char *how[][3] = {{"signals", NULL}, {"calls", NULL}, {"forks", "150", NULL},
+	                         {"threads", "3000", NULL}, {"spawns", NULL}};
+	setenv("DDLPROF_WRITER", "inline", 1);
+	int rc = DDL_PASS;
+	for (size_t i = 0; i < sizeof how / sizeof how[0] && rc == DDL_PASS; i++)
+		rc = tprog_exact("storm", how[i], 0);
+	unsetenv("DDLPROF_WRITER");
+	return rc;
+}
 int test_e2e_descriptor_exhaustion(void)
 {
 	return tprog_exact("storm", (char *[]){"fdlimit", NULL}, 0);
@@ -857,6 +871,9 @@ static int ddl_run_vlimit(long kib, const char *cmd, struct ddl_run_result *r)
  */
 int test_e2e_address_limit(void)
 {
+#if defined(__SANITIZE_ADDRESS__)
+	return DDL_SKIP; /* the sanitizers' runtimes, in the library too, do not fit under ulimit -v */
+#endif
 	char *dir = tmpdir(), plain[PATH_MAX + 16], prof[3 * PATH_MAX];
 	snprintf(plain, sizeof plain, "%s altstack", tbuild("tests/progs/crash"));
 	snprintf(prof, sizeof prof, "%s -q -o %s/t -- %s", tbuild("bin/ddlprof"), dir, plain);

@@ -57,6 +57,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_fork_storm) \
 	X(e2e_thread_storm) \
 	X(e2e_signal_storm) \
+	X(e2e_inline_storms) \
 	X(e2e_descriptor_exhaustion) \
 	X(e2e_file_size_limit) \
 	X(e2e_process_limit) \
