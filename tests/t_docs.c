@@ -2053,8 +2053,20 @@ int test_docs_readme_marks(void)
 	return DDL_PASS;
 }
 
+/* The README's walkthrough is run in the plain build only: under the
+ * sanitizers it would check the same text again, for a minute more. */
+#if defined(__SANITIZE_ADDRESS__)
+#define DOCS_SANITIZED 1
+#else
+#define DOCS_SANITIZED 0
+#endif
+
 int test_docs_readme_demo(void)
 {
+	if (DOCS_SANITIZED) {
+		printf("    skipped: the README's commands are checked in the plain build\n");
+		return DDL_SKIP;
+	}
 	if (access(tbuild("examples/ddlsynth"), X_OK) != 0) {
 		fprintf(stderr, "    no ddlsynth (no CUDA headers): make demo profiles tcpring: skipped\n");
 		return DDL_SKIP;
@@ -2137,6 +2149,10 @@ static int docs_torch_ok(void)
 /* Section 4's job on two namespace hosts. */
 int test_docs_readme_torch(void)
 {
+	if (DOCS_SANITIZED) {
+		printf("    skipped: the README's commands are checked in the plain build\n");
+		return DDL_SKIP;
+	}
 	if (!docs_torch_ok() || !docs_netns_ok()) {
 		fprintf(stderr, "    needs Debian's python3-torch, and root for network namespaces: skipped\n");
 		return DDL_SKIP;
@@ -2147,6 +2163,10 @@ int test_docs_readme_torch(void)
 /* Section 4's job on one host, with its data and with --data synthetic. */
 int test_docs_readme_torchdata(void)
 {
+	if (DOCS_SANITIZED) {
+		printf("    skipped: the README's commands are checked in the plain build\n");
+		return DDL_SKIP;
+	}
 	if (!docs_torch_ok()) {
 		fprintf(stderr, "    needs Debian's python3-torch: skipped\n");
 		return DDL_SKIP;
@@ -2156,6 +2176,10 @@ int test_docs_readme_torchdata(void)
 
 int test_docs_readme_mpi(void)
 {
+	if (DOCS_SANITIZED) {
+		printf("    skipped: the README's commands are checked in the plain build\n");
+		return DDL_SKIP;
+	}
 	if (access(tbuild("examples/mpi_allreduce"), X_OK) != 0 || !docs_have("mpirun") ||
 	    !docs_netns_ok()) {
 		fprintf(stderr, "    needs Open MPI (examples/mpi_allreduce built), and root for network "
@@ -2167,6 +2191,10 @@ int test_docs_readme_mpi(void)
 
 int test_docs_readme_sim(void)
 {
+	if (DOCS_SANITIZED) {
+		printf("    skipped: the README's commands are checked in the plain build\n");
+		return DDL_SKIP;
+	}
 	if (access(tbuild("bin/ddlprof-sim"), X_OK) != 0) {
 		fprintf(stderr, "    no ddlprof-sim built: skipped\n");
 		return DDL_SKIP;
