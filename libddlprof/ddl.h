@@ -510,6 +510,7 @@ extern struct ddl_strtab ddl_str DDL_HIDDEN;
 /* Records a string for the trace. Never allocates with malloc (signal paths). */
 void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len) DDL_HIDDEN;
 /* A new communicator id for DDL_STR_COMM (NCCL, gloo, torch groups): 1, 2, ... */
+uint32_t ddl_id_wait(_Atomic uint32_t *id) DDL_HIDDEN;
 uint32_t ddl_comm_id_new(void) DDL_HIDDEN;
 
 /* ---- socket.c ---- */

@@ -5,7 +5,6 @@
  * are interned once into the trace's string table by content, lock-free,
  * like socket peers.
  */
-#include <sched.h>
 #include <string.h>
 
 #include "ddl.h"
@@ -20,23 +19,6 @@ struct ddl_name_tab {
 	_Atomic uint32_t next;
 };
 static void *_Atomic ddl_names; /* a struct ddl_name_tab, mapped on the first name */
-
-/*
- * Another thread claimed this name's slot and is writing its string: wait
- * for its id, briefly; 0 (unnamed) if it takes too long, as it would in a
- * forked child whose parent was mid-write when it forked.
- */
-static uint32_t ddl_name_wait(struct ddl_name_tab *nt, unsigned s)
-{
-	for (int i = 0; i < 100000; i++) {
-		uint32_t id = atomic_load_explicit(&nt->idx[s], memory_order_acquire);
-		if (id)
-			return id;
-		if (i > 100)
-			sched_yield();
-	}
-	return 0;
-}
 
 /* Returns the name's id (>= 1), or 0 when the table is full. Keeps errno. */
 uint32_t ddl_name_intern(const char *name)
@@ -53,14 +35,14 @@ uint32_t ddl_name_intern(const char *name)
 		unsigned s = (unsigned)(h + i) & (DDL_NAME_SLOTS - 1);
 		uint64_t k = atomic_load_explicit(&nt->key[s], memory_order_acquire);
 		if (k == h)
-			return ddl_name_wait(nt, s);
+			return ddl_id_wait(&nt->idx[s]); /* another thread is writing its string */
 		if (k)
 			continue;
 		uint64_t expect = 0;
 		if (!atomic_compare_exchange_strong(&nt->key[s], &expect, h)) {
 			if (expect != h)
 				continue;
-			return ddl_name_wait(nt, s);
+			return ddl_id_wait(&nt->idx[s]); /* another thread is writing its string */
 		}
 		uint32_t id = atomic_fetch_add(&nt->next, 1) + 1;
 		ddl_strings_add(DDL_STR_NAME, id, 0, name, len);

@@ -24,7 +24,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <sched.h>
 
 #include "ddl.h"
 
@@ -192,24 +191,6 @@ static int ddl_peer_text(const struct sockaddr *sa, char *out, size_t cap, int *
  * Interns a peer address; returns its index (>= 1) or 0 when the address is
  * unusable or the table is full. Lock-free: first inserter writes the string.
  */
-/*
- * Another thread claimed this peer's slot and is writing its string: wait
- * for its index, briefly (it holds no lock of ours while it waits for the
- * string lock, which the writer releases within one write). 0, an unknown
- * peer, if it takes too long.
- */
-static uint32_t ddl_peer_wait(struct ddl_peer_tab *pt, unsigned s)
-{
-	for (int i = 0; i < 100000; i++) {
-		uint32_t idx = atomic_load_explicit(&pt->idx[s], memory_order_acquire);
-		if (idx)
-			return idx;
-		if (i > 100)
-			sched_yield();
-	}
-	return 0;
-}
-
 static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 {
 	if (!sa || len < sizeof(sa_family_t))
@@ -236,13 +217,13 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 		unsigned s = (unsigned)(h + i) & (DDL_PEER_SLOTS - 1);
 		uint64_t k = atomic_load_explicit(&pt->key[s], memory_order_acquire);
 		if (k == h)
-			return ddl_peer_wait(pt, s);
+			return ddl_id_wait(&pt->idx[s]);
 		if (k != 0)
 			continue;
 		uint64_t expect = 0;
 		if (!atomic_compare_exchange_strong(&pt->key[s], &expect, h)) {
 			if (expect == h)
-				return ddl_peer_wait(pt, s);
+				return ddl_id_wait(&pt->idx[s]);
 			continue;
 		}
 		int saved = errno;

@@ -8,6 +8,7 @@
  * Communicator ids, the numbers DDL_STR_COMM records name, are handed out
  * here too.
  */
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -52,6 +53,25 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 	ddl_spin_unlock(&ddl_str.lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = saved;
+}
+
+/*
+ * Another thread claimed an interning table's slot (a peer's, a name's)
+ * and is writing its string: wait for the id it publishes at *ID, briefly
+ * (it holds no lock of ours while it waits for the string lock, which the
+ * writer releases within one write); 0 if it takes too long, as it would
+ * in a forked child whose parent was mid-write when it forked.
+ */
+uint32_t ddl_id_wait(_Atomic uint32_t *id)
+{
+	for (int i = 0; i < 100000; i++) {
+		uint32_t v = atomic_load_explicit(id, memory_order_acquire);
+		if (v)
+			return v;
+		if (i > 100)
+			sched_yield();
+	}
+	return 0;
 }
 
 uint32_t ddl_comm_id_new(void)
