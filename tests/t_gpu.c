@@ -116,6 +116,7 @@ struct ddl_synth {
 	char *dir;
 	char tdir[PATH_MAX], plan_path[PATH_MAX];
 	json_t *plan, *rep;
+	double step_s; /* the ranks' own mean step, from their summary lines */
 };
 
 /* Runs ddlsynth under ddlprof (every launch timed) with ARGS; loads plan and report. */
@@ -142,7 +143,6 @@ static int ddl_synth_run(struct ddl_synth *s, const char *const *args)
 		argv[n++] = (char *)args[i];
 	argv[n++] = "--plan-json";
 	argv[n++] = s->plan_path;
-	argv[n++] = "--quiet";
 	argv[n] = NULL;
 	struct ddl_run_result r;
 	if (trun(argv, NULL, 120, &r) != 0 || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
@@ -150,6 +150,11 @@ static int ddl_synth_run(struct ddl_synth *s, const char *const *args)
 		trun_free(&r);
 		return DDL_FAIL;
 	}
+	int ranks = 0;
+	for (const char *p = r.out; p && (p = strstr(p, "mean step ")); p++, ranks++)
+		s->step_s += strtod(p + strlen("mean step "), NULL) * 1e-3;
+	if (ranks)
+		s->step_s /= ranks;
 	trun_free(&r);
 	json_error_t je;
 	s->plan = json_load_file(s->plan_path, 0, &je);
@@ -531,9 +536,13 @@ int test_gpu_synth_iterations_from_collectives(void)
 	CHECK(m && !strcmp(m, "collectives"), "iteration_method %s", m ? m : "null");
 	/* 14 steps, 5 warm-up skipped, the last boundary has no end: 8 */
 	CHECK(ddl_jint(job, "iterations") == 8, "%lld iterations", (long long)ddl_jint(job, "iterations"));
+	/* Against the ranks' own step timer, not the plan: on a loaded machine the
+	 * emulation's transfers run late, and the report must follow the program. */
 	double mean = ddl_jnum(job, "iteration_mean_s");
-	double plan = ddl_jnum(json_object_get(s.plan, "per_iteration"), "serial_step_s");
-	CHECK(mean > plan * 0.95 && mean < plan * 1.15, "mean step %.4f s, plan %.4f s", mean, plan);
+	CHECK(s.step_s > 0, "no summary line from the ranks");
+	fprintf(stderr, "    %.2f ms a step by the ranks, %.2f found\n", s.step_s * 1e3, mean * 1e3);
+	CHECK(mean > s.step_s * 0.9 && mean < s.step_s * 1.1, "mean step %.4f s found, %.4f s by the ranks",
+	      mean, s.step_s);
 	ddl_synth_free(&s);
 	return DDL_PASS;
 }
