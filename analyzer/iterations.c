@@ -11,19 +11,18 @@
  *  1. markers: on each thread, a range whose name matches one of the
  *     iteration patterns (shell globs, case-insensitive; default
  *     "*step*,*iter*") and is not inside another matching range;
- *  2. socket: the rhythm of the process's network traffic. The bytes moved
- *     are binned over time; the autocorrelation of that series gives the
- *     period (the shortest lag whose correlation is close to the best); the
- *     quietest phase of the folded period (the compute phase, where a
- *     data-parallel job does not communicate) is where iterations start,
- *     and each boundary is then moved to the nearest quiet point of the
- *     real series, so jitter does not accumulate.
- *  2. collectives (before socket): the sequence of NCCL calls of the thread
- *     that issues most of them, each known by its operation, bytes and
- *     communicator, repeats with the training step; the shortest period
- *     that repeats (95% of calls equal one period later) is the step, and
- *     each step starts at the call of the period that follows the longest
- *     pause (the compute before a step's first collective).
+ *  2. collectives: the sequence of NCCL calls of the thread that issues
+ *     most of them (or of gloo's collectives, all threads in turn), each
+ *     known by its operation, bytes and communicator, repeats with the
+ *     training step; the shortest period that repeats (95% of calls equal
+ *     one period later) is the step, and each step starts at the call of
+ *     the period that follows the longest pause (the compute before a
+ *     step's first collective);
+ *  3. socket: the sequence of socket calls of the thread that moves the
+ *     most bytes, laid out on its bytes (TCP splits a message as it likes,
+ *     so the calls themselves do not repeat; the bytes do): the period of
+ *     the thread's time off the network over its bytes is the step, and
+ *     each step starts at the same place of the period (below).
  * The first warm-up iterations of each process are skipped, but never all.
  */
 #include <fnmatch.h>
@@ -144,6 +143,14 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 }
 
 static int ddl_cmp_i64(const void *a, const void *b);
+static int ddl_cmp_double(const void *a, const void *b);
+
+static int ddl_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 
 /* Iterations from the Python hook's optimizer steps (above); 1 when found. */
 static int ddl_proc_step_iterations(struct ddl_proc *p)
@@ -283,221 +290,468 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 	return p->niter > 0;
 }
 
-#define DDL_BINS_MAX 20000
+/*
+ * Iterations from the sequence of socket calls (method "socket").
+ *
+ * The calls themselves do not repeat: TCP hands one logical message to
+ * the program in as many pieces as it likes (partial reads, the socket
+ * buffers' sizes), so a step's calls differ in number and size from one
+ * step to the next, and so does their order when a program sends and
+ * receives at once. What repeats exactly is the bytes: a step moves the
+ * same bytes, to and from the same peers, every time. So the calls are
+ * laid out on the thread's own traffic, by the bytes its calls moved
+ * before each (both ways), and what is read at each call is the thread's
+ * time outside the network since its previous data call: outside sends,
+ * receives, connects and waits on sockets, which is where a step's
+ * compute falls, while the waits for a peer (which jitter) do not count.
+ * That series, over the bytes, has the period of the step, in bytes; the
+ * first lag whose autocorrelation is high gives it (the first peak within
+ * a tenth of the highest, itself 0.5 at least; FALCON's 0.95 needs calls
+ * that repeat exactly), and the distance from one step's long pause to
+ * the next's makes it exact. Each step then starts at the same place of
+ * the period: its call after the longest pause, each found one period of
+ * bytes after the last one found (so an estimate a little off never
+ * drifts), and its time is that call's own: where the pause began.
+ */
 
-/* Bytes moved per time bin over the process's active span; NULL if idle,
- * or without memory (*NOMEM set). */
-static double *ddl_traffic_series(const struct ddl_proc *p, size_t *nbins, int64_t *t0,
-                                  int64_t *bin_ns, int *nomem)
+/*
+ * A data call (a send or receive family call that moved bytes) of the
+ * thread whose traffic gives the rhythm: where in that thread's traffic
+ * it starts (OFF: the bytes its calls moved before it, both ways), its
+ * BYTES, the thread's time outside the network since its previous data
+ * call (IDLE), when the longest stretch of that time began (FROM), and
+ * when the call ended.
+ */
+struct ddl_sockcall {
+	uint64_t off, bytes;
+	int64_t idle, from, end;
+};
+
+/* Whether E, of class CLS, is on the network: a data call, a connect or
+ * accept, or a wait that included a socket. */
+static int ddl_on_network(const struct ddl_event *e, int cls)
 {
-	/* Each send or receive, at its midpoint, with its bytes. */
-	struct {
-		int64_t at;
-		double bytes;
-	} *pt = NULL;
-	size_t npt = 0, cap = 0;
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	return cls == DDL_CLASS_TX || cls == DDL_CLASS_RX || cls == DDL_CLASS_CONN ||
+	       (cls == DDL_CLASS_WAIT && (e->flags & DDL_EVF_SOCKWAIT));
+}
+
+/* The data calls of thread TID of P, in order, with how many and the bytes
+ * they moved in *N and *TOTAL; NULL when there are none, or without memory
+ * (*NOMEM set). */
+static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t tid, size_t *n,
+                                           uint64_t *total, int *nomem)
+{
+	struct ddl_sockcall *c = NULL;
+	size_t m = 0, cap = 0;
+	uint64_t off = 0;
+	int64_t idle = 0, longest = -1, from = 0, last = INT64_MIN;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			int c = ddl_event_class(e->kind);
-			if ((c != DDL_CLASS_TX && c != DDL_CLASS_RX) || e->result <= 0)
+			int cls = ddl_event_class(e->kind);
+			if (!ddl_on_network(e, cls) || (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
 				continue;
-			if (npt == cap) {
-				cap = cap ? cap * 2 : 4096;
-				void *q = realloc(pt, cap * sizeof *pt);
+			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
+			if (last != INT64_MIN && a > last) {
+				idle += a - last;
+				if (a - last > longest) {
+					longest = a - last;
+					from = last;
+				}
+			}
+			last = b > last ? b : last;
+			if (e->result <= 0 || cls == DDL_CLASS_CONN || cls == DDL_CLASS_WAIT ||
+			    (e->flags & DDL_EVF_PEEK))
+				continue;
+			if (m == cap) {
+				size_t nc = cap ? 2 * cap : 1024;
+				struct ddl_sockcall *q = realloc(c, nc * sizeof *q);
 				if (!q) {
-					free(pt);
+					free(c);
 					*nomem = 1;
 					return NULL;
 				}
-				pt = q;
+				c = q;
+				cap = nc;
 			}
-			int64_t m = ddl_trace_real_ns(t, e->start) + ddl_trace_dur_ns(t, e) / 2;
-			pt[npt].at = m;
-			pt[npt++].bytes = (double)e->result;
-			lo = m < lo ? m : lo;
-			hi = m > hi ? m : hi;
+			c[m++] = (struct ddl_sockcall){off, (uint64_t)e->result, idle, longest >= 0 ? from : a, b};
+			off += (uint64_t)e->result;
+			idle = 0;
+			longest = -1;
 		}
 	}
-	/* 2 ms bins: single calls are points, and only at this scale do they
-	 * add up to the phases of an iteration. */
-	int64_t w = lo < hi ? (hi - lo) / DDL_BINS_MAX + 1 : 1;
-	if (w < 2000000)
-		w = 2000000;
-	size_t n = lo < hi ? (size_t)((hi - lo) / w) + 1 : 0;
-	double *x = n >= 32 ? calloc(n, sizeof *x) : NULL;
-	if (n >= 32 && !x)
-		*nomem = 1;
-	for (size_t i = 0; x && i < npt; i++)
-		x[(size_t)((pt[i].at - lo) / w)] += pt[i].bytes;
-	free(pt);
-	if (!x)
+	*n = m;
+	*total = off;
+	if (!m) {
+		free(c);
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		x[i] = sqrt(x[i]); /* a few huge transfers must not drown the rhythm */
-	*nbins = n;
-	*t0 = lo;
-	*bin_ns = w;
-	return x;
+	}
+	return c;
 }
 
-/* The period in bins, or 0 when the traffic has no clear rhythm or there
- * is no memory (*NOMEM set). */
-static size_t ddl_period(const double *x, size_t n, int *nomem)
+/* In-place radix-2 FFT of the N (a power of two) values RE + i IM; INV:
+ * the inverse, unscaled. */
+static void ddl_fft(double *re, double *im, size_t n, int inv)
 {
-	double m = 0, var = 0;
+	for (size_t i = 1, j = 0; i < n; i++) {
+		size_t bit = n >> 1;
+		for (; j & bit; bit >>= 1)
+			j ^= bit;
+		j ^= bit;
+		if (i < j) {
+			double tr = re[i], ti = im[i];
+			re[i] = re[j];
+			im[i] = im[j];
+			re[j] = tr;
+			im[j] = ti;
+		}
+	}
+	for (size_t len = 2; len <= n; len <<= 1) {
+		double ang = (inv ? 2 : -2) * 3.14159265358979323846 / (double)len;
+		double wr = cos(ang), wi = sin(ang);
+		for (size_t i = 0; i < n; i += len) {
+			double cr = 1, ci = 0;
+			for (size_t k = 0; k < len / 2; k++) {
+				size_t u = i + k, v = u + len / 2;
+				double xr = re[v] * cr - im[v] * ci, xi = re[v] * ci + im[v] * cr;
+				re[v] = re[u] - xr;
+				im[v] = im[u] - xi;
+				re[u] += xr;
+				im[u] += xi;
+				double nr = cr * wr - ci * wi;
+				ci = cr * wi + ci * wr;
+				cr = nr;
+			}
+		}
+	}
+}
+
+/* The autocorrelation of X[0..N) (N a power of two), its mean taken off,
+ * into R[0..N): at each lag, over the pairs that lag has, so that a lag
+ * of half the series counts as much as a short one. 0, or -1 without
+ * memory; R all 0 when X is flat. */
+static int ddl_autocorr(const double *x, size_t n, double *r)
+{
+	double *re = calloc(4 * n, sizeof *re), *im = re ? re + 2 * n : NULL;
+	if (!re)
+		return -1;
+	double m = 0;
 	for (size_t i = 0; i < n; i++)
 		m += x[i];
 	m /= (double)n;
 	for (size_t i = 0; i < n; i++)
-		var += (x[i] - m) * (x[i] - m);
-	if (var <= 0)
-		return 0;
-	size_t lmax = n / 3; /* three periods at least */
-	if (lmax < 3)
-		return 0;
-	double *r = calloc(lmax + 1, sizeof *r);
-	if (!r) {
-		*nomem = 1;
-		return 0;
+		re[i] = x[i] - m; /* and n zeros after: no wrap-around */
+	ddl_fft(re, im, 2 * n, 0);
+	for (size_t i = 0; i < 2 * n; i++) {
+		re[i] = re[i] * re[i] + im[i] * im[i];
+		im[i] = 0;
 	}
-	double best = 0;
-	for (size_t l = 2; l <= lmax; l++) {
-		double s = 0;
-		for (size_t i = 0; i + l < n; i++)
-			s += (x[i] - m) * (x[i + l] - m);
-		r[l] = s / var * (double)n / (double)(n - l);
-		if (r[l] > best)
-			best = r[l];
-	}
-	/* Bursts make r high at small lags only because a burst lasts: skip
-	 * that first lobe (up to where r first turns negative), then take the
-	 * best peak beyond it, preferring the shortest lag near it over its
-	 * multiples. */
-	size_t l0 = 2;
-	while (l0 < lmax && r[l0] > 0)
-		l0++;
-	best = 0;
-	for (size_t l = l0; l <= lmax; l++)
-		if (r[l] > best)
-			best = r[l];
-	size_t period = 0;
-	if (best >= 0.15)
-		for (size_t l = l0 + 1; l < lmax && !period; l++)
-			if (r[l] >= 0.85 * best && r[l] >= r[l - 1] && r[l] >= r[l + 1])
-				period = l;
-	free(r);
-	return period;
+	ddl_fft(re, im, 2 * n, 1);
+	for (size_t l = 0; l < n; l++)
+		r[l] = re[0] > 0 ? re[l] / re[0] * (double)n / (double)(n - l) : 0;
+	free(re);
+	return 0;
 }
 
-/* Sum of x over [a, b), clipped to the series. */
-static double ddl_sum(const double *x, size_t n, size_t a, size_t b)
+#define DDL_QUANTA 4096u          /* the traffic's bytes in so many quanta ... */
+#define DDL_QUANTA_MAX (1u << 18) /* ... or more, up to this, for a period of 64 at least */
+#define DDL_IDLE_UNIT 1e4         /* ns: an idle time's weight is log(1 + idle / 10 us) */
+
+/*
+ * The period of the idle time of calls C[0..N) over their bytes (TOTAL),
+ * in bytes, roughly (to a fraction of a quantum); 0 when it has none, or
+ * without memory (*NOMEM set). Each call's idle time weighs log(1 + idle /
+ * 10 us) at its place: a step's compute stands out of the microseconds
+ * between calls, and one long pause (an evaluation, a checkpoint) does
+ * not drown the rest. The series is smoothed over two quanta so that a
+ * period that is no whole number of quanta still meets itself.
+ */
+static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t total, int *nomem)
 {
-	double s = 0;
-	for (size_t k = a; k < b && k < n; k++)
-		s += x[k];
-	return s;
+	double w[7];
+	for (int k = 0; k < 7; k++)
+		w[k] = exp(-(double)(k * k) / 8);
+	for (size_t nq = DDL_QUANTA;;) {
+		double q = (double)total / (double)nq;
+		double *x = calloc(3 * nq, sizeof *x), *s = x ? x + nq : NULL, *r = x ? x + 2 * nq : NULL;
+		if (!x) {
+			*nomem = 1;
+			return 0;
+		}
+		for (size_t i = 0; i < n; i++) {
+			size_t j = (size_t)((double)c[i].off / q);
+			x[j < nq ? j : nq - 1] += log1p((double)c[i].idle / DDL_IDLE_UNIT);
+		}
+		for (size_t j = 0; j < nq; j++)
+			for (int k = -6; k <= 6; k++)
+				if ((k >= 0 || j >= (size_t)-k) && j + (size_t)(k > 0 ? k : 0) < nq)
+					s[j] += w[k < 0 ? -k : k] * x[(size_t)((ptrdiff_t)j + k)];
+		if (ddl_autocorr(s, nq, r) < 0) {
+			free(x);
+			*nomem = 1;
+			return 0;
+		}
+		/* past the first lobe (a pause is high next to itself), the first
+		 * peak near the highest; two periods at least */
+		size_t lmax = nq / 2, l0 = 1, per = 0;
+		while (l0 < lmax && r[l0] > 0)
+			l0++;
+		double best = 0, d = 0;
+		for (size_t l = l0; l < lmax; l++)
+			best = r[l] > best ? r[l] : best;
+		for (size_t l = l0 + 1; best >= 0.5 && l < lmax && !per; l++)
+			if (r[l] >= 0.9 * best && r[l] >= r[l - 1] && r[l] >= r[l + 1])
+				per = l;
+		if (per) { /* the peak between quanta */
+			double den = r[per - 1] - 2 * r[per] + r[per + 1];
+			d = den < 0 ? 0.5 * (r[per - 1] - r[per + 1]) / den : 0;
+			d = d < -0.5 ? -0.5 : d > 0.5 ? 0.5 : d;
+		}
+		free(x);
+		if (!per)
+			return 0;
+		if (per >= 64 || nq >= DDL_QUANTA_MAX)
+			return ((double)per + d) * q;
+		size_t want = nq * 96 / per; /* finer, for a short period */
+		while (nq < want && nq < DDL_QUANTA_MAX)
+			nq *= 2;
+	}
 }
 
-/* Where in one period (folded over [s, e)) the activity falls most; 0
- * without memory (*NOMEM set). */
-static size_t ddl_phase(const double *x, size_t s, size_t e, size_t per, size_t sw, int *nomem)
+/* The K-th largest (from 0) of V[0..N), which it reorders (three ways
+ * about each pivot: many equal values cost no more than distinct ones). */
+static double ddl_select(double *v, size_t n, size_t k)
 {
-	double *f = calloc(per, sizeof *f);
-	if (!f) {
-		*nomem = 1;
-		return 0;
-	}
-	for (size_t i = s; i < e; i++)
-		f[(i - s) % per] += x[i];
-	size_t phase = 0;
-	double drop = -1;
-	for (size_t j = 0; j < per; j++) {
-		double before = 0, after = 0;
-		for (size_t k = 1; k <= sw; k++) {
-			before += f[(j + per - k % per) % per];
-			after += f[(j + k - 1) % per];
+	size_t lo = 0, hi = n; /* the K-th is in [lo, hi) */
+	while (hi - lo > 1) {
+		double pv = v[lo + (hi - lo) / 2], t;
+		size_t lt = lo, i = lo, gt = hi; /* [lo, lt) > pv, [lt, i) == pv, [gt, hi) < pv */
+		while (i < gt) {
+			if (v[i] > pv) {
+				t = v[lt];
+				v[lt++] = v[i];
+				v[i++] = t;
+			} else if (v[i] < pv) {
+				t = v[--gt];
+				v[gt] = v[i];
+				v[i] = t;
+			} else {
+				i++;
+			}
 		}
-		if (before - after > drop) {
-			drop = before - after;
-			phase = j;
-		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pv;
 	}
-	free(f);
-	return phase;
+	return v[lo];
 }
 
 /*
- * Iterations from the rhythm of socket traffic; returns how many. The
- * series is cut into active segments at quiet stretches of a second or
- * more (set-up, evaluation, checkpoints): the period comes from the longest
- * segment, and iterations are only found inside segments.
+ * The period EST made exact: among the calls after the longest pauses (as
+ * many as twice the periods), the median distance from one to the one
+ * nearest a period after it, of those within a quarter period. Bytes that
+ * repeat exactly give the exact period. EST when too few pair up, or
+ * without memory (*NOMEM set).
  */
-static size_t ddl_proc_socket_iterations(struct ddl_proc *p)
+static double ddl_sock_exact(const struct ddl_sockcall *c, size_t n, uint64_t total, double est,
+                             int *nomem)
 {
+	size_t k = 2 * (size_t)((double)total / est) + 2;
+	k = k < n ? k : n;
+	double *v = malloc(n * sizeof *v + 2 * k * sizeof(uint64_t));
+	if (!v) {
+		*nomem = 1;
+		return est;
+	}
+	uint64_t *o = (uint64_t *)(v + n), *d = o + k; /* the pauses' offsets; distances */
+	for (size_t i = 0; i < n; i++)
+		v[i] = (double)c[i].idle;
+	double thr = ddl_select(v, n, k - 1);
+	size_t no = 0, ties = k;
+	for (size_t i = 0; i < n; i++)
+		ties -= (double)c[i].idle > thr;
+	for (size_t i = 0; i < n && no < k; i++) /* the K longest, in order; ties first come */
+		if ((double)c[i].idle > thr || ((double)c[i].idle == thr && ties && ties--))
+			o[no++] = c[i].off;
+	size_t nd = 0;
+	for (size_t i = 0, j = 0; i < no; i++) {
+		double lo = (double)o[i] + 0.75 * est, hi = (double)o[i] + 1.25 * est;
+		while (j < no && (double)o[j] < lo)
+			j++;
+		size_t at = SIZE_MAX;
+		for (size_t q = j; q < no && (double)o[q] <= hi; q++)
+			if (at == SIZE_MAX ||
+			    fabs((double)(o[q] - o[i]) - est) < fabs((double)(o[at] - o[i]) - est))
+				at = q;
+		if (at != SIZE_MAX)
+			d[nd++] = o[at] - o[i];
+	}
+	double per = est;
+	if (nd >= 2) {
+		qsort(d, nd, sizeof *d, ddl_cmp_u64);
+		per = (double)d[nd / 2];
+	}
+	free(v);
+	return per;
+}
+
+/* The first call of C[0..N) (sorted by OFF) at or past offset AT. */
+static size_t ddl_sock_at(const struct ddl_sockcall *c, size_t n, double at)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if ((double)c[mid].off < at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Of the calls within an eighth of period PER of offset AT, the one after
+ * the longest pause, if that pause is MIN at least; SIZE_MAX when none. */
+static size_t ddl_sock_pick(const struct ddl_sockcall *c, size_t n, double at, double per,
+                            int64_t min)
+{
+	size_t best = SIZE_MAX;
+	for (size_t i = ddl_sock_at(c, n, at - per / 8); i < n && (double)c[i].off <= at + per / 8; i++)
+		if (c[i].idle >= min && (best == SIZE_MAX || c[i].idle > c[best].idle))
+			best = i;
+	return best;
+}
+
+/*
+ * The step's starts: one call a period, each found a period of bytes
+ * after the last one found (before it, going back), from SEED, among the
+ * calls after a pause of MIN at least, into B (one entry a period, from
+ * the period of the traffic's first bytes; SIZE_MAX where none is), of
+ * NB entries at most. Returns the entries used.
+ */
+static size_t ddl_sock_track(const struct ddl_sockcall *c, size_t n, uint64_t total, double per,
+                             size_t seed, int64_t min, size_t *b, size_t nb)
+{
+	double first = fmod((double)c[seed].off + per / 8, per) - per / 8; /* the first period's place */
+	size_t k0 = (size_t)llround(((double)c[seed].off - first) / per);
+	if (k0 >= nb)
+		return 0;
+	for (size_t k = 0; k < nb; k++)
+		b[k] = SIZE_MAX;
+	b[k0] = seed;
+	size_t used = k0 + 1;
+	double at = (double)c[seed].off;
+	for (size_t k = k0 + 1; k < nb && at + per - per / 8 <= (double)total; k++) {
+		at += per;
+		size_t i = ddl_sock_pick(c, n, at, per, min);
+		if (i != SIZE_MAX) {
+			b[k] = i;
+			at = (double)c[i].off;
+		}
+		used = k + 1;
+	}
+	at = (double)c[seed].off;
+	for (size_t k = k0; k-- > 0;) {
+		at -= per;
+		size_t i = ddl_sock_pick(c, n, at, per, min);
+		if (i != SIZE_MAX) {
+			b[k] = i;
+			at = (double)c[i].off;
+		}
+	}
+	return used;
+}
+
+/* Iterations from the sequence of socket calls (above); 1 when found. */
+static int ddl_proc_socket_iterations(struct ddl_proc *p)
+{
+	/* the thread with the most traffic */
+	uint32_t tid = 0;
+	uint64_t most = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		uint64_t b = p->threads[i].net.bytes_sent + p->threads[i].net.bytes_received;
+		if (b > most) {
+			most = b;
+			tid = p->threads[i].tid;
+		}
+	}
 	size_t n;
-	int64_t t0, w;
+	uint64_t total;
 	int nomem = 0;
-	double *x = ddl_traffic_series(p, &n, &t0, &w, &nomem);
-	if (!x) {
-		p->incomplete |= nomem;
+	struct ddl_sockcall *c = most ? ddl_sock_calls(p, tid, &n, &total, &nomem) : NULL;
+	double per = c && n >= 8 ? ddl_sock_period(c, n, total, &nomem) : 0;
+	if (per > 0)
+		per = ddl_sock_exact(c, n, total, per, &nomem);
+	size_t nb = per > 0 ? (size_t)((double)total / per) + 2 : 0;
+	size_t *b = nb ? malloc(nb * sizeof *b) : NULL;
+	if (nb && !b)
+		nomem = 1;
+	int found = 0;
+	if (b) {
+		/* where in the period a step starts: the place, of 64, where the
+		 * pauses folded over every period weigh most; the seed is the call
+		 * there after the longest pause */
+		double fold[64] = {0};
+		for (size_t i = 0; i < n; i++)
+			fold[(size_t)(fmod((double)c[i].off, per) / per * 64) & 63] +=
+			    log1p((double)c[i].idle / DDL_IDLE_UNIT);
+		int ph = 0;
+		for (int j = 1; j < 64; j++)
+			if (fold[(j + 63) % 64] + fold[j] + fold[(j + 1) % 64] >
+			    fold[(ph + 63) % 64] + fold[ph] + fold[(ph + 1) % 64])
+				ph = j;
+		size_t seed = SIZE_MAX;
+		for (size_t i = 0; i < n; i++) {
+			int at = (int)(fmod((double)c[i].off, per) / per * 64) & 63;
+			if ((at == ph || at == (ph + 1) % 64 || at == (ph + 63) % 64) &&
+			    (seed == SIZE_MAX || c[i].idle > c[seed].idle))
+				seed = i;
+		}
+		/* once for the pauses steps start after, then again keeping only
+		 * those a quarter as long as their median at least (where the
+		 * rhythm breaks off: set-up, an evaluation, the end) */
+		size_t used = ddl_sock_track(c, n, total, per, seed, 0, b, nb), m = 0;
+		int64_t *pause = malloc((used + 1) * sizeof *pause);
+		for (size_t k = 0; pause && k < used; k++)
+			if (b[k] != SIZE_MAX)
+				pause[m++] = c[b[k]].idle;
+		if (pause && m >= 2) {
+			qsort(pause, m, sizeof *pause, ddl_cmp_i64);
+			int64_t min = pause[m / 2] / 4;
+			min = min > 0 ? min : 1;
+			if (c[seed].idle >= min)
+				used = ddl_sock_track(c, n, total, per, seed, min, b, nb);
+			else
+				used = 0;
+			for (size_t k = 0; k + 1 < used; k++)
+				if (b[k] != SIZE_MAX && b[k + 1] != SIZE_MAX && c[b[k + 1]].from > c[b[k]].from)
+					found += ddl_push_iter(p, c[b[k]].from, c[b[k + 1]].from, tid) == 0;
+			/* the last step, when its bytes are all there: to the end of
+			 * the call that moved its last byte */
+			while (used && b[used - 1] == SIZE_MAX)
+				used--;
+			if (used) {
+				size_t l = b[used - 1], i = ddl_sock_at(c, n, (double)c[l].off + per);
+				i = i ? i - 1 : 0;
+				if (i >= l && (double)(c[i].off + c[i].bytes) >= (double)c[l].off + per)
+					found += ddl_push_iter(p, c[l].from, c[i].end, tid) == 0;
+			}
+		}
+		if (!pause)
+			nomem = 1;
+		free(pause);
+	}
+	free(b);
+	free(c);
+	p->incomplete |= nomem;
+	if (found < 2) {
+		p->niter = 0; /* one step is no rhythm */
 		return 0;
 	}
-	size_t quiet = (size_t)(1000000000 / w);
-	if (quiet < 8)
-		quiet = 8;
-	size_t seg[64][2], nseg = 0, s = SIZE_MAX, last = 0;
-	for (size_t i = 0; i <= n && nseg < 64; i++) {
-		if (i < n && x[i] > 0) {
-			if (s == SIZE_MAX)
-				s = i;
-			last = i;
-		} else if (s != SIZE_MAX && (i == n || i - last > quiet)) {
-			seg[nseg][0] = s;
-			seg[nseg++][1] = last + 1;
-			s = SIZE_MAX;
-		}
-	}
-	size_t longest = 0;
-	for (size_t k = 1; k < nseg; k++)
-		if (seg[k][1] - seg[k][0] > seg[longest][1] - seg[longest][0])
-			longest = k;
-	size_t per = nseg ? ddl_period(x + seg[longest][0], seg[longest][1] - seg[longest][0], &nomem)
-	                  : 0;
-	size_t cnt = 0;
-	for (size_t k = 0; per && k < nseg; k++) {
-		size_t a0 = seg[k][0], e = seg[k][1];
-		if (e - a0 < 2 * per)
-			continue;
-		size_t sw = per / 16 + 1, reach = per / 5;
-		/* Each boundary one period after the last one found, moved to the
-		 * sharpest fall of the series nearby, so an estimate a little off
-		 * does not drift; an iteration must hold some traffic. */
-		size_t prev = SIZE_MAX;
-		for (size_t b = a0 + ddl_phase(x, a0, e, per, sw, &nomem); b < e;
-		     b = (prev == SIZE_MAX ? b + per : prev + per)) {
-			size_t lo = b > a0 + reach ? b - reach : a0, hi = b + reach < e ? b + reach : e - 1;
-			size_t at = b;
-			double bestd = -1;
-			for (size_t i = lo; i <= hi; i++) {
-				double d = ddl_sum(x, n, i >= sw ? i - sw : 0, i) - ddl_sum(x, n, i, i + sw);
-				if (d > bestd) {
-					bestd = d;
-					at = i;
-				}
-			}
-			if (prev != SIZE_MAX && at > prev && ddl_sum(x, n, prev, at) > 0) {
-				ddl_push_iter(p, t0 + (int64_t)prev * w, t0 + (int64_t)at * w, 0);
-				cnt++;
-			}
-			prev = at;
-		}
-	}
-	free(x);
-	p->incomplete |= nomem;
-	return cnt;
+	return 1;
 }
 
 static int ddl_cmp_iter(const void *a, const void *b)
