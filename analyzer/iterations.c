@@ -23,6 +23,8 @@
  *     so the calls themselves do not repeat; the bytes do): the period of
  *     the thread's time off the network over its bytes is the step, and
  *     each step starts at the same place of the period (below).
+ *  4. waits: the last resort, the sequence of a thread's long waits
+ *     (condition variables, poll, select, epoll), read as the collectives'.
  * The first warm-up iterations of each process are skipped, but never all.
  */
 #include <fnmatch.h>
@@ -909,6 +911,8 @@ static int ddl_marks_split(const unsigned char *mark, size_t n, size_t from, siz
 	return 0;
 }
 
+static int ddl_seq_iterations(struct ddl_proc *p, struct ddl_collcall *v, size_t n, uint32_t tid);
+
 /* Iterations from the repeating sequence of collectives; 1 when found. */
 static int ddl_proc_coll_iterations(struct ddl_proc *p)
 {
@@ -961,6 +965,17 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 		}
 	}
 	qsort(v, n, sizeof *v, ddl_collcall_cmp); /* gloo's threads' in turn */
+	int found = ddl_seq_iterations(p, v, n, best == DDL_GLOO_THREADS ? 0 : best);
+	free(v);
+	return found;
+}
+
+/*
+ * Iterations from the repeating sequence of calls V[0..N) (in order of
+ * start, each known by its signature) of thread TID of P; 1 when found.
+ */
+static int ddl_seq_iterations(struct ddl_proc *p, struct ddl_collcall *v, size_t n, uint32_t tid)
+{
 	/* The period of the calls as they are: buckets of different sizes
 	 * show it. A step's first call also follows a long pause (its
 	 * compute): with calls after a pause of at least half the
@@ -1002,10 +1017,8 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	}
 	const struct ddl_collcall *w = v + from; /* the loop's calls */
 	size_t nw = n - from;
-	if (!period || nw / period < 2) {
-		free(v);
+	if (!period || nw / period < 2)
 		return 0;
-	}
 	/* the phase after the longest mean pause starts a step */
 	size_t phase = 0;
 	double best_gap = -1;
@@ -1023,16 +1036,114 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 		}
 	}
 	for (size_t i = phase; i + period < nw; i += period) /* gloo's: the main thread's loop */
-		ddl_push_iter(p, w[i].a, w[i + period].a, best == DDL_GLOO_THREADS ? 0 : best);
-	free(v);
+		ddl_push_iter(p, w[i].a, w[i + period].a, tid);
 	return p->niter > 0;
+}
+
+/*
+ * Iterations from a thread's long waits (method "waits"), the last
+ * resort, for a program whose only rhythm is where it blocks: condition
+ * variables, poll, select and epoll. The thread is the main one when it
+ * waits (often enough), else the one that waits longest; its waits of a
+ * tenth of the 95th percentile of their length at least (20 us at least)
+ * are the calls of a sequence, each known by its kind and descriptor (for
+ * poll, how many), which is then read as the collectives' is.
+ */
+static int ddl_proc_wait_iterations(struct ddl_proc *p)
+{
+	uint32_t tids[64];
+	size_t cnt[64], nt = 0;
+	int64_t sum[64];
+	for (size_t k = 0; k < p->ntr; k++) {
+		const struct ddl_trace *t = p->tr[k];
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct ddl_event *e = &t->ev[i];
+			int cls = ddl_event_class(e->kind);
+			if (cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC)
+				continue;
+			uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+			size_t j = 0;
+			while (j < nt && tids[j] != tid)
+				j++;
+			if (j == nt && nt < 64) {
+				tids[nt] = tid;
+				cnt[nt] = 0;
+				sum[nt++] = 0;
+			}
+			if (j < nt) {
+				cnt[j]++;
+				sum[j] += ddl_trace_dur_ns(t, e);
+			}
+		}
+	}
+	for (int tries = 0; tries < 4 && nt; tries++) {
+		size_t j = 0; /* the main thread, else the one that waits longest */
+		for (size_t q = 1; q < nt; q++)
+			if ((tids[q] == p->pid) > (tids[j] == p->pid) ||
+			    ((tids[q] == p->pid) == (tids[j] == p->pid) && sum[q] > sum[j]))
+				j = q;
+		uint32_t tid = tids[j];
+		size_t n = cnt[j];
+		tids[j] = tids[--nt];
+		cnt[j] = cnt[nt];
+		sum[j] = sum[nt];
+		if (n < 4)
+			continue;
+		int64_t *len = malloc(n * sizeof *len);
+		struct ddl_collcall *v = malloc(n * sizeof *v);
+		if (!len || !v) {
+			free(len);
+			free(v);
+			p->incomplete = 1; /* not found from the waits */
+			return 0;
+		}
+		size_t m = 0;
+		for (size_t k = 0; k < p->ntr; k++) {
+			const struct ddl_trace *t = p->tr[k];
+			for (size_t i = 0; i < t->nev && m < n; i++) {
+				const struct ddl_event *e = &t->ev[i];
+				int cls = ddl_event_class(e->kind);
+				if ((cls == DDL_CLASS_WAIT || cls == DDL_CLASS_SYNC) &&
+				    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) == tid)
+					len[m++] = ddl_trace_dur_ns(t, e);
+			}
+		}
+		qsort(len, m, sizeof *len, ddl_cmp_i64);
+		int64_t min = m ? len[(m - 1) * 95 / 100] / 10 : 0;
+		min = min > 20000 ? min : 20000;
+		free(len);
+		size_t nv = 0;
+		for (size_t k = 0; k < p->ntr; k++) {
+			const struct ddl_trace *t = p->tr[k];
+			for (size_t i = 0; i < t->nev && nv < n; i++) {
+				const struct ddl_event *e = &t->ev[i];
+				int cls = ddl_event_class(e->kind);
+				if ((cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC) ||
+				    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
+					continue;
+				int64_t a = ddl_trace_real_ns(t, e->start), d = ddl_trace_dur_ns(t, e);
+				if (d < min)
+					continue;
+				uint64_t sig = e->kind * 0x9E3779B97F4A7C15ull;
+				sig ^= (uint64_t)(uint32_t)e->fd + 0x632BE59BD9B4E019ull + (sig << 6);
+				v[nv++] = (struct ddl_collcall){a, a + d, sig};
+			}
+		}
+		qsort(v, nv, sizeof *v, ddl_collcall_cmp);
+		int found = nv >= 4 && ddl_seq_iterations(p, v, nv, tid);
+		free(v);
+		if (found)
+			return 1;
+		p->niter = 0;
+	}
+	return 0;
 }
 
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup)
 {
 	size_t total = 0;
 	r->iterations = -1;
-	int by_socket = 0, by_coll = 0, ranked = 0, any_steps = 0;
+	int by_socket = 0, by_coll = 0, by_waits = 0, ranked = 0, any_steps = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		ranked |= r->procs[i].rank >= 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -1065,6 +1176,10 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 			p->iteration_method = "socket";
 			by_socket = 1;
 		}
+		if (!p->niter && ddl_proc_wait_iterations(p)) {
+			p->iteration_method = "waits";
+			by_waits = 1;
+		}
 		if (!p->niter) {
 			p->iteration_method = "none";
 			continue;
@@ -1087,8 +1202,8 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		r->iteration_method = "none";
 		return;
 	}
-	r->iteration_method = by_socket ? "socket" : by_coll ? "collectives" : any_steps ? "steps"
-	                                                                                 : "markers";
+	r->iteration_method = by_waits ? "waits" : by_socket ? "socket" : by_coll ? "collectives"
+	                    : any_steps ? "steps" : "markers";
 	double *all = malloc(total * sizeof *all);
 	if (!all) {
 		r->incomplete = 1; /* no job-wide mean or quantiles */

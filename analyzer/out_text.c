@@ -433,9 +433,12 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		else if (!strcmp(r->iteration_method, "collectives"))
 			fprintf(f, "\nIterations (from the repeating sequence of collectives): %ld per rank "
 			        "after warm-up\n", r->iterations);
+		else if (!strcmp(r->iteration_method, "socket"))
+			fprintf(f, "\nIterations (from the repeating sequence of socket calls): %ld per rank "
+			        "after warm-up\n", r->iterations);
 		else
-			fprintf(f, "\nIterations (from the repeating sequence of socket calls): %ld per rank after warm-up\n",
-			        r->iterations);
+			fprintf(f, "\nIterations (from the repeating sequence of long waits): %ld per rank "
+			        "after warm-up\n", r->iterations);
 		fprintf(f, "  mean %.3f ms, p50 %.3f ms, p99 %.3f ms\n", r->iter_mean_s * 1e3,
 		        r->iter_p50_s * 1e3, r->iter_p99_s * 1e3);
 		for (size_t i = 0; i < r->nprocs; i++) {
