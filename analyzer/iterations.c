@@ -25,7 +25,11 @@
  *     each step starts at the same place of the period (below).
  *  4. waits: the last resort, the sequence of a thread's long waits
  *     (condition variables, poll, select, epoll), read as the collectives'.
- * The first warm-up iterations of each process are skipped, but never all.
+ * The first and last partial iterations are never counted (a step needs
+ * both ends). Then the first warm-up iterations of each process are
+ * skipped, but never all; how many were found before is kept. The ranks
+ * of one job share their period: one whose iterations disagree with the
+ * others' (or that found none) is named, and the job then has no count.
  */
 #include <fnmatch.h>
 #include <math.h>
@@ -153,7 +157,6 @@ static int ddl_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-
 /* Iterations from the Python hook's optimizer steps (above); 1 when found. */
 static int ddl_proc_step_iterations(struct ddl_proc *p)
 {
@@ -264,6 +267,7 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 		}
 	}
 	qsort(ends, n, sizeof *ends, ddl_cmp_i64);
+	p->steps_run = (long)n;
 	/* where the first iteration began: its last batch wait, else its first
 	 * forward or backward, before the first end */
 	int64_t wait = INT64_MIN, other = INT64_MAX;
@@ -1139,15 +1143,73 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 	return 0;
 }
 
+/* The median of P's iterations found (before the warm-up is skipped). */
+static double ddl_proc_median(const struct ddl_proc *p)
+{
+	double *v = malloc(p->niter * sizeof *v);
+	if (!v)
+		return p->niter ? p->iter_s[p->niter / 2] : 0; /* one of them, without memory */
+	memcpy(v, p->iter_s, p->niter * sizeof *v);
+	double m = ddl_select(v, p->niter, p->niter / 2);
+	free(v);
+	return m;
+}
+
+/*
+ * The ranks of one job share their period: each rank's median iteration
+ * is held against the median of the ranks', and its count against theirs.
+ * A rank disagrees when its median is a tenth off, or its count is off by
+ * more than two and a tenth, or when it found none where others did; the
+ * job's status says so (r->iteration_status). Processes that are not
+ * ranks are not compared: nothing says they do one job's steps.
+ */
+static void ddl_iterations_crosscheck(struct ddl_report *r)
+{
+	double *per = malloc(2 * r->nprocs * sizeof *per), *cnt = per ? per + r->nprocs : NULL;
+	size_t n = 0, ranks = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (p->rank < 0 || p->role != DDL_ROLE_RANK)
+			continue;
+		ranks++;
+		if (p->niter_found && per) {
+			per[n] = p->iter_period_s;
+			cnt[n++] = (double)p->niter_found;
+		}
+	}
+	if (!per) {
+		r->incomplete = 1; /* the ranks not compared */
+		return;
+	}
+	if (n && ranks > 1) {
+		double mp = ddl_select(per, n, n / 2), mc = ddl_select(cnt, n, n / 2);
+		r->iter_period_s = mp;
+		r->iter_found_median = (long)mc;
+		for (size_t i = 0; i < r->nprocs; i++) {
+			struct ddl_proc *p = &r->procs[i];
+			if (p->rank < 0 || p->role != DDL_ROLE_RANK)
+				continue;
+			double dc = fabs((double)p->niter_found - mc);
+			p->iter_disagrees = !p->niter_found || fabs(p->iter_period_s - mp) > 0.1 * mp ||
+			                    (dc > 2 && dc > 0.1 * mc);
+			r->iter_disagree += p->iter_disagrees;
+		}
+	}
+	free(per);
+}
+
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup)
 {
 	size_t total = 0;
 	r->iterations = -1;
+	r->iterations_found = -1;
+	r->steps_run = -1;
 	int by_socket = 0, by_coll = 0, by_waits = 0, ranked = 0, any_steps = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		ranked |= r->procs[i].rank >= 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
+		p->steps_run = -1;
 		if ((ranked && p->rank < 0) || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD ||
 		    p->role == DDL_ROLE_LAUNCHER) {
 			/* a launcher among ranks (mpirun, a job's own parent), a loader's
@@ -1163,6 +1225,8 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 			ddl_proc_iterations(p, patterns);
 			ddl_keep_training_thread(p);
 			p->iteration_method = "markers";
+			if (p->niter)
+				p->steps_run = (long)p->niter; /* the ranges are the steps */
 		}
 		if (!p->niter && !by_steps && r->iteration_names_given && ddl_proc_step_iterations(p))
 			p->iteration_method = "steps";
@@ -1184,6 +1248,8 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 			p->iteration_method = "none";
 			continue;
 		}
+		p->niter_found = p->niter;
+		p->iter_period_s = ddl_proc_median(p);
 		size_t skip = (size_t)warmup < p->niter ? (size_t)warmup : p->niter - 1;
 		memmove(p->iter_s, p->iter_s + skip, (p->niter - skip) * sizeof *p->iter_s);
 		memmove(p->iter, p->iter + skip, (p->niter - skip) * sizeof *p->iter);
@@ -1196,12 +1262,20 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		total += p->niter;
 		if (r->iterations < 0 || (long)p->niter < r->iterations)
 			r->iterations = (long)p->niter;
+		if (r->iterations_found < 0 || (long)p->niter_found < r->iterations_found)
+			r->iterations_found = (long)p->niter_found;
+		if (p->steps_run > r->steps_run)
+			r->steps_run = p->steps_run;
 	}
+	ddl_iterations_crosscheck(r);
 	if (!total) {
 		r->iterations = 0;
+		r->iterations_found = 0;
 		r->iteration_method = "none";
+		r->iteration_status = "none";
 		return;
 	}
+	r->iteration_status = r->iter_disagree ? "disagree" : "found";
 	r->iteration_method = by_waits ? "waits" : by_socket ? "socket" : by_coll ? "collectives"
 	                    : any_steps ? "steps" : "markers";
 	double *all = malloc(total * sizeof *all);

@@ -268,9 +268,30 @@ static void ddl_summary(const struct ddl_report *r, FILE *f)
 	}
 	if (r->iterations <= 0)
 		return;
+	if (r->iter_disagree) {
+		fputs("<div class=\"warn\"><b>The ranks disagree</b> on their iterations, so the job has no "
+		      "count:", f);
+		for (size_t i = 0; i < r->nprocs; i++) {
+			const struct ddl_proc *p = &r->procs[i];
+			if (!p->iter_disagrees)
+				continue;
+			if (p->niter_found)
+				fprintf(f, " rank %d found %zu of %.3f ms (the median);", p->rank, p->niter_found,
+				        p->iter_period_s * 1e3);
+			else
+				fprintf(f, " rank %d found none;", p->rank);
+		}
+		fprintf(f, " the ranks' median is %ld of %.3f ms.</div>\n", r->iter_found_median,
+		        r->iter_period_s * 1e3);
+	}
 	fputs("<div class=\"cards\">\n", f);
-	fprintf(f, "<div class=\"card\"><span>iterations per rank</span><b>%ld</b><span>found by %s, "
-	        "%d warm-up skipped</span></div>\n", r->iterations, r->iteration_method, r->warmup);
+	if (r->iter_disagree)
+		fprintf(f, "<div class=\"card\"><span>iterations per rank</span><b>?</b><span>found by %s; "
+		        "the ranks disagree</span></div>\n", r->iteration_method);
+	else
+		fprintf(f, "<div class=\"card\"><span>iterations per rank</span><b>%ld</b><span>found by %s, "
+		        "%ld found, %d warm-up skipped</span></div>\n", r->iterations, r->iteration_method,
+		        r->iterations_found, r->warmup);
 	fprintf(f, "<div class=\"card\"><span>mean iteration</span><b>%.2f ms</b><span>p50 %.2f ms, "
 	        "p99 %.2f ms</span></div>\n", r->iter_mean_s * 1e3, r->iter_p50_s * 1e3,
 	        r->iter_p99_s * 1e3);
@@ -1254,9 +1275,11 @@ int ddl_out_html(const struct ddl_report *r, FILE *f)
 		ddl_iter_chart(r, f);
 		ddl_timelines(r, f);
 	} else {
-		fputs("<h2>Iterations</h2>\n<p>None found: no marker ranges matching <code>", f);
+		fputs("<h2>Iterations</h2>\n<p>No iterations found: no optimizer steps from the Python hook, "
+		      "no marker ranges matching <code>", f);
 		ddl_h(f, r->iteration_names);
-		fputs("</code>, no repeating collectives, and no rhythm in the socket traffic.</p>\n", f);
+		fputs("</code>, and no period in the sequence of collectives, of socket calls or of long "
+		      "waits.</p>\n", f);
 	}
 	if (r->has_gpu) {
 		ddl_coll_chart(r, f);

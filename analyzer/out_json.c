@@ -350,6 +350,16 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	int have = r->iterations > 0;
 	json_object_set_new(job, "iterations", json_integer(r->iterations));
 	json_object_set_new(job, "iteration_method", json_string(r->iteration_method));
+	json_object_set_new(job, "iteration_status",
+	                    json_string(r->iteration_status ? r->iteration_status : "none"));
+	json_object_set_new(job, "iterations_found",
+	                    json_integer(r->iterations_found > 0 ? r->iterations_found : 0));
+	json_object_set_new(job, "steps_run", r->steps_run >= 0 ? json_integer(r->steps_run) : json_null());
+	json_t *dis = json_array();
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].iter_disagrees)
+			json_array_append_new(dis, json_integer(r->procs[i].rank));
+	json_object_set_new(job, "iteration_disagreeing_ranks", dis);
 	json_object_set_new(job, "iteration_names", ddl_jstr(r->iteration_names));
 	json_object_set_new(job, "warmup", json_integer(r->warmup));
 	json_object_set_new(job, "iteration_mean_s", have ? json_real(r->iter_mean_s) : json_null());
@@ -492,6 +502,14 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_t *jr = json_pack("{s:i, s:o, s:i, s:i}", "rank", p->rank, "host", ddl_jstr(p->host),
 		                       "pid", (int)p->pid, "iterations", (int)p->niter);
 		json_object_set_new(jr, "iteration_mean_s", p->niter ? json_real(p->iter_mean_s) : json_null());
+		json_object_set_new(jr, "iteration_method",
+		                    json_string(p->iteration_method ? p->iteration_method : "none"));
+		json_object_set_new(jr, "iterations_found", json_integer((json_int_t)p->niter_found));
+		json_object_set_new(jr, "warmup_skipped", json_integer(p->warmup_skipped));
+		json_object_set_new(jr, "steps_run", p->steps_run >= 0 ? json_integer(p->steps_run) : json_null());
+		json_object_set_new(jr, "iteration_median_s",
+		                    p->niter_found ? json_real(p->iter_period_s) : json_null());
+		json_object_set_new(jr, "iteration_disagrees", json_boolean(p->iter_disagrees));
 		json_object_set_new(jr, "breakdown_s", p->niter ? ddl_json_parts(&p->per_iter) : json_null());
 		json_object_set_new(jr, "collectives", ddl_json_coll(&p->coll));
 		json_object_set_new(jr, "collectives_per_iteration", ddl_json_coll_iter(p));

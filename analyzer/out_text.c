@@ -424,30 +424,48 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	if (pert)
 		fprintf(f, "  PERTURBED: the job's sends were slowed on purpose (--perturb-net %s)\n", pert);
 	if (r->iterations > 0) {
+		char how[160];
 		if (!strcmp(r->iteration_method, "steps"))
-			fprintf(f, "\nIterations (optimizer steps, from the Python hook): %ld per rank after "
-			        "warm-up\n", r->iterations);
+			snprintf(how, sizeof how, "optimizer steps, from the Python hook");
 		else if (!strcmp(r->iteration_method, "markers"))
-			fprintf(f, "\nIterations (markers matching %s): %ld per rank after warm-up\n",
-			        r->iteration_names, r->iterations);
+			snprintf(how, sizeof how, "markers matching %s", r->iteration_names);
 		else if (!strcmp(r->iteration_method, "collectives"))
-			fprintf(f, "\nIterations (from the repeating sequence of collectives): %ld per rank "
-			        "after warm-up\n", r->iterations);
+			snprintf(how, sizeof how, "from the repeating sequence of collectives");
 		else if (!strcmp(r->iteration_method, "socket"))
-			fprintf(f, "\nIterations (from the repeating sequence of socket calls): %ld per rank "
-			        "after warm-up\n", r->iterations);
+			snprintf(how, sizeof how, "from the repeating sequence of socket calls");
 		else
-			fprintf(f, "\nIterations (from the repeating sequence of long waits): %ld per rank "
-			        "after warm-up\n", r->iterations);
+			snprintf(how, sizeof how, "from the repeating sequence of long waits");
+		if (r->iter_disagree)
+			fprintf(f, "\nIterations (%s): the ranks disagree, so the job has no count\n", how);
+		else
+			fprintf(f, "\nIterations (%s): %ld per rank after warm-up\n", how, r->iterations);
+		for (size_t i = 0; r->iter_disagree && i < r->nprocs; i++) {
+			const struct ddl_proc *p = &r->procs[i];
+			char label[96];
+			if (!p->iter_disagrees)
+				continue;
+			if (p->niter_found)
+				fprintf(f, "  %s: %zu found, of %.3f ms (median), where the ranks' median is %ld of "
+				        "%.3f ms\n", ddl_label(r, p, label, sizeof label), p->niter_found,
+				        p->iter_period_s * 1e3, r->iter_found_median, r->iter_period_s * 1e3);
+			else
+				fprintf(f, "  %s: none found, where the ranks' median is %ld of %.3f ms\n",
+				        ddl_label(r, p, label, sizeof label), r->iter_found_median,
+				        r->iter_period_s * 1e3);
+		}
 		fprintf(f, "  mean %.3f ms, p50 %.3f ms, p99 %.3f ms\n", r->iter_mean_s * 1e3,
 		        r->iter_p50_s * 1e3, r->iter_p99_s * 1e3);
 		for (size_t i = 0; i < r->nprocs; i++) {
 			const struct ddl_proc *p = &r->procs[i];
-			char label[96];
-			if (p->niter)
-				fprintf(f, "  %s: %zu iterations (%s; %d warm-up skipped), mean %.3f ms\n",
-				        ddl_label(r, p, label, sizeof label), p->niter, p->iteration_method,
-				        p->warmup_skipped, p->iter_mean_s * 1e3);
+			char label[96], run[48] = "";
+			if (!p->niter)
+				continue;
+			if (p->steps_run >= 0)
+				snprintf(run, sizeof run, " of %ld run", p->steps_run);
+			fprintf(f, "  %s: %zu iterations (%s; %zu found%s, %d warm-up skipped), mean %.3f ms%s\n",
+			        ddl_label(r, p, label, sizeof label), p->niter, p->iteration_method,
+			        p->niter_found, run, p->warmup_skipped, p->iter_mean_s * 1e3,
+			        p->iter_disagrees ? " (disagrees)" : "");
 		}
 		fprintf(f, "\nWhere an iteration's time goes (%s; mean ms per iteration)\n",
 		        r->nprocs && r->procs[0].gpu_breakdown ? "device timeline" : "training thread");
@@ -484,9 +502,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		fprintf(f, "\n%zu process%s, no communication or GPU work recorded (no call of the "
 		        "families traced: --trace in ddlprof(1))\n", r->nprocs, r->nprocs == 1 ? "" : "es");
 	} else {
-		fprintf(f, "\nIterations: none found (no optimizer steps from the Python hook, no marker "
-		        "ranges matching %s, no repeating collectives and no rhythm in the socket "
-		        "traffic)\n", r->iteration_names);
+		fprintf(f, "\nIterations: no iterations found (no optimizer steps from the Python hook, no "
+		        "marker ranges matching %s, and no period in the sequence of collectives, of socket "
+		        "calls or of long waits)\n", r->iteration_names);
 	}
 
 	for (size_t i = 0; i < r->nprocs; i++) {

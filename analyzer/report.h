@@ -183,6 +183,13 @@ struct ddl_proc {
 	size_t niter;
 	size_t iter_cap;      /* iter and iter_s have room for this many */
 	int warmup_skipped;
+	size_t niter_found;   /* iterations found, before the warm-up was skipped */
+	long steps_run;       /* steps the process ran, as the Python hook counted them or
+	                       * as many as its marker ranges; -1 when nothing says */
+	double iter_period_s; /* the median iteration found (warm-up included): what
+	                       * the ranks of a job are held against one another by */
+	int iter_disagrees;   /* a rank whose iterations (or none) disagree with the
+	                       * other ranks' (iterations.c) */
 	/* the iteration the timelines show (breakdown.c): the first whose
 	 * length is the rank's median, as an index into iter; and its instants
 	 * by the part the breakdown gave them, in time order, end to end
@@ -192,7 +199,8 @@ struct ddl_proc {
 	size_t npieces;
 	uint32_t train_tid;   /* the thread the iterations are on (the main thread when not known) */
 	double iter_mean_s;
-	const char *iteration_method; /* "steps", "markers", "collectives", "socket" or "none" */
+	const char *iteration_method; /* "steps", "markers", "collectives", "socket", "waits"
+	                               * or "none" */
 	struct ddl_collsum coll;
 	struct ddl_gpusum gpu;
 	int has_gpu;          /* made CUDA or NCCL calls */
@@ -291,7 +299,19 @@ struct ddl_report {
 	int truncated, corrupt;
 	int incomplete; /* some process's (ddl_proc.incomplete): exit status 4 */
 	int64_t start_real_ns, end_real_ns;
-	const char *iteration_method; /* "markers", "socket" (any process) or "none" */
+	const char *iteration_method; /* the least sure method any rank's iterations came
+	                               * from ("waits", "socket", "collectives", "steps",
+	                               * "markers"), or "none" */
+	const char *iteration_status; /* "found"; "disagree": some ranks' iterations (or
+	                               * their lack of any) disagree with the others', each
+	                               * flagged (ddl_proc.iter_disagrees), and the job has
+	                               * no count; "none": no process has any */
+	int iter_disagree;            /* ranks that disagree */
+	double iter_period_s;         /* the ranks' median of their median iterations ... */
+	long iter_found_median;       /* ... and of their counts found (0: no rank has any) */
+	long iterations_found;        /* per rank, the fewest found before warm-up */
+	long steps_run;               /* per rank, the most steps the hook or markers
+	                               * counted; -1 when nothing counted them */
 	const char *iteration_names;  /* the patterns used */
 	int iteration_names_given;    /* by --iteration-name: markers before steps */
 	const char *data_names;       /* marker ranges that are data loading */
