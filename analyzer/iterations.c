@@ -1155,46 +1155,66 @@ static double ddl_proc_median(const struct ddl_proc *p)
 	return m;
 }
 
+/* Processes by rank, then the one that found most iterations (of equals,
+ * the one with most events) first. */
+static int ddl_cmp_rankproc(const void *a, const void *b)
+{
+	const struct ddl_proc *x = *(const struct ddl_proc *const *)a;
+	const struct ddl_proc *y = *(const struct ddl_proc *const *)b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->niter_found != y->niter_found)
+		return x->niter_found > y->niter_found ? -1 : 1;
+	return x->events > y->events ? -1 : x->events < y->events;
+}
+
 /*
  * The ranks of one job share their period: each rank's median iteration
  * is held against the median of the ranks', and its count against theirs.
  * A rank disagrees when its median is a tenth off, or its count is off by
  * more than two and a tenth, or when it found none where others did; the
  * job's status says so (r->iteration_status). Processes that are not
- * ranks are not compared: nothing says they do one job's steps.
+ * ranks are not compared: nothing says they do one job's steps; of several
+ * that say they are one rank (helpers that inherited its environment),
+ * the one that found most iterations is.
  */
 static void ddl_iterations_crosscheck(struct ddl_report *r)
 {
+	struct ddl_proc **rk = malloc(r->nprocs * sizeof *rk);
 	double *per = malloc(2 * r->nprocs * sizeof *per), *cnt = per ? per + r->nprocs : NULL;
-	size_t n = 0, ranks = 0;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		const struct ddl_proc *p = &r->procs[i];
-		if (p->rank < 0 || p->role != DDL_ROLE_RANK)
-			continue;
-		ranks++;
-		if (p->niter_found && per) {
-			per[n] = p->iter_period_s;
-			cnt[n++] = (double)p->niter_found;
-		}
-	}
-	if (!per) {
+	if (!rk || !per) {
+		free(rk);
+		free(per);
 		r->incomplete = 1; /* the ranks not compared */
 		return;
 	}
-	if (n && ranks > 1) {
+	size_t nr = 0, n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].rank >= 0 && r->procs[i].role == DDL_ROLE_RANK)
+			rk[nr++] = &r->procs[i];
+	qsort(rk, nr, sizeof *rk, ddl_cmp_rankproc);
+	size_t m = 0;
+	for (size_t i = 0; i < nr; i++)
+		if (!m || rk[i]->rank != rk[m - 1]->rank)
+			rk[m++] = rk[i];
+	for (size_t i = 0; i < m; i++)
+		if (rk[i]->niter_found) {
+			per[n] = rk[i]->iter_period_s;
+			cnt[n++] = (double)rk[i]->niter_found;
+		}
+	if (n && m > 1) {
 		double mp = ddl_select(per, n, n / 2), mc = ddl_select(cnt, n, n / 2);
 		r->iter_period_s = mp;
 		r->iter_found_median = (long)mc;
-		for (size_t i = 0; i < r->nprocs; i++) {
-			struct ddl_proc *p = &r->procs[i];
-			if (p->rank < 0 || p->role != DDL_ROLE_RANK)
-				continue;
+		for (size_t i = 0; i < m; i++) {
+			struct ddl_proc *p = rk[i];
 			double dc = fabs((double)p->niter_found - mc);
 			p->iter_disagrees = !p->niter_found || fabs(p->iter_period_s - mp) > 0.1 * mp ||
 			                    (dc > 2 && dc > 0.1 * mc);
 			r->iter_disagree += p->iter_disagrees;
 		}
 	}
+	free(rk);
 	free(per);
 }
 
