@@ -558,15 +558,15 @@ static double ddl_select(double *v, size_t n, size_t k)
 
 /*
  * The period EST made exact: among the calls after the longest pauses (as
- * many as twice the periods), the median distance from one to the one
- * nearest a period after it, of those within a quarter period. Bytes that
- * repeat exactly give the exact period. EST when too few pair up, or
- * without memory (*NOMEM set).
+ * many as there are periods, and a quarter as long as their median at
+ * least), the median distance from one to the one nearest a period after
+ * it, of those within a quarter period. Bytes that repeat exactly give the
+ * exact period. EST when too few pair up, or without memory (*NOMEM set).
  */
 static double ddl_sock_exact(const struct ddl_sockcall *c, size_t n, uint64_t total, double est,
                              int *nomem)
 {
-	size_t k = 2 * (size_t)((double)total / est) + 2;
+	size_t k = (size_t)((double)total / est) + 2;
 	k = k < n ? k : n;
 	double *v = malloc(n * sizeof *v + 2 * k * sizeof(uint64_t));
 	if (!v) {
@@ -576,12 +576,11 @@ static double ddl_sock_exact(const struct ddl_sockcall *c, size_t n, uint64_t to
 	uint64_t *o = (uint64_t *)(v + n), *d = o + k; /* the pauses' offsets; distances */
 	for (size_t i = 0; i < n; i++)
 		v[i] = (double)c[i].idle;
-	double thr = ddl_select(v, n, k - 1);
-	size_t no = 0, ties = k;
-	for (size_t i = 0; i < n; i++)
-		ties -= (double)c[i].idle > thr;
-	for (size_t i = 0; i < n && no < k; i++) /* the K longest, in order; ties first come */
-		if ((double)c[i].idle > thr || ((double)c[i].idle == thr && ties && ties--))
+	double thr = ddl_select(v, n, k - 1), med = ddl_select(v, k, k / 2);
+	thr = thr > med / 4 ? thr : med / 4;
+	size_t no = 0;
+	for (size_t i = 0; i < n && no < k; i++)
+		if ((double)c[i].idle >= thr && c[i].idle > 0)
 			o[no++] = c[i].off;
 	size_t nd = 0;
 	for (size_t i = 0, j = 0; i < no; i++) {
@@ -619,13 +618,13 @@ static size_t ddl_sock_at(const struct ddl_sockcall *c, size_t n, double at)
 	return lo;
 }
 
-/* Of the calls within an eighth of period PER of offset AT, the one after
- * the longest pause, if that pause is MIN at least; SIZE_MAX when none. */
-static size_t ddl_sock_pick(const struct ddl_sockcall *c, size_t n, double at, double per,
+/* Of the calls within TOL bytes of offset AT, the one after the longest
+ * pause, if that pause is MIN at least; SIZE_MAX when none. */
+static size_t ddl_sock_pick(const struct ddl_sockcall *c, size_t n, double at, double tol,
                             int64_t min)
 {
 	size_t best = SIZE_MAX;
-	for (size_t i = ddl_sock_at(c, n, at - per / 8); i < n && (double)c[i].off <= at + per / 8; i++)
+	for (size_t i = ddl_sock_at(c, n, at - tol); i < n && (double)c[i].off <= at + tol; i++)
 		if (c[i].idle >= min && (best == SIZE_MAX || c[i].idle > c[best].idle))
 			best = i;
 	return best;
@@ -633,13 +632,14 @@ static size_t ddl_sock_pick(const struct ddl_sockcall *c, size_t n, double at, d
 
 /*
  * The step's starts: one call a period, each found a period of bytes
- * after the last one found (before it, going back), from SEED, among the
- * calls after a pause of MIN at least, into B (one entry a period, from
- * the period of the traffic's first bytes; SIZE_MAX where none is), of
- * NB entries at most. Returns the entries used.
+ * after the last one found (before it, going back), within TOL bytes of
+ * where it is due, from SEED, among the calls after a pause of MIN at
+ * least, into B (one entry a period, from the period of the traffic's
+ * first bytes; SIZE_MAX where none is), of NB entries at most. Returns
+ * the entries used.
  */
 static size_t ddl_sock_track(const struct ddl_sockcall *c, size_t n, uint64_t total, double per,
-                             size_t seed, int64_t min, size_t *b, size_t nb)
+                             double tol, size_t seed, int64_t min, size_t *b, size_t nb)
 {
 	double first = fmod((double)c[seed].off + per / 8, per) - per / 8; /* the first period's place */
 	size_t k0 = (size_t)llround(((double)c[seed].off - first) / per);
@@ -652,7 +652,7 @@ static size_t ddl_sock_track(const struct ddl_sockcall *c, size_t n, uint64_t to
 	double at = (double)c[seed].off;
 	for (size_t k = k0 + 1; k < nb && at + per - per / 8 <= (double)total; k++) {
 		at += per;
-		size_t i = ddl_sock_pick(c, n, at, per, min);
+		size_t i = ddl_sock_pick(c, n, at, tol, min);
 		if (i != SIZE_MAX) {
 			b[k] = i;
 			at = (double)c[i].off;
@@ -662,7 +662,7 @@ static size_t ddl_sock_track(const struct ddl_sockcall *c, size_t n, uint64_t to
 	at = (double)c[seed].off;
 	for (size_t k = k0; k-- > 0;) {
 		at -= per;
-		size_t i = ddl_sock_pick(c, n, at, per, min);
+		size_t i = ddl_sock_pick(c, n, at, tol, min);
 		if (i != SIZE_MAX) {
 			b[k] = i;
 			at = (double)c[i].off;
@@ -699,7 +699,9 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 	if (b) {
 		/* where in the period a step starts: the place, of 64, where the
 		 * pauses folded over every period weigh most; the seed is the call
-		 * there after the longest pause */
+		 * there after the longest pause in the period halfway through the
+		 * traffic, else the nearest period that has one (a loop fills the
+		 * middle of a run; set-up and its long pauses come first) */
 		double fold[64] = {0};
 		for (size_t i = 0; i < n; i++)
 			fold[(size_t)(fmod((double)c[i].off, per) / per * 64) & 63] +=
@@ -709,27 +711,49 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 			if (fold[(j + 63) % 64] + fold[j] + fold[(j + 1) % 64] >
 			    fold[(ph + 63) % 64] + fold[ph] + fold[(ph + 1) % 64])
 				ph = j;
-		size_t seed = SIZE_MAX;
-		for (size_t i = 0; i < n; i++) {
-			int at = (int)(fmod((double)c[i].off, per) / per * 64) & 63;
-			if ((at == ph || at == (ph + 1) % 64 || at == (ph + 63) % 64) &&
-			    (seed == SIZE_MAX || c[i].idle > c[seed].idle))
-				seed = i;
-		}
-		/* once for the pauses steps start after, then again keeping only
-		 * those a quarter as long as their median at least (where the
-		 * rhythm breaks off: set-up, an evaluation, the end) */
-		size_t used = ddl_sock_track(c, n, total, per, seed, 0, b, nb), m = 0;
-		int64_t *pause = malloc((used + 1) * sizeof *pause);
+		size_t seed = SIZE_MAX, mid = (size_t)((double)total / 2 / per);
+		for (size_t d = 0; seed == SIZE_MAX && d <= mid + nb; d++)
+			for (int side = 0; side < 2 && seed == SIZE_MAX; side++) {
+				if ((side && !d) || (!side && d > mid))
+					continue;
+				double lo = (double)(side ? mid + d : mid - d) * per + (ph - 1) * per / 64;
+				for (size_t i = ddl_sock_at(c, n, lo); i < n && (double)c[i].off < lo + 3 * per / 64; i++)
+					if (c[i].idle > 0 && (seed == SIZE_MAX || c[i].idle > c[seed].idle))
+						seed = i;
+			}
+		/* Once within an eighth of a period of where each is due, for the
+		 * pauses steps start after and how far from due they fall; then
+		 * again keeping only those a quarter as long as their median at
+		 * least, within four times the median distance from due (a 64th
+		 * of a period at least, where the bytes repeat exactly): where the
+		 * rhythm breaks off (set-up, an evaluation, the end) a pause a
+		 * period on is seldom where it is due. */
+		size_t used = seed == SIZE_MAX ? 0 : ddl_sock_track(c, n, total, per, per / 8, seed,
+		                                                    c[seed].idle / 4, b, nb);
+		size_t m = 0, md = 0;
+		int64_t *pause = malloc(2 * (used + 1) * sizeof *pause), *dev = pause ? pause + used + 1 : NULL;
 		for (size_t k = 0; pause && k < used; k++)
-			if (b[k] != SIZE_MAX)
+			if (b[k] != SIZE_MAX) {
 				pause[m++] = c[b[k]].idle;
+				if (k + 1 < used && b[k + 1] != SIZE_MAX)
+					dev[md++] = (int64_t)(c[b[k + 1]].off - c[b[k]].off);
+			}
 		if (pause && m >= 2) {
 			qsort(pause, m, sizeof *pause, ddl_cmp_i64);
 			int64_t min = pause[m / 2] / 4;
 			min = min > 0 ? min : 1;
+			double tol = per / 64;
+			if (md) { /* the period as the steps found have it, and how far off they fall */
+				qsort(dev, md, sizeof *dev, ddl_cmp_i64);
+				per = md >= 2 ? (double)dev[md / 2] : per;
+				for (size_t k = 0; k < md; k++)
+					dev[k] = llabs(dev[k] - llround(per));
+				qsort(dev, md, sizeof *dev, ddl_cmp_i64);
+				tol = 4 * (double)dev[md / 2] > tol ? 4 * (double)dev[md / 2] : tol;
+				tol = tol < per / 8 ? tol : per / 8;
+			}
 			if (c[seed].idle >= min)
-				used = ddl_sock_track(c, n, total, per, seed, min, b, nb);
+				used = ddl_sock_track(c, n, total, per, tol, seed, min, b, nb);
 			else
 				used = 0;
 			for (size_t k = 0; k + 1 < used; k++)
@@ -1047,11 +1071,14 @@ static int ddl_seq_iterations(struct ddl_proc *p, struct ddl_collcall *v, size_t
 /*
  * Iterations from a thread's long waits (method "waits"), the last
  * resort, for a program whose only rhythm is where it blocks: condition
- * variables, poll, select and epoll. The thread is the main one when it
- * waits (often enough), else the one that waits longest; its waits of a
- * tenth of the 95th percentile of their length at least (20 us at least)
- * are the calls of a sequence, each known by its kind and descriptor (for
- * poll, how many), which is then read as the collectives' is.
+ * variables, and poll, select and epoll on other descriptors than sockets
+ * (a wait for a peer is the socket calls' rhythm, or none). The thread is
+ * the main one when it waits (often enough), else the one that waits
+ * longest; its waits of a tenth of the 95th percentile of their length at
+ * least (20 us at least) are the calls of a sequence, each known by its
+ * kind and descriptor (for poll, how many), which is then read as the
+ * collectives' is, where they hold the thread a twentieth of the time
+ * they span at least (waits that cost nothing are no rhythm of a step).
  */
 static int ddl_proc_wait_iterations(struct ddl_proc *p)
 {
@@ -1063,7 +1090,7 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_event_class(e->kind);
-			if (cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC)
+			if ((cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC) || (e->flags & DDL_EVF_SOCKWAIT))
 				continue;
 			uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 			size_t j = 0;
@@ -1107,7 +1134,7 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			for (size_t i = 0; i < t->nev && m < n; i++) {
 				const struct ddl_event *e = &t->ev[i];
 				int cls = ddl_event_class(e->kind);
-				if ((cls == DDL_CLASS_WAIT || cls == DDL_CLASS_SYNC) &&
+				if ((cls == DDL_CLASS_WAIT || cls == DDL_CLASS_SYNC) && !(e->flags & DDL_EVF_SOCKWAIT) &&
 				    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) == tid)
 					len[m++] = ddl_trace_dur_ns(t, e);
 			}
@@ -1122,7 +1149,7 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			for (size_t i = 0; i < t->nev && nv < n; i++) {
 				const struct ddl_event *e = &t->ev[i];
 				int cls = ddl_event_class(e->kind);
-				if ((cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC) ||
+				if ((cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC) || (e->flags & DDL_EVF_SOCKWAIT) ||
 				    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
 					continue;
 				int64_t a = ddl_trace_real_ns(t, e->start), d = ddl_trace_dur_ns(t, e);
@@ -1134,7 +1161,11 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			}
 		}
 		qsort(v, nv, sizeof *v, ddl_collcall_cmp);
-		int found = nv >= 4 && ddl_seq_iterations(p, v, nv, tid);
+		int64_t held = 0;
+		for (size_t i = 0; i < nv; i++)
+			held += v[i].b - v[i].a;
+		int found = nv >= 4 && held >= (v[nv - 1].b - v[0].a) / 20 &&
+		            ddl_seq_iterations(p, v, nv, tid);
 		free(v);
 		if (found)
 			return 1;
