@@ -499,8 +499,8 @@ static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t t
 			return 0;
 		}
 		/* past the first lobe (a pause is high next to itself), the first
-		 * peak near the highest; two periods at least */
-		size_t lmax = nq / 2, l0 = 1, per = 0;
+		 * peak near the highest; four periods at least */
+		size_t lmax = nq / 4, l0 = 1, per = 0;
 		while (l0 < lmax && r[l0] > 0)
 			l0++;
 		double best = 0, d = 0;
@@ -756,6 +756,28 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 				used = ddl_sock_track(c, n, total, per, tol, seed, min, b, nb);
 			else
 				used = 0;
+			/* a step's pause is the program's own work between its
+			 * exchanges: it stands out of the calls' usual gaps (three
+			 * times their median, 50 us at least), where a transfer with
+			 * no loop has only gaps alike */
+			m = 0;
+			for (size_t k = 0; k < used; k++)
+				if (b[k] != SIZE_MAX)
+					pause[m++] = c[b[k]].idle;
+			double *all = m ? malloc(n * sizeof *all) : NULL;
+			if (m && !all)
+				nomem = 1;
+			if (all) {
+				for (size_t i = 0; i < n; i++)
+					all[i] = (double)c[i].idle;
+				double usual = ddl_select(all, n, n / 2);
+				free(all);
+				qsort(pause, m, sizeof *pause, ddl_cmp_i64);
+				if ((double)pause[m / 2] < 3 * usual || pause[m / 2] < 50000)
+					used = 0;
+			} else {
+				used = 0;
+			}
 			for (size_t k = 0; k + 1 < used; k++)
 				if (b[k] != SIZE_MAX && b[k + 1] != SIZE_MAX && c[b[k + 1]].from > c[b[k]].from)
 					found += ddl_push_iter(p, c[b[k]].from, c[b[k + 1]].from, tid) == 0;
@@ -777,8 +799,8 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 	free(b);
 	free(c);
 	p->incomplete |= nomem;
-	if (found < 2) {
-		p->niter = 0; /* one step is no rhythm */
+	if (found < 4) {
+		p->niter = 0; /* three steps are no rhythm (nor the ring steps of one all-reduce) */
 		return 0;
 	}
 	return 1;
@@ -1165,21 +1187,24 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 		for (size_t i = 0; i < nv; i++)
 			held += v[i].b - v[i].a;
 		int found = nv >= 4 && held >= (v[nv - 1].b - v[0].a) / 20 &&
-		            ddl_seq_iterations(p, v, nv, tid);
+		            ddl_seq_iterations(p, v, nv, tid) && p->niter >= 4;
 		free(v);
 		if (found)
 			return 1;
-		p->niter = 0;
+		p->niter = 0; /* three steps are no rhythm either */
 	}
 	return 0;
 }
 
-/* The median of P's iterations found (before the warm-up is skipped). */
-static double ddl_proc_median(const struct ddl_proc *p)
+/* The median of P's iterations found (before the warm-up is skipped);
+ * without memory, the middle one (P then incomplete). */
+static double ddl_proc_median(struct ddl_proc *p)
 {
 	double *v = malloc(p->niter * sizeof *v);
-	if (!v)
-		return p->niter ? p->iter_s[p->niter / 2] : 0; /* one of them, without memory */
+	if (!v) {
+		p->incomplete = 1;
+		return p->niter ? p->iter_s[p->niter / 2] : 0;
+	}
 	memcpy(v, p->iter_s, p->niter * sizeof *v);
 	double m = ddl_select(v, p->niter, p->niter / 2);
 	free(v);
