@@ -1196,19 +1196,27 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 	return 0;
 }
 
-/* The median of P's iterations found (before the warm-up is skipped);
- * without memory, the middle one (P then incomplete). */
-static double ddl_proc_median(struct ddl_proc *p)
+/* The period of P's iterations found (before the warm-up is skipped): their
+ * mean less the longest and the shortest tenth (a first step that waited
+ * for the set-up, a last one cut short; steps of two speeds on a loaded
+ * machine still average alike on every rank, where their medians do not);
+ * without memory, the plain mean (P then incomplete). */
+static double ddl_proc_period(struct ddl_proc *p)
 {
-	double *v = malloc(p->niter * sizeof *v);
+	double *v = malloc(p->niter * sizeof *v), sum = 0;
 	if (!v) {
 		p->incomplete = 1;
-		return p->niter ? p->iter_s[p->niter / 2] : 0;
+		for (size_t i = 0; i < p->niter; i++)
+			sum += p->iter_s[i];
+		return p->niter ? sum / (double)p->niter : 0;
 	}
 	memcpy(v, p->iter_s, p->niter * sizeof *v);
-	double m = ddl_select(v, p->niter, p->niter / 2);
+	qsort(v, p->niter, sizeof *v, ddl_cmp_double);
+	size_t cut = p->niter / 10;
+	for (size_t i = cut; i < p->niter - cut; i++)
+		sum += v[i];
 	free(v);
-	return m;
+	return sum / (double)(p->niter - 2 * cut);
 }
 
 /* Processes by rank, then the one that found most iterations (of equals,
@@ -1225,9 +1233,9 @@ static int ddl_cmp_rankproc(const void *a, const void *b)
 }
 
 /*
- * The ranks of one job share their period: each rank's median iteration
- * is held against the median of the ranks', and its count against theirs.
- * A rank disagrees when its median is a tenth off, or its count is off by
+ * The ranks of one job share their period: each rank's period (its
+ * iterations' trimmed mean) is held against the median of the ranks', and
+ * its count against theirs. A rank disagrees when its period is a tenth off, or its count is off by
  * more than two and a tenth, or when it found none where others did; the
  * job's status says so (r->iteration_status). Processes that are not
  * ranks are not compared: nothing says they do one job's steps; of several
@@ -1325,7 +1333,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 			continue;
 		}
 		p->niter_found = p->niter;
-		p->iter_period_s = ddl_proc_median(p);
+		p->iter_period_s = ddl_proc_period(p);
 		size_t skip = (size_t)warmup < p->niter ? (size_t)warmup : p->niter - 1;
 		memmove(p->iter_s, p->iter_s + skip, (p->niter - skip) * sizeof *p->iter_s);
 		memmove(p->iter, p->iter + skip, (p->niter - skip) * sizeof *p->iter);

@@ -276,7 +276,7 @@ static void ddl_summary(const struct ddl_report *r, FILE *f)
 			if (!p->iter_disagrees)
 				continue;
 			if (p->niter_found)
-				fprintf(f, " rank %d found %zu of %.3f ms (the median);", p->rank, p->niter_found,
+				fprintf(f, " rank %d found %zu of %.3f ms;", p->rank, p->niter_found,
 				        p->iter_period_s * 1e3);
 			else
 				fprintf(f, " rank %d found none;", p->rank);

@@ -507,7 +507,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_object_set_new(jr, "iterations_found", json_integer((json_int_t)p->niter_found));
 		json_object_set_new(jr, "warmup_skipped", json_integer(p->warmup_skipped));
 		json_object_set_new(jr, "steps_run", p->steps_run >= 0 ? json_integer(p->steps_run) : json_null());
-		json_object_set_new(jr, "iteration_median_s",
+		json_object_set_new(jr, "iteration_period_s",
 		                    p->niter_found ? json_real(p->iter_period_s) : json_null());
 		json_object_set_new(jr, "iteration_disagrees", json_boolean(p->iter_disagrees));
 		json_object_set_new(jr, "breakdown_s", p->niter ? ddl_json_parts(&p->per_iter) : json_null());

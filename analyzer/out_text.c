@@ -445,7 +445,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			if (!p->iter_disagrees)
 				continue;
 			if (p->niter_found)
-				fprintf(f, "  %s: %zu found, of %.3f ms (median), where the ranks' median is %ld of "
+				fprintf(f, "  %s: %zu found, of %.3f ms, where the ranks' median is %ld of "
 				        "%.3f ms\n", ddl_label(r, p, label, sizeof label), p->niter_found,
 				        p->iter_period_s * 1e3, r->iter_found_median, r->iter_period_s * 1e3);
 			else

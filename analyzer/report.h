@@ -186,8 +186,9 @@ struct ddl_proc {
 	size_t niter_found;   /* iterations found, before the warm-up was skipped */
 	long steps_run;       /* steps the process ran, as the Python hook counted them or
 	                       * as many as its marker ranges; -1 when nothing says */
-	double iter_period_s; /* the median iteration found (warm-up included): what
-	                       * the ranks of a job are held against one another by */
+	double iter_period_s; /* the iterations found (warm-up included), their mean
+	                       * less the longest and shortest tenth: what the ranks
+	                       * of a job are held against one another by */
 	int iter_disagrees;   /* a rank whose iterations (or none) disagree with the
 	                       * other ranks' (iterations.c) */
 	/* the iteration the timelines show (breakdown.c): the first whose
@@ -307,7 +308,7 @@ struct ddl_report {
 	                               * flagged (ddl_proc.iter_disagrees), and the job has
 	                               * no count; "none": no process has any */
 	int iter_disagree;            /* ranks that disagree */
-	double iter_period_s;         /* the ranks' median of their median iterations ... */
+	double iter_period_s;         /* the ranks' median of their periods ... */
 	long iter_found_median;       /* ... and of their counts found (0: no rank has any) */
 	long iterations_found;        /* per rank, the fewest found before warm-up */
 	long steps_run;               /* per rank, the most steps the hook or markers
