@@ -1145,7 +1145,7 @@ int test_e2e_pytorch_two_hosts(void)
 	json_t *rep = treport(t, NULL);
 	/* no markers and no Python hook (--python off): the steps come from the
 	 * repeating sequence of gloo's collectives, past the set-up's broadcasts
-	 * (the hook's steps: tests/t_torch.c; the rhythm of the traffic:
+	 * (the hook's steps: tests/t_torch.c; the socket calls' period:
 	 * e2e_socket_iterations) */
 	json_t *job = json_object_get(rep, "job");
 	const char *method = json_string_value(json_object_get(job, "iteration_method"));
@@ -1247,7 +1247,7 @@ int test_e2e_marker_iterations(void)
 	CHECK(trun(a3, NULL, 30, &r) == 0, "report --iteration-name");
 	rep = json_loads(r.out, 0, NULL);
 	json_t *j3 = json_object_get(rep, "job");
-	/* no marker matches: the traffic's rhythm (one exchange a step) takes over */
+	/* no marker matches: the socket calls' period (one exchange a step) takes over */
 	double m3 = json_real_value(json_object_get(j3, "iteration_mean_s"));
 	CHECK(!strcmp(json_string_value(json_object_get(j3, "iteration_method")), "socket") &&
 	      m3 > mean * 0.85 && m3 < mean * 1.15,
@@ -1264,9 +1264,11 @@ int test_e2e_marker_iterations(void)
 }
 
 /*
- * Iterations without markers, from the rhythm of socket traffic: tcpring's
- * ranks compute 30 ms and all-reduce each step; the report must find about
- * as many steps as ran and their mean within 15% of what the job measured.
+ * Iterations without markers, from the sequence of socket calls: tcpring's
+ * ranks compute 30 ms and all-reduce each step; the report must find the
+ * steps that ran less the warm-up (plus or minus one), and their mean
+ * within 15% of what the job measured over its whole run (the first steps
+ * run slower; tests/t_iter.c holds the same steps to 3%).
  */
 static int ddl_e2e_socket_iterations_once(void)
 {
@@ -1289,7 +1291,7 @@ static int ddl_e2e_socket_iterations_once(void)
 	double mean = json_real_value(json_object_get(job, "iteration_mean_s")) * 1e3;
 	fprintf(stderr, "    tcpring: %.1f ms/iteration measured by the job, %.1f ms found, %lld iterations\n",
 	        ms, mean, (long long)n);
-	CHECK(n >= 20 && n <= 26, "30 steps less 5 warm-up: found %lld", (long long)n);
+	CHECK(n >= 24 && n <= 26, "30 steps less 5 warm-up: found %lld", (long long)n);
 	CHECK(mean > ms * 0.85 && mean < ms * 1.15, "mean %.1f ms against %.1f ms", mean, ms);
 	/* The breakdown: every rank's parts add up to its iteration; the ranks
 	 * talk over loopback, so no network stall; compute is the planned 30 ms
@@ -1317,7 +1319,7 @@ static int ddl_e2e_socket_iterations_once(void)
 	return DDL_PASS;
 }
 
-/* Measured once more on a miss: on a loaded machine the rhythm of one rank's
+/* Measured once more on a miss: on a loaded machine the period of one rank's
  * traffic can blur below the detection threshold. */
 int test_e2e_socket_iterations(void)
 {

@@ -72,6 +72,17 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_two_hosts) \
 	X(e2e_marker_iterations) \
 	X(e2e_socket_iterations) \
+	X(iter_tcpring) \
+	X(iter_tcpring_markers_agree) \
+	X(iter_ranks_env) \
+	X(iter_two_hosts) \
+	X(iter_mpi) \
+	X(iter_synth) \
+	X(iter_torch_isolated) \
+	X(iter_waits) \
+	X(iter_no_loop) \
+	X(iter_disagree) \
+	X(iter_synthetic) \
 	X(e2e_perturb_net) \
 	X(e2e_pytorch_two_hosts) \
 	X(e2e_pytorch_differential) \
