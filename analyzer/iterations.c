@@ -39,6 +39,20 @@
 
 #include "report.h"
 
+/* The class of event kind KIND (ddl_event_class), from a table made once:
+ * these passes look at every event of every process. */
+static int ddl_cls(unsigned kind)
+{
+	static unsigned char cls[256];
+	static int made;
+	if (!made) {
+		for (unsigned k = 0; k < 256; k++)
+			cls[k] = (unsigned char)ddl_event_class(k);
+		made = 1;
+	}
+	return cls[kind & 255];
+}
+
 static int ddl_name_matches(const char *name, const char *patterns)
 {
 	if (!name)
@@ -331,7 +345,18 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 struct ddl_sockcall {
 	uint64_t off, bytes;
 	int64_t idle, from, end;
+	double w; /* the idle time's weight: log(1 + idle / 10 us) */
 };
+
+#define DDL_IDLE_UNIT 1e4 /* ns: an idle time's weight is log(1 + idle / 10 us) */
+
+/* log(1 + IDLE / DDL_IDLE_UNIT), IDLE >= 0; the gaps of a few us between
+ * calls, most of them, by its series (to 1e-4) without the cost of log. */
+static double ddl_idle_weight(int64_t idle)
+{
+	double x = (double)idle / DDL_IDLE_UNIT;
+	return x < 0.125 ? x * (1 - x * (0.5 - x / 3)) : log1p(x);
+}
 
 /* Whether E, of class CLS, is on the network: a data call, a connect or
  * accept, or a wait that included a socket. */
@@ -343,30 +368,48 @@ static int ddl_on_network(const struct ddl_event *e, int cls)
 
 /* The data calls of thread TID of P, in order, with how many and the bytes
  * they moved in *N and *TOTAL; NULL when there are none, or without memory
- * (*NOMEM set). */
-static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t tid, size_t *n,
-                                           uint64_t *total, int *nomem)
+ * (*NOMEM set). CALLS, the thread's network calls, sizes the array. */
+static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t tid, uint64_t calls,
+                                           size_t *n, uint64_t *total, int *nomem)
 {
-	struct ddl_sockcall *c = NULL;
-	size_t m = 0, cap = 0;
+	size_t m = 0, cap = calls > 16 ? (size_t)calls : 16;
+	struct ddl_sockcall *c = malloc(cap * sizeof *c);
+	if (!c) {
+		*nomem = 1;
+		return NULL;
+	}
 	uint64_t off = 0;
-	int64_t idle = 0, longest = -1, from = 0, last = INT64_MIN;
+	/* in ticks within a trace (the real time is linear in them), in ns
+	 * across the exec of one image into the next */
+	int64_t idle = 0, longest = -1, from = 0, last_ns = INT64_MIN;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
+		uint64_t last = 0;
+		int have = 0; /* LAST is this trace's */
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			int cls = ddl_event_class(e->kind);
+			int cls = ddl_cls(e->kind);
 			if (!ddl_on_network(e, cls) || (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
 				continue;
-			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
-			if (last != INT64_MIN && a > last) {
-				idle += a - last;
-				if (a - last > longest) {
-					longest = a - last;
-					from = last;
+			uint64_t a = e->start, d = e->flags & DDL_EVF_LONG ? (uint64_t)e->dur << DDL_DUR_LONG_SHIFT
+			                                                   : e->dur;
+			int64_t gap = 0, gap_from = 0;
+			if (have && a > last) {
+				gap = (int64_t)((double)(a - last) * t->ns_per_tick);
+				gap_from = gap > longest ? ddl_trace_real_ns(t, last) : 0;
+			} else if (!have && last_ns != INT64_MIN) {
+				gap = ddl_trace_real_ns(t, a) - last_ns;
+				gap_from = last_ns;
+			}
+			if (gap > 0) {
+				idle += gap;
+				if (gap > longest) {
+					longest = gap;
+					from = gap_from;
 				}
 			}
-			last = b > last ? b : last;
+			last = !have || a + d > last ? a + d : last;
+			have = 1;
 			if (e->result <= 0 || cls == DDL_CLASS_CONN || cls == DDL_CLASS_WAIT ||
 			    (e->flags & DDL_EVF_PEEK))
 				continue;
@@ -381,11 +424,15 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 				c = q;
 				cap = nc;
 			}
-			c[m++] = (struct ddl_sockcall){off, (uint64_t)e->result, idle, longest >= 0 ? from : a, b};
+			c[m++] = (struct ddl_sockcall){off, (uint64_t)e->result, idle,
+			                               longest >= 0 ? from : ddl_trace_real_ns(t, a),
+			                               ddl_trace_real_ns(t, a + d), ddl_idle_weight(idle)};
 			off += (uint64_t)e->result;
 			idle = 0;
 			longest = -1;
 		}
+		if (have)
+			last_ns = ddl_trace_real_ns(t, last);
 	}
 	*n = m;
 	*total = off;
@@ -460,9 +507,8 @@ static int ddl_autocorr(const double *x, size_t n, double *r)
 	return 0;
 }
 
-#define DDL_QUANTA 4096u          /* the traffic's bytes in so many quanta ... */
-#define DDL_QUANTA_MAX (1u << 18) /* ... or more, up to this, for a period of 64 at least */
-#define DDL_IDLE_UNIT 1e4         /* ns: an idle time's weight is log(1 + idle / 10 us) */
+#define DDL_QUANTA 2048u          /* the traffic's bytes in so many quanta ... */
+#define DDL_QUANTA_MAX (1u << 18) /* ... or more, up to this, for a period of 32 at least */
 
 /*
  * The period of the idle time of calls C[0..N) over their bytes (TOTAL),
@@ -487,12 +533,15 @@ static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t t
 		}
 		for (size_t i = 0; i < n; i++) {
 			size_t j = (size_t)((double)c[i].off / q);
-			x[j < nq ? j : nq - 1] += log1p((double)c[i].idle / DDL_IDLE_UNIT);
+			x[j < nq ? j : nq - 1] += c[i].w;
 		}
-		for (size_t j = 0; j < nq; j++)
+		for (size_t j = 0; j < nq; j++) { /* spread each quantum over its neighbours */
+			if (x[j] == 0)
+				continue;
 			for (int k = -6; k <= 6; k++)
 				if ((k >= 0 || j >= (size_t)-k) && j + (size_t)(k > 0 ? k : 0) < nq)
-					s[j] += w[k < 0 ? -k : k] * x[(size_t)((ptrdiff_t)j + k)];
+					s[(size_t)((ptrdiff_t)j + k)] += w[k < 0 ? -k : k] * x[j];
+		}
 		if (ddl_autocorr(s, nq, r) < 0) {
 			free(x);
 			*nomem = 1;
@@ -517,9 +566,9 @@ static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t t
 		free(x);
 		if (!per)
 			return 0;
-		if (per >= 64 || nq >= DDL_QUANTA_MAX)
+		if (per >= 32 || nq >= DDL_QUANTA_MAX)
 			return ((double)per + d) * q;
-		size_t want = nq * 96 / per; /* finer, for a short period */
+		size_t want = nq * 64 / per; /* finer, for a short period */
 		while (nq < want && nq < DDL_QUANTA_MAX)
 			nq *= 2;
 	}
@@ -676,18 +725,19 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 {
 	/* the thread with the most traffic */
 	uint32_t tid = 0;
-	uint64_t most = 0;
+	uint64_t most = 0, calls = 0;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		uint64_t b = p->threads[i].net.bytes_sent + p->threads[i].net.bytes_received;
 		if (b > most) {
 			most = b;
 			tid = p->threads[i].tid;
+			calls = p->threads[i].net.calls;
 		}
 	}
-	size_t n;
-	uint64_t total;
+	size_t n = 0;
+	uint64_t total = 0;
 	int nomem = 0;
-	struct ddl_sockcall *c = most ? ddl_sock_calls(p, tid, &n, &total, &nomem) : NULL;
+	struct ddl_sockcall *c = most ? ddl_sock_calls(p, tid, calls, &n, &total, &nomem) : NULL;
 	double per = c && n >= 8 ? ddl_sock_period(c, n, total, &nomem) : 0;
 	if (per > 0)
 		per = ddl_sock_exact(c, n, total, per, &nomem);
@@ -703,9 +753,9 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 		 * traffic, else the nearest period that has one (a loop fills the
 		 * middle of a run; set-up and its long pauses come first) */
 		double fold[64] = {0};
+		uint64_t iper = per >= 1 ? (uint64_t)llround(per) : 1;
 		for (size_t i = 0; i < n; i++)
-			fold[(size_t)(fmod((double)c[i].off, per) / per * 64) & 63] +=
-			    log1p((double)c[i].idle / DDL_IDLE_UNIT);
+			fold[(c[i].off % iper) * 64 / iper & 63] += c[i].w;
 		int ph = 0;
 		for (int j = 1; j < 64; j++)
 			if (fold[(j + 63) % 64] + fold[j] + fold[(j + 1) % 64] >
@@ -880,7 +930,7 @@ struct ddl_collcall {
 #define DDL_GLOO_THREADS 0xFFFFFFFFu
 static uint32_t ddl_coll_thread(const struct ddl_trace *t, const struct ddl_event *e)
 {
-	int cls = ddl_event_class(e->kind);
+	int cls = ddl_cls(e->kind);
 	if (cls == DDL_CLASS_HCOLL)
 		return DDL_GLOO_THREADS;
 	if (cls != DDL_CLASS_COLL)
@@ -974,7 +1024,7 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	for (size_t k = 0; k < p->ntr; k++)
 		for (size_t i = 0; i < p->tr[k]->nev; i++) {
 			const struct ddl_event *e = &p->tr[k]->ev[i];
-			int cls = ddl_event_class(e->kind);
+			int cls = ddl_cls(e->kind);
 			if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
 				continue;
 			uint32_t tid = ddl_coll_thread(p->tr[k], e);
@@ -1002,7 +1052,7 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev && n < best_n; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			int cls = ddl_event_class(e->kind);
+			int cls = ddl_cls(e->kind);
 			if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) || ddl_coll_thread(t, e) != best)
 				continue;
 			const struct ddl_args *a = ddl_event_args(t, i);
@@ -1111,7 +1161,7 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
-			int cls = ddl_event_class(e->kind);
+			int cls = ddl_cls(e->kind);
 			if ((cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC) || (e->flags & DDL_EVF_SOCKWAIT))
 				continue;
 			uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
@@ -1155,7 +1205,7 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t i = 0; i < t->nev && m < n; i++) {
 				const struct ddl_event *e = &t->ev[i];
-				int cls = ddl_event_class(e->kind);
+				int cls = ddl_cls(e->kind);
 				if ((cls == DDL_CLASS_WAIT || cls == DDL_CLASS_SYNC) && !(e->flags & DDL_EVF_SOCKWAIT) &&
 				    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) == tid)
 					len[m++] = ddl_trace_dur_ns(t, e);
@@ -1170,7 +1220,7 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t i = 0; i < t->nev && nv < n; i++) {
 				const struct ddl_event *e = &t->ev[i];
-				int cls = ddl_event_class(e->kind);
+				int cls = ddl_cls(e->kind);
 				if ((cls != DDL_CLASS_WAIT && cls != DDL_CLASS_SYNC) || (e->flags & DDL_EVF_SOCKWAIT) ||
 				    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
 					continue;
