@@ -84,14 +84,12 @@ static int bt_rank(const char *dir, int rank, int world, size_t nev, int *steps,
 	unsigned char str[512];
 	size_t ns = 0;
 	char next[64], prev[64];
-	snprintf(next, sizeof next, "10.0.%d.%d:29500", (rank + 1) % world / 8, (rank + 1) % world % 8 + 1);
-	snprintf(prev, sizeof prev, "10.0.%d.%d:41%03d", (rank + world - 1) % world / 8,
-	         (rank + world - 1) % world % 8 + 1, rank % 1000);
+	int nx = (rank + 1) % world, pv = (rank + world - 1) % world;
+	snprintf(next, sizeof next, "10.0.%d.%d:29500", nx / 8, nx % 8 + 1);
+	snprintf(prev, sizeof prev, "10.0.%d.%d:41%03d", pv / 8, pv % 8 + 1, rank % 1000);
 	bt_str(str, &ns, DDL_STR_THREAD, 0, pid, "train");
-	bt_str(str, &ns, DDL_STR_PEER, 1, ((rank + 1) % world / 8 == rank / 8 ? DDL_PEERF_LOCAL : 0) | 2u << 8,
-	       next);
-	bt_str(str, &ns, DDL_STR_PEER, 2,
-	       ((rank + world - 1) % world / 8 == rank / 8 ? DDL_PEERF_LOCAL : 0) | 2u << 8, prev);
+	bt_str(str, &ns, DDL_STR_PEER, 1, (nx / 8 == rank / 8 ? DDL_PEERF_LOCAL : 0) | 2u << 8, next);
+	bt_str(str, &ns, DDL_STR_PEER, 2, (pv / 8 == rank / 8 ? DDL_PEERF_LOCAL : 0) | 2u << 8, prev);
 	bt_str(str, &ns, DDL_STR_META, 0, 0, "command=bigtrace");
 	struct ddl_event *ev = calloc(nev, sizeof *ev);
 	if (!ev)
@@ -131,7 +129,8 @@ static int bt_rank(const char *dir, int rank, int world, size_t nev, int *steps,
 	}
 	*steps = done;
 	*mean = done ? sum / done : 0;
-	struct ddl_clock_sample s = {now + 1000, (int64_t)(now + 1000), h.start_real_ns + (int64_t)(now + 1000 - h.start_ticks)};
+	struct ddl_clock_sample s = {now + 1000, (int64_t)(now + 1000),
+	                             h.start_real_ns + (int64_t)(now + 1000 - h.start_ticks)};
 	struct ddl_end end = {n, 0, DDL_END_EXIT, 0};
 	const struct bt_part parts[] = {{0, &h, sizeof h},
 	                                {DDL_CHUNK_STRINGS, str, ns},
