@@ -6,7 +6,7 @@
  *   model (report_model.c: processes, roles)  -> GPU calls and communicators
  *   (gpu.c, correlate.c) -> clock alignment (align.c) -> iterations
  *   (iterations.c) -> stall attribution (breakdown.c, breakdown_gpu.c,
- *   inputs.c) -> stragglers (align.c) -> measured against predicted
+ *   inputs.c) -> stragglers (stragglers.c) -> measured against predicted
  *   (breakdown.c) -> call sites, counters, kernels.
  *
  * Outputs (out_*.c) only read what this leaves in the report.

@@ -20,6 +20,11 @@ static int ddl_have_sens(const struct ddl_report *r)
 	return r->have_sensitivity;
 }
 
+static int ddl_have_strag(const struct ddl_report *r)
+{
+	return r->stragglers_measured;
+}
+
 static const struct {
 	const char *name;
 	size_t off;  /* offset of a double in struct ddl_report */
@@ -35,6 +40,7 @@ static const struct {
 	{"iteration_mean_ms", offsetof(struct ddl_report, iter_mean_s), 1e3, ddl_have_iter},
 	{"iteration_p50_ms", offsetof(struct ddl_report, iter_p50_s), 1e3, ddl_have_iter},
 	{"iteration_p99_ms", offsetof(struct ddl_report, iter_p99_s), 1e3, ddl_have_iter},
+	{"stragglers", offsetof(struct ddl_report, straggler_count), 1, ddl_have_strag},
 	{"sensitivity", offsetof(struct ddl_report, sensitivity), 1, ddl_have_sens},
 	{"slowdown_rack", offsetof(struct ddl_report, slowdown[DDL_LEVEL_RACK]), 1, ddl_have_sens},
 	{"slowdown_cluster", offsetof(struct ddl_report, slowdown[DDL_LEVEL_CLUSTER]), 1,
@@ -59,7 +65,7 @@ int ddl_failif_check(const char *cond, char *err, size_t errlen)
 		}
 	snprintf(err, errlen, "--fail-if '%s': METRIC OP NUMBER, OP one of < <= > >= == !=, METRIC one of "
 	         "compute_pct, data_stall_pct, interconnect_stall_pct, network_stall_pct, idle_pct, "
-	         "iteration_mean_ms, iteration_p50_ms, iteration_p99_ms, sensitivity, slowdown_rack, "
+	         "iteration_mean_ms, iteration_p50_ms, iteration_p99_ms, stragglers, sensitivity, slowdown_rack, "
 	         "slowdown_cluster", cond);
 	return -1;
 }

@@ -459,11 +459,16 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	                                                  "total_s", r->kernel_runs_s));
 	json_object_set_new(job, "kernels_distinct", json_integer((json_int_t)r->nkernels_timed));
 	json_object_set_new(job, "kernels", ddl_json_kernels(r));
-	json_t *strag = json_array();
-	for (size_t i = 0; i < r->nprocs; i++)
+	json_t *strag = json_array(), *vict = json_array();
+	for (size_t i = 0; i < r->nprocs; i++) {
 		if (r->procs[i].straggler)
 			json_array_append_new(strag, json_integer(r->procs[i].rank));
+		if (r->procs[i].victim)
+			json_array_append_new(vict, json_integer(r->procs[i].rank));
+	}
 	json_object_set_new(job, "stragglers", strag);
+	json_object_set_new(job, "straggler_victims", vict);
+	json_object_set_new(job, "stragglers_measured", json_boolean(r->stragglers_measured));
 	json_t *clk = json_object();
 	json_object_set_new(clk, "method", json_string(r->clock_method ? r->clock_method : "realtime"));
 	json_object_set_new(clk, "residual_s",
@@ -500,8 +505,22 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		if (p->coll_instances) {
 			json_object_set_new(jr, "imposed_wait_s", json_real(p->imposed_wait_s));
 			json_object_set_new(jr, "late_fraction", json_real(p->late_fraction));
+			json_object_set_new(jr, "waits_on",
+			                    p->waits_on >= 0 ? json_pack("{s:i, s:f}", "rank",
+			                                                 r->procs[p->waits_on].rank, "wait_s",
+			                                                 p->waits_on_s)
+			                                     : json_null());
 		}
 		json_object_set_new(jr, "straggler", json_boolean(p->straggler));
+		json_object_set_new(jr, "straggler_kind", p->straggler ? json_string("culprit")
+		                                          : p->victim  ? json_string("victim")
+		                                                       : json_null());
+		if (p->straggler)
+			json_object_set_new(jr, "straggler_cause",
+			                    json_pack("{s:s, s:f, s:f}", "part", p->straggler_cause, "own_s",
+			                              p->cause_s, "others_s", p->cause_others_s));
+		if (p->victim)
+			json_object_set_new(jr, "victim_of", json_integer(r->procs[p->victim_of].rank));
 		json_array_append_new(ranks, jr);
 	}
 	json_object_set_new(root, "ranks", ranks);

@@ -384,6 +384,53 @@ static uint64_t ddl_events_total(const struct ddl_report *r)
 	return n;
 }
 
+
+/* The stragglers' verdict (stragglers.c): the culprit, why, who waits on it, its victims. */
+static void ddl_straggler_section(const struct ddl_report *r, FILE *f)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->straggler)
+			continue;
+		char label[96];
+		fprintf(f, "\nStraggler: %s: late to its collectives in %.0f%% of the iterations by its own "
+		        "doing, it makes the others wait %.3f ms an iteration\n", ddl_label(r, p, label, sizeof label),
+		        p->late_fraction * 100, p->imposed_wait_s * 1e3);
+		if (!strcmp(p->straggler_cause, "compute"))
+			fprintf(f, "  slow in its own compute: %.3f ms an iteration, the other ranks %.3f\n",
+			        p->cause_s * 1e3, p->cause_others_s * 1e3);
+		else if (!strcmp(p->straggler_cause, "data"))
+			fprintf(f, "  it waits %.3f ms an iteration for its data, the other ranks %.3f (see Input "
+			        "pipeline)\n", p->cause_s * 1e3, p->cause_others_s * 1e3);
+		else
+			fprintf(f, "  neither its compute nor its data stall is what makes it late\n");
+		int n = 0;
+		double sum = 0;
+		for (size_t k = 0; k < r->nprocs; k++)
+			if (k != i && r->procs[k].waits_on == (int)i) {
+				n++;
+				sum += r->procs[k].waits_on_s;
+			}
+		if (n) {
+			fprintf(f, "  waiting on it (%.3f ms an iteration, mean):", sum / n * 1e3);
+			for (size_t k = 0, c = 0; k < r->nprocs; k++)
+				if (k != i && r->procs[k].waits_on == (int)i)
+					fprintf(f, "%s%s", c++ ? ", " : " ", ddl_label(r, &r->procs[k], label, sizeof label));
+			fputc('\n', f);
+		}
+	}
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->victim)
+			continue;
+		char label[96], of[96];
+		fprintf(f, "%s%s, late to its collectives in %.0f%% of the iterations because it waits on "
+		        "%s, makes the others wait %.3f ms an iteration\n", r->nstragglers ? "  victim: " :
+		        "\nLate, a victim: ", ddl_label(r, p, label, sizeof label), p->late_fraction * 100,
+		        ddl_label(r, &r->procs[p->victim_of], of, sizeof of), p->imposed_wait_s * 1e3);
+	}
+}
+
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
 	int nomem = 0;
@@ -486,19 +533,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		        "traffic)\n", r->iteration_names);
 	}
 
-	for (size_t i = 0; i < r->nprocs; i++) {
-		const struct ddl_proc *p = &r->procs[i];
-		if (p->straggler) {
-			char label[96];
-			fprintf(f, "\nStraggler: %s: last to its collectives in %.0f%% of the iterations, it "
-			        "makes the others wait %.3f ms an iteration\n", ddl_label(r, p, label, sizeof label),
-			        p->late_fraction * 100, p->imposed_wait_s * 1e3);
-			if (p->niter && p->per_iter.data_stall > 0.25 * p->imposed_wait_s &&
-			    p->per_iter.data_stall > 0.05 * p->iter_mean_s)
-				fprintf(f, "  it waits %.3f ms an iteration for its data (see Input pipeline)\n",
-				        p->per_iter.data_stall * 1e3);
-		}
-	}
+	ddl_straggler_section(r, f);
 	if (r->has_gpu) {
 		ddl_gpu_section(r, f);
 		nomem |= ddl_kernels_section(r, f) < 0;

@@ -197,11 +197,22 @@ struct ddl_proc {
 	struct ddl_gpusum gpu;
 	int has_gpu;          /* made CUDA or NCCL calls */
 	int gpu_breakdown;    /* per_iter from the device timeline (breakdown_gpu.c) */
-	/* stragglers (align.c): the time per iteration this rank, last to a
-	 * collective, made the others wait; the share of iterations it did so */
+	/* stragglers (stragglers.c), over the analysed iterations of the job's
+	 * reference rank (the lowest with iterations): the collective instances
+	 * it took part in; the time per iteration the others waited at those it
+	 * came last to; the share of iterations in which it was late (it kept
+	 * the others waiting most, standing out, or was waited on by the one
+	 * that did); the verdict: the culprit (late mostly by its own doing), or
+	 * a victim (late mostly because it waited on VICTIM_OF) */
 	size_t coll_instances;
 	double imposed_wait_s, late_fraction;
-	int straggler;
+	int straggler, victim;
+	int victim_of;        /* process index, -1 */
+	int waits_on;         /* the process it waits on most at collectives, -1 none */
+	double waits_on_s;    /* ... per iteration */
+	const char *straggler_cause; /* culprits: "compute", "data" or "other" */
+	double cause_s, cause_others_s; /* culprits: that part per iteration, its own and the
+	                                 * other ranks' median */
 	double comm_s;        /* per iteration: time collectives ran on the device; without
 	                       * device intervals, time the process's traffic was in flight */
 	double overlap_s;     /* ... of which hidden under compute */
@@ -333,7 +344,9 @@ struct ddl_report {
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
-	int nstragglers;
+	int nstragglers, nvictims;     /* stragglers.c: culprits and victims */
+	int stragglers_measured;       /* collectives of several ranks in analysed iterations */
+	double straggler_count;        /* nstragglers, for --fail-if */
 	/* call sites (callsites.c): top DDL_CALLSITES_TOP by stall, then time */
 	struct ddl_callsite *callsites;
 	size_t ncallsites;
@@ -418,7 +431,8 @@ struct ddl_cmp_opts {
 int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f);
 /* Aligns the hosts' clocks on the ends of shared collectives (align.c). */
 void ddl_report_align(struct ddl_report *r);
-/* Ranks whose collectives start consistently late (align.c); after iterations. */
+/* Ranks that keep the others waiting at collectives, and why (stragglers.c); after the
+ * iterations and the breakdown. */
 void ddl_report_stragglers(struct ddl_report *r);
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
