@@ -397,11 +397,11 @@ static void ddl_straggler_section(const struct ddl_report *r, FILE *f)
 		        "doing, it makes the others wait %.3f ms an iteration\n", ddl_label(r, p, label, sizeof label),
 		        p->late_fraction * 100, p->imposed_wait_s * 1e3);
 		if (!strcmp(p->straggler_cause, "compute"))
-			fprintf(f, "  slow in its own compute: %.3f ms an iteration, the other ranks %.3f\n",
+			fprintf(f, "  slow in its own compute: %.3f ms an iteration (the other ranks' median %.3f)\n",
 			        p->cause_s * 1e3, p->cause_others_s * 1e3);
 		else if (!strcmp(p->straggler_cause, "data"))
-			fprintf(f, "  it waits %.3f ms an iteration for its data, the other ranks %.3f (see Input "
-			        "pipeline)\n", p->cause_s * 1e3, p->cause_others_s * 1e3);
+			fprintf(f, "  it waits %.3f ms an iteration for its data (the other ranks' median %.3f; see "
+			        "Input pipeline)\n", p->cause_s * 1e3, p->cause_others_s * 1e3);
 		else
 			fprintf(f, "  neither its compute nor its data stall is what makes it late\n");
 		int n = 0;

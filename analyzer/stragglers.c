@@ -39,10 +39,10 @@
 #define DDL_QUEUED_NS  50000 /* back to back: a start this soon after an end */
 #define DDL_CHAIN_MAX  8 /* hops from a late rank to the one it waited on */
 
-/* One member's wait on an instance's last arrival, in a slot. */
+/* One member's wait, [a, b), on the process to blame for it, in a slot. */
 struct ddl_waitrec {
 	uint32_t who, on, slot;
-	double s;
+	int64_t a, b;
 };
 
 static int ddl_waitrec_cmp(const void *a, const void *b)
@@ -52,7 +52,29 @@ static int ddl_waitrec_cmp(const void *a, const void *b)
 		return x->who < y->who ? -1 : 1;
 	if (x->slot != y->slot)
 		return x->slot < y->slot ? -1 : 1;
-	return x->on < y->on ? -1 : x->on > y->on;
+	if (x->on != y->on)
+		return x->on < y->on ? -1 : 1;
+	return x->a < y->a ? -1 : x->a > y->a;
+}
+
+/* Seconds covered by the waits W[0..N), sorted by start: collectives in
+ * flight together (gloo's buckets) are one wait, not one each. */
+static double ddl_waits_length(const struct ddl_waitrec *w, size_t n)
+{
+	int64_t total = 0, a = 0, b = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		if (w[i].a > b) {
+			if (b != INT64_MIN)
+				total += b - a;
+			a = w[i].a;
+			b = w[i].b;
+		} else if (w[i].b > b) {
+			b = w[i].b;
+		}
+	}
+	if (b != INT64_MIN)
+		total += b - a;
+	return (double)total / 1e9;
 }
 
 /* By process, then start. */
@@ -240,7 +262,7 @@ void ddl_report_stragglers(struct ddl_report *r)
 		for (size_t k = a; k < b; k++)
 			if (k != last && v[k].proc != who && v[k].start_ns < v[last].start_ns)
 				wr[nwr++] = (struct ddl_waitrec){(uint32_t)v[k].proc, (uint32_t)who, (uint32_t)slot,
-				                                 (double)(v[last].start_ns - v[k].start_ns) / 1e9};
+				                                 v[k].start_ns, v[last].start_ns};
 	}
 	free(ga);
 	free(glast);
@@ -282,9 +304,9 @@ void ddl_report_stragglers(struct ddl_report *r)
 		qsort(wr, nwr, sizeof *wr, ddl_waitrec_cmp);
 		for (size_t a = 0; a < nwr;) {
 			size_t b = a;
-			double s = 0;
 			while (b < nwr && wr[b].who == wr[a].who && wr[b].slot == wr[a].slot && wr[b].on == wr[a].on)
-				s += wr[b++].s;
+				b++;
+			double s = ddl_waits_length(wr + a, b - a);
 			size_t at = wr[a].who * ns + wr[a].slot;
 			if (s > on_s[at]) {
 				on_s[at] = s;
@@ -298,9 +320,9 @@ void ddl_report_stragglers(struct ddl_report *r)
 		qsort(wr, nwr, sizeof *wr, ddl_waitrec_cmp);
 		for (size_t a = 0; a < nwr;) {
 			size_t b = a;
-			double s = 0;
 			while (b < nwr && wr[b].who == wr[a].who && wr[b].on == wr[a].on)
-				s += wr[b++].s;
+				b++;
+			double s = ddl_waits_length(wr + a, b - a);
 			struct ddl_proc *p = &r->procs[wr[a].who];
 			if (s > tot[wr[a].who]) {
 				tot[wr[a].who] = s;
