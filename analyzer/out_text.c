@@ -431,6 +431,104 @@ static void ddl_straggler_section(const struct ddl_report *r, FILE *f)
 	}
 }
 
+
+/* What rank HR was doing at the job's end, as a phrase. */
+static void ddl_hang_doing(const struct ddl_report *r, const struct ddl_hangrank *hr, char *buf, size_t n)
+{
+	const struct ddl_hang *h = &r->hang;
+	if (hr->call && hr->comm_key && !hr->last)
+		snprintf(buf, n, "in %s (collective %u of communicator %016llx) for %.1f s", hr->call, hr->seq,
+		         (unsigned long long)hr->comm_key, hr->in_s);
+	else if (hr->call && hr->comm_key)
+		snprintf(buf, n, "in %s for %.1f s, after issuing %s (collective %u of communicator %016llx)",
+		         hr->call, hr->in_s, hr->last_call ? hr->last_call : "a collective", hr->seq,
+		         (unsigned long long)hr->comm_key);
+	else if (hr->call && hr->fd >= 0)
+		snprintf(buf, n, "in %s (descriptor %d) for %.1f s", hr->call, hr->fd, hr->in_s);
+	else if (hr->call)
+		snprintf(buf, n, "in %s for %.1f s", hr->call, hr->in_s);
+	else if (!hr->clean && (double)(h->end_ns - hr->end_ns) / 1e9 >= 1)
+		snprintf(buf, n, "gone: its trace ends %.1f s before the job's", (double)(h->end_ns - hr->end_ns) / 1e9);
+	else if (hr->last_event)
+		snprintf(buf, n, "in no blocking call ddlprof records (computing, or blocked elsewhere) since its "
+		         "last recorded call, %s, %.1f s before the end", hr->last_event, hr->last_ago_s);
+	else
+		snprintf(buf, n, "in no blocking call ddlprof records (computing, or blocked elsewhere)");
+}
+
+/* The ranks of process indices V[0..N), "rank 0, rank 2". */
+static void ddl_rank_list(const struct ddl_report *r, const int *v, size_t n, FILE *f)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%srank %d", i ? ", " : "", r->procs[v[i]].rank);
+	if (!n)
+		fputs("none", f);
+}
+
+/* The Hang section (hang.c): the stuck collectives, the rank to blame, where each rank was. */
+static void ddl_hang_section(const struct ddl_report *r, FILE *f)
+{
+	const struct ddl_hang *h = &r->hang;
+	if (!h->found)
+		return;
+	char b[32], doing[256];
+	const struct ddl_hangpt *p = &h->pts[h->first];
+	fprintf(f, "\nHang: the job is stuck in %s (collective %u of communicator %016llx, %d ranks, %s); the "
+	        "first rank entered it %.1f s before the end; missing: ", p->op ? p->op : "a collective", p->seq,
+	        (unsigned long long)p->key, p->nranks, ddl_human_bytes(p->bytes, b, sizeof b), p->waiting_s);
+	ddl_rank_list(r, p->missing, p->nmissing, f);
+	fputc('\n', f);
+	if (h->blame >= 0) {
+		const struct ddl_hangrank *hr = NULL;
+		for (size_t k = 0; k < h->nranks; k++)
+			if (h->ranks[k].proc == h->blame)
+				hr = &h->ranks[k];
+		ddl_hang_doing(r, hr, doing, sizeof doing);
+		if (!strcmp(h->blame_why, "missing"))
+			fprintf(f, "  most likely to blame: rank %d, which never entered it and waits in no stuck "
+			        "collective itself; at the end it was %s\n", r->procs[h->blame].rank, doing);
+		else
+			fprintf(f, "  most likely to blame: rank %d, whose trace ended first (%s)\n",
+			        r->procs[h->blame].rank, doing);
+	} else {
+		fprintf(f, "  every member entered it and none left: the collective itself does not complete "
+		        "(its transport, or a peer outside the traced ranks)\n");
+	}
+	fprintf(f, "  stuck collectives, the first cause first:\n");
+	for (size_t k = 0; k < h->npts; k++) {
+		const struct ddl_hangpt *q = &h->pts[(k + (size_t)h->first) % h->npts];
+		if (k && q == p)
+			continue;
+		fprintf(f, "    communicator %016llx (%d of %d ranks traced): %s #%u, %s, waited %.1f s; entered by ",
+		        (unsigned long long)q->key, q->members, q->nranks, q->op ? q->op : "?", q->seq,
+		        ddl_human_bytes(q->bytes, b, sizeof b), q->waiting_s);
+		ddl_rank_list(r, q->inside, q->ninside, f);
+		fputs("; missing ", f);
+		ddl_rank_list(r, q->missing, q->nmissing, f);
+		fputc('\n', f);
+	}
+	fprintf(f, "  at the end:\n");
+	for (size_t k = 0; k < h->nranks; k++) {
+		char label[96];
+		ddl_hang_doing(r, &h->ranks[k], doing, sizeof doing);
+		fprintf(f, "    %s: %s%s\n", ddl_label(r, &r->procs[h->ranks[k].proc], label, sizeof label), doing,
+		        h->ranks[k].clean ? " (then exited)" : "");
+	}
+	fprintf(f, "  last collective entered / left, per communicator and member:\n");
+	for (size_t a = 0; a < h->nmembers;) {
+		size_t z = a;
+		fprintf(f, "    %016llx:", (unsigned long long)h->members[a].key);
+		while (z < h->nmembers && h->members[z].key == h->members[a].key) {
+			const struct ddl_hmember *m = &h->members[z++];
+			if (m->left)
+				fprintf(f, " rank %d %u/%u", r->procs[m->proc].rank, m->entered, m->left);
+			else
+				fprintf(f, " rank %d %u/-", r->procs[m->proc].rank, m->entered);
+		}
+		fputc('\n', f);
+		a = z;
+	}
+}
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
 	int nomem = 0;
@@ -470,6 +568,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
 	if (pert)
 		fprintf(f, "  PERTURBED: the job's sends were slowed on purpose (--perturb-net %s)\n", pert);
+	ddl_hang_section(r, f);
 	if (r->iterations > 0) {
 		if (!strcmp(r->iteration_method, "steps"))
 			fprintf(f, "\nIterations (optimizer steps, from the Python hook): %ld per rank after "

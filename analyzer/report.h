@@ -293,6 +293,48 @@ struct ddl_kernel {
 	char *demangled;      /* kernels.c's memory behind name, or NULL */
 };
 
+/* Hangs (hang.c): where a job that did not end cleanly stood at its end. */
+struct ddl_hangpt {        /* a communicator stuck in one collective */
+	uint64_t key;
+	int nranks, members;   /* as its members said; members traced */
+	uint32_t seq;          /* the collective's number in its sequence */
+	const char *op;
+	uint64_t bytes;        /* as the first member to enter it gave them */
+	int64_t since_ns;      /* when the first member entered it */
+	double waiting_s;      /* from then to the job's end */
+	int *inside, *missing; /* process indices: members that entered it, and that never did */
+	size_t ninside, nmissing;
+};
+struct ddl_hangrank {      /* a rank at the end */
+	int proc;
+	int clean;             /* its trace ended with a clean exit */
+	int64_t end_ns;        /* where its trace ends */
+	const char *call;      /* the blocking call it was in longest; NULL none */
+	double in_s;           /* ... for this long at the job's end */
+	int fd;
+	uint64_t comm_key;     /* the collective it is in, or (last) the last it issued */
+	uint32_t seq;
+	int last;
+	const char *last_call;
+	const char *last_event; /* its training thread's last recorded call, NULL none */
+	double last_ago_s;     /* ... ended this long before the job's end */
+};
+struct ddl_hmember;
+struct ddl_hang {
+	int found;
+	int64_t end_ns;        /* the job's end: the latest of the ranks' */
+	struct ddl_hangpt *pts;
+	size_t npts;
+	int first;             /* the stuck point entered first: the first cause */
+	int blame;             /* process index of the rank most likely to blame, -1 */
+	const char *blame_why; /* "missing": never entered the first cause's collective;
+	                        * "ended": its trace ended first */
+	struct ddl_hangrank *ranks;
+	size_t nranks;
+	struct ddl_hmember *members; /* every member's last collective entered and left */
+	size_t nmembers;
+};
+
 struct ddl_report {
 	const struct ddl_traceset *set;
 	const struct ddl_run *run;
@@ -344,6 +386,8 @@ struct ddl_report {
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
+	struct ddl_hang hang;          /* hang.c */
+	double hang_count;             /* 1 when a hang was found, for --fail-if */
 	int nstragglers, nvictims;     /* stragglers.c: culprits and victims */
 	int stragglers_measured;       /* collectives of several ranks in analysed iterations */
 	double straggler_count;        /* nstragglers, for --fail-if */
@@ -434,6 +478,18 @@ void ddl_report_align(struct ddl_report *r);
 /* Ranks that keep the others waiting at collectives, and why (stragglers.c); after the
  * iterations and the breakdown. */
 void ddl_report_stragglers(struct ddl_report *r);
+/* Where a job that did not end cleanly was stuck, and who to blame (hang.c). */
+void ddl_report_hang(struct ddl_report *r);
+void ddl_hang_free(struct ddl_hang *h);
+/* One member of a communicator at the end (hang.c): the last collective it
+ * entered and left (0: none; left is known for host collectives only). */
+struct ddl_hmember {
+	uint64_t key;
+	int proc;
+	int comm_rank, nranks;
+	uint32_t entered, left;
+	int64_t entered_ns;
+};
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
 /*

@@ -89,6 +89,8 @@ enum ddl_chunk_type {
 	DDL_CHUNK_CLOCK = 3,    /* array of struct ddl_clock_sample */
 	DDL_CHUNK_END = 4,      /* struct ddl_end: written on a clean close */
 	DDL_CHUNK_EXEC = 5,     /* struct ddl_end: the image called exec */
+	DDL_CHUNK_OPEN = 6,     /* the calls threads are blocked in (version 5): events,
+	                         * each with its args record; the last one read holds */
 };
 
 #define DDL_CHUNKF_ZSTD 1u /* payload is one zstd frame of raw_size bytes */
@@ -306,6 +308,8 @@ struct ddl_args {
 
 #define DDL_ARGF_TIMED   0x01u /* a device interval was requested for this call */
 #define DDL_ARGF_GROUPED 0x02u /* issued inside ncclGroupStart/End */
+#define DDL_ARGF_LASTCOLL 0x04u /* open calls: comm, aux and corr (its kind) are the
+                                 * last collective the thread issued, not one it is in */
 
 /*
  * Call stacks (ddlprof --backtrace): a communication or synchronisation
