@@ -467,32 +467,32 @@ static inline int ddl_open_take(struct ddl_thread *t)
 	return 1;
 }
 
-static inline int ddl_open_enter(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd,
-                                 uint32_t peer)
+/* The open call's fields, kind last; 1, or 0 when the thread is in one already. */
+static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd, uint32_t peer,
+                               uint32_t comm, uint32_t seq)
 {
 	if (!ddl_open_take(t))
 		return 0;
 	atomic_store_explicit(&t->open.t0, t0, memory_order_relaxed);
 	atomic_store_explicit(&t->open.fd, fd, memory_order_relaxed);
 	atomic_store_explicit(&t->open.peer, peer, memory_order_relaxed);
-	atomic_store_explicit(&t->open.comm, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->open.comm, comm, memory_order_relaxed);
+	atomic_store_explicit(&t->open.seq, seq, memory_order_relaxed);
 	atomic_store_explicit(&t->open.kind, kind, memory_order_release);
 	return 1;
+}
+
+static inline int ddl_open_enter(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd,
+                                 uint32_t peer)
+{
+	return ddl_open_set(t, kind, t0, fd, peer, 0, 0);
 }
 
 /* As ddl_open_enter, for a host collective on communicator COMM (its SEQ-th). */
 static inline int ddl_open_enter_coll(struct ddl_thread *t, unsigned kind, uint64_t t0, uint32_t comm,
                                       uint32_t seq)
 {
-	if (!ddl_open_take(t))
-		return 0;
-	atomic_store_explicit(&t->open.t0, t0, memory_order_relaxed);
-	atomic_store_explicit(&t->open.fd, -1, memory_order_relaxed);
-	atomic_store_explicit(&t->open.peer, 0, memory_order_relaxed);
-	atomic_store_explicit(&t->open.comm, comm, memory_order_relaxed);
-	atomic_store_explicit(&t->open.seq, seq, memory_order_relaxed);
-	atomic_store_explicit(&t->open.kind, kind, memory_order_release);
-	return 1;
+	return ddl_open_set(t, kind, t0, -1, 0, comm, seq);
 }
 
 /* The end of a call ddl_open_enter returned MINE for. */
