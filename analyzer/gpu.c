@@ -26,10 +26,9 @@ const char *ddl_nccl_op_name(unsigned kind)
 	return ddl_coll_op_name(kind - DDL_EV_NCCL_ALLREDUCE);
 }
 
-unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
+unsigned ddl_coll_op_kind(unsigned kind)
 {
-	const struct ddl_event *e = &t->ev[i];
-	switch (e->kind) {
+	switch (kind) {
 	case DDL_EV_GLOO_ALLREDUCE: return DDL_OP_ALLREDUCE;
 	case DDL_EV_GLOO_BROADCAST: return DDL_OP_BROADCAST;
 	case DDL_EV_GLOO_REDUCE: return DDL_OP_REDUCE;
@@ -40,20 +39,33 @@ unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
 	case DDL_EV_GLOO_ALLTOALL:
 	case DDL_EV_GLOO_ALLTOALLV: return DDL_OP_ALLTOALL;
 	case DDL_EV_GLOO_BARRIER: return DDL_OP_BARRIER;
-	case DDL_EV_PY_PHASE: {
-		/* enum ddl_pyop, 1 .. 11 */
-		static const unsigned py[] = {DDL_COLL_OPS, DDL_OP_ALLREDUCE, DDL_OP_BROADCAST,
-		                              DDL_OP_REDUCE, DDL_OP_ALLGATHER, DDL_OP_GATHER,
-		                              DDL_OP_SCATTER, DDL_OP_REDUCESCATTER, DDL_OP_ALLTOALL,
-		                              DDL_OP_BARRIER, DDL_OP_SEND, DDL_OP_RECV};
-		const struct ddl_args *a = e->fd == DDL_PHASE_COLLECTIVE ? ddl_event_args(t, i) : NULL;
-		return a && a->op < sizeof py / sizeof py[0] ? py[a->op] : DDL_COLL_OPS;
-	}
 	default:
-		if (e->kind >= DDL_EV_NCCL_ALLREDUCE && e->kind <= DDL_EV_NCCL_RECV)
-			return e->kind - DDL_EV_NCCL_ALLREDUCE;
+		if (kind >= DDL_EV_NCCL_ALLREDUCE && kind <= DDL_EV_NCCL_RECV)
+			return kind - DDL_EV_NCCL_ALLREDUCE;
 		return DDL_COLL_OPS;
 	}
+}
+
+unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
+{
+	const struct ddl_event *e = &t->ev[i];
+	if (e->kind != DDL_EV_PY_PHASE)
+		return ddl_coll_op_kind(e->kind);
+	/* enum ddl_pyop, 1 .. 11 */
+	static const unsigned py[] = {DDL_COLL_OPS, DDL_OP_ALLREDUCE, DDL_OP_BROADCAST,
+	                              DDL_OP_REDUCE, DDL_OP_ALLGATHER, DDL_OP_GATHER,
+	                              DDL_OP_SCATTER, DDL_OP_REDUCESCATTER, DDL_OP_ALLTOALL,
+	                              DDL_OP_BARRIER, DDL_OP_SEND, DDL_OP_RECV};
+	const struct ddl_args *a = e->fd == DDL_PHASE_COLLECTIVE ? ddl_event_args(t, i) : NULL;
+	return a && a->op < sizeof py / sizeof py[0] ? py[a->op] : DDL_COLL_OPS;
+}
+
+/* The name of a phase of the Python hook's (enum ddl_phase). */
+const char *ddl_phase_name(int phase)
+{
+	static const char *const names[] = {"a phase", "data wait", "forward", "backward", "batch",
+	                                    "torch.distributed call"};
+	return phase > 0 && phase < (int)(sizeof names / sizeof names[0]) ? names[phase] : names[0];
 }
 
 /*

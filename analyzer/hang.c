@@ -65,14 +65,18 @@ static int ddl_is_p2p(unsigned kind, unsigned op)
 	return op == DDL_OP_SEND || op == DDL_OP_RECV || kind == DDL_EV_NCCL_SEND || kind == DDL_EV_NCCL_RECV;
 }
 
-/* How telling an open call is of what its process waits for: on the
- * training thread (the iterations', else the main one) most; then a
- * collective, or a wait on the device, on any thread; then any other. */
+/* How telling an open call is of what its process waits for: a host
+ * collective (gloo's run on a worker thread while the training thread
+ * waits for it) most; then any on the training thread (the iterations',
+ * else the main one); then a wait on the device on any thread; then any
+ * other. */
 static int ddl_open_rank(const struct ddl_proc *p, const struct ddl_trace *t, const struct ddl_event *e)
 {
 	uint32_t train = p->train_tid ? p->train_tid : p->pid;
 	uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 	int cls = ddl_event_class(e->kind);
+	if (cls == DDL_CLASS_HCOLL)
+		return 4; /* the collective itself, on whichever thread runs it */
 	if (tid == train)
 		return 3;
 	return cls == DDL_CLASS_HCOLL || cls == DDL_CLASS_GPUSYNC || cls == DDL_CLASS_COPY ? 2 : 1;
@@ -187,7 +191,9 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt)
 				int64_t at = ddl_trace_real_ns(t, e->start);
 				if (at < pt->since_ns) {
 					pt->since_ns = at;
-					pt->op = ddl_event_name(e->kind);
+					const char *op = ddl_coll_op_name(ddl_coll_op_kind(e->kind));
+					pt->op = op ? op : ddl_event_name(e->kind);
+					pt->bytes = a->bytes;
 				}
 			}
 		}
@@ -339,7 +345,7 @@ void ddl_report_hang(struct ddl_report *r)
 			if (cls == DDL_CLASS_ARGS || cls == DDL_CLASS_DEVICE || cls == DDL_CLASS_API ||
 			    e->tid >= lt->nthreads || lt->threads[e->tid].tid != train)
 				continue;
-			hr->last_event = ddl_event_name(e->kind);
+			hr->last_event = e->kind == DDL_EV_PY_PHASE ? ddl_phase_name((int)e->fd) : ddl_event_name(e->kind);
 			hr->last_ago_s = (double)(end - ddl_trace_real_ns(lt, e->start) - ddl_trace_dur_ns(lt, e)) / 1e9;
 			break;
 		}

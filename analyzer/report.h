@@ -66,6 +66,10 @@ const char *ddl_coll_op_name(unsigned op);
 /* The operation index of event I of T (an NCCL, gloo or torch.distributed
  * call), or DDL_COLL_OPS when it is none. */
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i);
+/* The same from an event kind alone (not the Python hook's phases). */
+unsigned ddl_coll_op_kind(unsigned kind);
+/* The name of a phase of the Python hook's (enum ddl_phase): "forward". */
+const char *ddl_phase_name(int phase);
 /* Bytes per element of collective I of T: by NCCL's data type, or as gloo
  * and the Python hook record it; 0 when unknown (no args, a newer type). */
 size_t ddl_coll_elem_size(const struct ddl_trace *t, size_t i);

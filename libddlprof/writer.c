@@ -205,6 +205,7 @@ static size_t ddl_open_scan(uint64_t *sig, int say)
 		a->peer = -1;
 		a->comm = atomic_load_explicit(&t->open.comm, memory_order_relaxed);
 		a->aux = atomic_load_explicit(&t->open.seq, memory_order_relaxed);
+		a->bytes = a->comm ? atomic_load_explicit(&t->open.bytes, memory_order_relaxed) : 0;
 		unsigned last = atomic_load_explicit(&t->open.last_kind, memory_order_acquire);
 		if (!a->comm && last) {
 			a->comm = atomic_load_explicit(&t->open.last_comm, memory_order_relaxed);
