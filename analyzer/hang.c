@@ -220,6 +220,12 @@ static int ddl_in_list(const int *v, size_t n, int x)
 	return 0;
 }
 
+/* The processes a hang is about: the ranks, or every process of a job without. */
+static int ddl_subject(const struct ddl_report *r, const struct ddl_proc *p)
+{
+	return p->rank >= 0 || r->nranks == 0;
+}
+
 void ddl_report_hang(struct ddl_report *r)
 {
 	struct ddl_hang *h = &r->hang;
@@ -229,7 +235,7 @@ void ddl_report_hang(struct ddl_report *r)
 	int64_t end = INT64_MIN;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (p->rank < 0)
+		if (!ddl_subject(r, p) || !p->ntr)
 			continue;
 		unclean |= !ddl_clean_end(p);
 		int64_t e = ddl_proc_end_ns(p);
@@ -330,7 +336,7 @@ void ddl_report_hang(struct ddl_report *r)
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (p->rank < 0)
+		if (!ddl_subject(r, p) || !p->ntr)
 			continue;
 		struct ddl_hangrank *hr = &h->ranks[h->nranks++];
 		hr->proc = (int)i;
@@ -363,8 +369,25 @@ void ddl_report_hang(struct ddl_report *r)
 			hr->last_call = hr->last && a->corr < DDL_EV_COUNT ? ddl_event_name(a->corr) : NULL;
 		}
 	}
-	if (!h->npts)
+	if (!h->npts) {
+		/* no collective stuck: still a hang when processes were blocked
+		 * in one call that long at the end (a socket job's receive from a
+		 * peer that stopped); the one to blame is one that was not */
+		int blocked = 0;
+		for (size_t k = 0; k < h->nranks; k++)
+			blocked += h->ranks[k].call && h->ranks[k].in_s >= min_s;
+		if (!blocked)
+			return;
+		h->found = 1;
+		h->calls_only = 1;
+		r->hang_count = 1;
+		for (size_t k = 0; k < h->nranks && h->blame < 0; k++)
+			if (!h->ranks[k].call && !h->ranks[k].clean && h->nranks > 1) {
+				h->blame = h->ranks[k].proc;
+				h->blame_why = "not blocked";
+			}
 		return;
+	}
 	h->found = 1;
 	r->hang_count = 1;
 	/* the first cause: of the stuck points some member of which never

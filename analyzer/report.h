@@ -326,13 +326,15 @@ struct ddl_hangrank {      /* a rank at the end */
 struct ddl_hmember;
 struct ddl_hang {
 	int found;
+	int calls_only;        /* no collective stuck: processes blocked in one call each */
 	int64_t end_ns;        /* the job's end: the latest of the ranks' */
 	struct ddl_hangpt *pts;
 	size_t npts;
 	int first;             /* the stuck point entered first: the first cause */
 	int blame;             /* process index of the rank most likely to blame, -1 */
 	const char *blame_why; /* "missing": never entered the first cause's collective;
-	                        * "ended": its trace ended first */
+	                        * "ended": its trace ended first; "not blocked": in no
+	                        * blocking call while the others were (calls_only) */
 	struct ddl_hangrank *ranks;
 	size_t nranks;
 	struct ddl_hmember *members; /* every member's last collective entered and left */

@@ -309,3 +309,33 @@ int test_hang_torch(void)
 	free(dir);
 	return DDL_PASS;
 }
+
+/* A process of no job blocked in a receive from its start, killed: the
+ * trace exists (it recorded nothing else) and the report says where it
+ * was blocked, with no collective to blame. */
+int test_hang_blocked_call(void)
+{
+	char *dir = tmpdir(), t[4096];
+	snprintf(t, sizeof t, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "--trace", "socket", "-o", t, "--", "/usr/bin/python3",
+	                "-c", "import socket; a, b = socket.socketpair(); a.recv(1)", NULL};
+	if (access(argv[7], X_OK) != 0) {
+		trm(dir);
+		free(dir);
+		return DDL_SKIP;
+	}
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 3, &r) == -1, "python3 ended by itself: %s", r.err);
+	trun_free(&r);
+	json_t *rep = treport(t, NULL);
+	json_t *hang = tjget(rep, "job.hang");
+	CHECK(json_is_object(hang) && json_is_null(json_object_get(hang, "collective")), "job.hang");
+	json_t *p0 = json_array_get(json_object_get(hang, "ranks"), 0);
+	const char *call = json_string_value(json_object_get(p0, "call"));
+	double in = json_number_value(json_object_get(p0, "in_s"));
+	CHECK(call && !strcmp(call, "recv") && in >= 1 && in < 3.5, "in %s for %.2f s", call ? call : "nothing", in);
+	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
