@@ -111,8 +111,9 @@ static int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct dd
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_event_class(e->kind);
-			if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
-				continue;
+			if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) ||
+			    (cls == DDL_CLASS_HCOLL && !ddl_coll_matched(e->kind)))
+				continue; /* MPI's point-to-point calls and starts end when they end */
 			const struct ddl_args *a = ddl_event_args(t, i);
 			const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
 			if (!ci || (cls == DDL_CLASS_COLL &&

@@ -26,21 +26,56 @@ const char *ddl_nccl_op_name(unsigned kind)
 	return ddl_coll_op_name(kind - DDL_EV_NCCL_ALLREDUCE);
 }
 
+int ddl_kind_is_mpi(unsigned kind)
+{
+	return kind >= DDL_EV_MPI_INIT && kind <= DDL_EV_MPI_COMM_FREE;
+}
+
+int ddl_coll_matched(unsigned kind)
+{
+	int cls = ddl_event_class(kind);
+	if (cls == DDL_CLASS_COLL)
+		return kind != DDL_EV_NCCL_SEND && kind != DDL_EV_NCCL_RECV;
+	return cls == DDL_CLASS_HCOLL && kind != DDL_EV_MPI_SEND && kind != DDL_EV_MPI_RECV &&
+	       kind != DDL_EV_MPI_ISEND && kind != DDL_EV_MPI_IRECV && kind != DDL_EV_MPI_IALLREDUCE;
+}
+
+/* The operation of a gloo, MPI or NCCL call of KIND, or DDL_COLL_OPS. */
+static unsigned ddl_kind_op(unsigned kind)
+{
+	switch (kind) {
+	case DDL_EV_GLOO_ALLREDUCE: case DDL_EV_MPI_ALLREDUCE: case DDL_EV_MPI_IALLREDUCE:
+		return DDL_OP_ALLREDUCE;
+	case DDL_EV_GLOO_BROADCAST: case DDL_EV_MPI_BCAST: return DDL_OP_BROADCAST;
+	case DDL_EV_GLOO_REDUCE: case DDL_EV_MPI_REDUCE: return DDL_OP_REDUCE;
+	case DDL_EV_GLOO_ALLGATHER: case DDL_EV_GLOO_ALLGATHERV: case DDL_EV_MPI_ALLGATHER:
+	case DDL_EV_MPI_ALLGATHERV:
+		return DDL_OP_ALLGATHER;
+	case DDL_EV_MPI_REDUCE_SCATTER: case DDL_EV_MPI_REDUCE_SCATTER_BLOCK: return DDL_OP_REDUCESCATTER;
+	case DDL_EV_GLOO_GATHER: return DDL_OP_GATHER;
+	case DDL_EV_GLOO_SCATTER: return DDL_OP_SCATTER;
+	case DDL_EV_GLOO_ALLTOALL: case DDL_EV_GLOO_ALLTOALLV: case DDL_EV_MPI_ALLTOALL:
+	case DDL_EV_MPI_ALLTOALLV:
+		return DDL_OP_ALLTOALL;
+	case DDL_EV_GLOO_BARRIER: case DDL_EV_MPI_BARRIER: return DDL_OP_BARRIER;
+	case DDL_EV_MPI_SEND: case DDL_EV_MPI_ISEND: return DDL_OP_SEND;
+	case DDL_EV_MPI_RECV: case DDL_EV_MPI_IRECV: return DDL_OP_RECV;
+	default:
+		if (kind >= DDL_EV_NCCL_ALLREDUCE && kind <= DDL_EV_NCCL_RECV)
+			return kind - DDL_EV_NCCL_ALLREDUCE;
+		return DDL_COLL_OPS;
+	}
+}
+
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
 {
 	const struct ddl_event *e = &t->ev[i];
-	switch (e->kind) {
-	case DDL_EV_GLOO_ALLREDUCE: return DDL_OP_ALLREDUCE;
-	case DDL_EV_GLOO_BROADCAST: return DDL_OP_BROADCAST;
-	case DDL_EV_GLOO_REDUCE: return DDL_OP_REDUCE;
-	case DDL_EV_GLOO_ALLGATHER:
-	case DDL_EV_GLOO_ALLGATHERV: return DDL_OP_ALLGATHER;
-	case DDL_EV_GLOO_GATHER: return DDL_OP_GATHER;
-	case DDL_EV_GLOO_SCATTER: return DDL_OP_SCATTER;
-	case DDL_EV_GLOO_ALLTOALL:
-	case DDL_EV_GLOO_ALLTOALLV: return DDL_OP_ALLTOALL;
-	case DDL_EV_GLOO_BARRIER: return DDL_OP_BARRIER;
-	case DDL_EV_PY_PHASE: {
+	int cls = ddl_event_class(e->kind);
+	if (cls == DDL_CLASS_HWAIT) { /* an MPI wait: its start's operation */
+		const struct ddl_args *a = ddl_event_args(t, i);
+		return a && a->op ? ddl_kind_op(a->op) : DDL_COLL_OPS;
+	}
+	if (e->kind == DDL_EV_PY_PHASE) {
 		/* enum ddl_pyop, 1 .. 11 */
 		static const unsigned py[] = {DDL_COLL_OPS, DDL_OP_ALLREDUCE, DDL_OP_BROADCAST,
 		                              DDL_OP_REDUCE, DDL_OP_ALLGATHER, DDL_OP_GATHER,
@@ -49,19 +84,17 @@ unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
 		const struct ddl_args *a = e->fd == DDL_PHASE_COLLECTIVE ? ddl_event_args(t, i) : NULL;
 		return a && a->op < sizeof py / sizeof py[0] ? py[a->op] : DDL_COLL_OPS;
 	}
-	default:
-		if (e->kind >= DDL_EV_NCCL_ALLREDUCE && e->kind <= DDL_EV_NCCL_RECV)
-			return e->kind - DDL_EV_NCCL_ALLREDUCE;
-		return DDL_COLL_OPS;
-	}
+	return ddl_kind_op(e->kind);
 }
 
 /*
  * Whether event I of T is a collective this process's summary counts:
- * NCCL's and gloo's always; torch.distributed calls where PY says so: all
- * of them (DDL_PY_ALL: the process had neither library's records), or
- * only the point-to-point ones (DDL_PY_P2P: gloo's sends and receives are
- * not calls of gloo's API, so only the Python calls show them).
+ * NCCL's, gloo's and MPI's always (MPI's waits are not: a nonblocking
+ * operation counts at its start, with its bytes); torch.distributed calls
+ * where PY says so: all of them (DDL_PY_ALL: the process had none of the
+ * libraries' records), or only the point-to-point ones (DDL_PY_P2P: gloo's
+ * sends and receives are not calls of gloo's API, so only the Python calls
+ * show them; MPI's are MPI's).
  */
 enum { DDL_PY_NONE, DDL_PY_P2P, DDL_PY_ALL };
 
@@ -81,7 +114,7 @@ static int ddl_counted_coll(const struct ddl_trace *t, size_t i, int py)
 static int ddl_py_counted(const struct ddl_collsum *c)
 {
 	return !c->py_calls ? DDL_PY_NONE : !c->nccl && !c->hcoll ? DDL_PY_ALL
-	       : !c->nccl ? DDL_PY_P2P : DDL_PY_NONE;
+	       : !c->nccl && !c->mpi ? DDL_PY_P2P : DDL_PY_NONE;
 }
 
 int ddl_proc_coll_counted(const struct ddl_proc *p, const struct ddl_trace *t, size_t i)
@@ -232,6 +265,7 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 			if (cls == DDL_CLASS_HCOLL) {
 				ddl_coll_add(r, c, t, i);
 				c->hcoll++;
+				c->mpi += ddl_kind_is_mpi(e->kind);
 				continue;
 			}
 			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_COLLECTIVE) {
@@ -289,8 +323,12 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 	}
 	g->devices = __builtin_popcountll(devmask);
 	g->backend = cupti && pairs ? "cupti+events" : cupti ? "cupti" : pairs ? "events" : NULL;
-	c->source = c->nccl && c->hcoll ? "nccl+gloo" : c->nccl ? "nccl" : c->hcoll ? "gloo"
-	            : c->py_calls ? "torch" : NULL;
+	/* which libraries' calls: NCCL's, gloo's, MPI's (bits 0, 1, 2) */
+	static const char *const libs[] = {NULL, "nccl", "gloo", "nccl+gloo", "mpi", "nccl+mpi",
+	                                   "gloo+mpi", "nccl+gloo+mpi"};
+	c->source = libs[(c->nccl != 0) | (c->hcoll > c->mpi) << 1 | (c->mpi != 0) << 2];
+	if (!c->source && c->py_calls)
+		c->source = "torch";
 	int py = ddl_py_counted(c); /* what neither library shows: the calls themselves */
 	for (size_t k = 0; py && k < p->ntr; k++)
 		for (size_t i = 0; i < p->tr[k]->nev; i++)
