@@ -85,6 +85,9 @@ PROGS := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 # Test programs on the real CUDA runtime and NCCL (they run without a GPU too).
 GPU_TEST_SRC := $(if $(HAVE_CUDA),$(wildcard tests/gpu/*.c))
 PROGS += $(GPU_TEST_SRC:tests/gpu/%.c=$(B)/tests/gpu/%)
+# Test programs on MPI (tests/t_mpi.c), where mpicc is found.
+MPI_TEST_SRC := $(if $(MPICC),$(wildcard tests/mpi/*.c))
+PROGS += $(MPI_TEST_SRC:tests/mpi/%.c=$(B)/tests/mpi/%)
 # A stand-in libcupti fed by the emulation, to test the CUPTI back end without a GPU.
 PROGS += $(if $(EMU_LIB),$(if $(wildcard tests/cupti/fakecupti.c),$(B)/tests/cupti/libcupti.so))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%) \
@@ -182,6 +185,10 @@ $(B)/tests/cupti/libcupti.so: tests/cupti/fakecupti.c kernels/ddlemu.h
 	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -lpthread -ldl
 
 $(B)/examples/mpi_allreduce: examples/mpi_allreduce.c
+	@mkdir -p $(@D)
+	$(call say,MPICC,$@)$(MPICC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
+
+$(B)/tests/mpi/%: tests/mpi/%.c
 	@mkdir -p $(@D)
 	$(call say,MPICC,$@)$(MPICC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
 
