@@ -187,6 +187,67 @@ static int ddl_host_listed(const char *list, const char *host)
 	return 0;
 }
 
+/* Adds HOST to J's hosts. */
+static void ddl_comm_host_add(struct ddl_commjob *j, const char *host)
+{
+	if (ddl_host_listed(j->hosts, host))
+		return;
+	size_t len = strlen(j->hosts);
+	if (len + strlen(host) + 2 < sizeof j->hosts) {
+		snprintf(j->hosts + len, sizeof j->hosts - len, "%s%s", len ? "," : "", host);
+		j->nhosts++;
+	}
+}
+
+/* A rank process's rank and host. */
+struct ddl_rankhost {
+	int rank;
+	const char *host;
+};
+
+static int ddl_rankhost_cmp(const void *a, const void *b)
+{
+	const struct ddl_rankhost *x = a, *y = b;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/*
+ * The hosts of J's members from the global ranks its record lists (RANKS,
+ * as ddlprof-trace(5) writes them) and the ranks' processes (RH, N of
+ * them, by rank): added to J's; 1 when the list is whole, names J's
+ * nranks members, and every one of them has a trace.
+ */
+static int ddl_comm_hosts_of(struct ddl_commjob *j, const char *ranks, const struct ddl_rankhost *rh,
+                             size_t n)
+{
+	long members = 0, cap = j->nranks > 0 && j->nranks < (1 << 20) ? j->nranks : 1 << 20;
+	int all = 1;
+	for (const char *p = ranks; *p;) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a, step = 1;
+		if (end == p || a < 0)
+			return 0; /* "+": cut short */
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		if (*end == ':')
+			step = strtol(end + 1, &end, 10);
+		if (b < a || step < 1 || (*end && *end != ','))
+			return 0;
+		for (long k = a; k <= b; k += step) {
+			if (++members > cap)
+				return 0;
+			struct ddl_rankhost want = {(int)k, NULL};
+			const struct ddl_rankhost *hit = n ? bsearch(&want, rh, n, sizeof *rh, ddl_rankhost_cmp) : NULL;
+			if (hit)
+				ddl_comm_host_add(j, hit->host);
+			else
+				all = 0;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return all && members == j->nranks;
+}
+
 /* Gathers every communicator record of the run by key. */
 static void ddl_comms_gather(struct ddl_report *r)
 {
@@ -216,28 +277,38 @@ static void ddl_comms_gather(struct ddl_report *r)
 				if (ci->nranks > j->nranks)
 					j->nranks = ci->nranks;
 				j->members++;
-				if (!ddl_host_listed(j->hosts, ci->host)) {
-					size_t len = strlen(j->hosts);
-					if (len + strlen(ci->host) + 2 < sizeof j->hosts) {
-						snprintf(j->hosts + len, sizeof j->hosts - len, "%s%s", len ? "," : "",
-						         ci->host);
-						j->nhosts++;
-					}
-				}
+				if (!j->ranks && ci->ranks && !strcmp(ci->how, "mpi"))
+					j->ranks = ci->ranks;
+				ddl_comm_host_add(j, ci->host);
 			}
 		}
 	}
+	/* MPI's communicators list their members' MPI_COMM_WORLD ranks: each
+	 * one's host is that of the rank's trace (its header's rank and host),
+	 * the members whose traces hold no record of it (they never used it
+	 * under ddlprof) included */
+	struct ddl_rankhost *rh = malloc((r->nprocs ? r->nprocs : 1) * sizeof *rh);
+	size_t nrh = 0;
+	if (!rh)
+		r->incomplete = 1; /* hosts from the members' own records only */
+	for (size_t i = 0; rh && i < r->nprocs; i++)
+		if (r->procs[i].role == DDL_ROLE_RANK && r->procs[i].rank >= 0)
+			rh[nrh++] = (struct ddl_rankhost){r->procs[i].rank, r->procs[i].host};
+	if (nrh)
+		qsort(rh, nrh, sizeof *rh, ddl_rankhost_cmp);
 	/* Two hosts among the members: it spans machines, whatever is missing.
 	 * One host: inside one machine, once every member is accounted for. */
 	for (size_t i = 0; i < r->ncomms; i++) {
 		struct ddl_commjob *j = &r->comms[i];
+		int known = rh && j->ranks && ddl_comm_hosts_of(j, j->ranks, rh, nrh);
 		if (j->nhosts >= 2)
 			j->span = DDL_SPAN_INTER;
-		else if (j->nhosts == 1 && (j->members >= j->nranks || !strcmp(j->how, "all")))
+		else if (j->nhosts == 1 && (j->members >= j->nranks || !strcmp(j->how, "all") || known))
 			j->span = DDL_SPAN_INTRA;
 		else
 			j->span = DDL_SPAN_UNKNOWN;
 	}
+	free(rh);
 }
 
 int ddl_comm_span(const struct ddl_report *r, const struct ddl_trace *t, uint32_t id)

@@ -116,6 +116,8 @@ struct ddl_commjob {
 	int nhosts;          /* distinct hosts among them */
 	int span;            /* DDL_SPAN_* */
 	const char *how;
+	const char *ranks;   /* MPI's: the members' MPI_COMM_WORLD ranks, as a record lists
+	                      * them (ddlprof-trace(5)); NULL when none does */
 	char hosts[256];     /* comma-separated */
 };
 enum { DDL_SPAN_UNKNOWN = 0, DDL_SPAN_INTRA = 1, DDL_SPAN_INTER = 2 };
