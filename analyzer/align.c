@@ -6,7 +6,11 @@
  * ring all-reduce cannot finish on one rank long before the others), so for
  * every host the median difference between the ends of the collectives it
  * shares with the reference host (the lowest rank's) is that host's clock
- * offset. Hosts reached only through others are aligned transitively. The
+ * offset (of MPI's calls, barriers only: a rank returns from an MPI
+ * all-reduce or broadcast once its own part is done, its last bytes perhaps
+ * still in the kernel's buffers on their way to a slow link's other end;
+ * their starts still tell the stragglers). Hosts reached only through
+ * others are aligned transitively. The
  * residual error is the median distance, after correction, between the
  * ends of the same collective on two hosts. An offset is applied only when
  * it stands out of that error (more than twice the residual and 200 us):
@@ -25,6 +29,7 @@ struct ddl_cend {
 	int host;       /* index into the report's host list */
 	int proc;       /* index into the report's processes */
 	int by_start;   /* numbered by start time (gloo's: run from several threads) */
+	int end_sync;   /* its end is the same instant on every member (ddl_coll_ends_together) */
 };
 
 static int ddl_cend_cmp(const void *a, const void *b)
@@ -148,7 +153,8 @@ static int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct dd
 					*cap = c;
 				}
 				(*v)[(*n)++] = (struct ddl_cend){ci->key, seqs[s].seq, hit->start_ns, hit->end_ns,
-				                                 host, proc, cls == DDL_CLASS_HCOLL};
+				                                 host, proc, cls == DDL_CLASS_HCOLL,
+				                                 ddl_coll_ends_together(e->kind)};
 			}
 			seqs[s].seq++;
 		}
@@ -209,6 +215,11 @@ void ddl_report_align(struct ddl_report *r)
 		if (ddl_proc_ends(&r->procs[i], phost[i], (int)i, &v, &n, &cap) < 0)
 			r->incomplete = 1; /* aligned on fewer collectives */
 	free(phost);
+	size_t kept = 0; /* the clocks by the ends that are one instant */
+	for (size_t k = 0; k < n; k++)
+		if (v[k].end_sync)
+			v[kept++] = v[k];
+	n = kept;
 	if (n)
 		qsort(v, n, sizeof *v, ddl_cend_cmp);
 	/* offsets by breadth-first search from the reference host */

@@ -40,6 +40,13 @@ int ddl_coll_matched(unsigned kind)
 	       kind != DDL_EV_MPI_ISEND && kind != DDL_EV_MPI_IRECV && kind != DDL_EV_MPI_IALLREDUCE;
 }
 
+int ddl_coll_ends_together(unsigned kind)
+{
+	if (ddl_event_class(kind) == DDL_CLASS_COLL)
+		return 1; /* NCCL's: their device intervals, as align.c has always taken them */
+	return ddl_coll_matched(kind) && (!ddl_kind_is_mpi(kind) || kind == DDL_EV_MPI_BARRIER);
+}
+
 /* The operation of a gloo, MPI or NCCL call of KIND, or DDL_COLL_OPS. */
 static unsigned ddl_kind_op(unsigned kind)
 {

@@ -23,7 +23,11 @@
  *     communicator, repeats with the training step; the shortest period
  *     that repeats (95% of calls equal one period later) is the step, and
  *     each step starts at the call of the period that follows the longest
- *     pause (the compute before a step's first collective).
+ *     pause (the compute before a step's first collective); of MPI's
+ *     calls, which block the thread that makes them until the collective
+ *     is done on every member, at the end of the step before, the end of
+ *     its last call (the same instant on every rank, where the program's
+ *     own step timer reads).
  * The first warm-up iterations of each process are skipped, but never all.
  */
 #include <fnmatch.h>
@@ -566,6 +570,7 @@ static int ddl_cmp_i64(const void *a, const void *b)
 struct ddl_collcall {
 	int64_t a, b;
 	uint64_t sig;
+	int mpi; /* one of MPI's calls */
 };
 
 /* The thread whose collectives E's are: its own for NCCL's and MPI's; for
@@ -716,7 +721,7 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			sig ^= (a ? a->bytes : 0) + 0x632BE59BD9B4E019ull + (sig << 6);
 			sig ^= (ci ? ci->key : 0) + (sig >> 3);
 			int64_t at = ddl_trace_real_ns(t, e->start);
-			v[n++] = (struct ddl_collcall){at, at + ddl_trace_dur_ns(t, e), sig};
+			v[n++] = (struct ddl_collcall){at, at + ddl_trace_dur_ns(t, e), sig, ddl_kind_is_mpi(e->kind)};
 		}
 	}
 	qsort(v, n, sizeof *v, ddl_collcall_cmp); /* gloo's threads' in turn */
@@ -781,8 +786,13 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			phase = j;
 		}
 	}
-	for (size_t i = phase; i + period < nw; i += period) /* gloo's: the main thread's loop */
-		ddl_push_iter(p, w[i].a, w[i + period].a, best == DDL_GLOO_THREADS ? 0 : best);
+	if (w[0].mpi) { /* from the end of a step's calls to the end of the next one's */
+		for (size_t i = phase ? phase : period; i + period <= nw; i += period)
+			ddl_push_iter(p, w[i - 1].b, w[i + period - 1].b, best);
+	} else {
+		for (size_t i = phase; i + period < nw; i += period) /* gloo's: the main thread's loop */
+			ddl_push_iter(p, w[i].a, w[i + period].a, best == DDL_GLOO_THREADS ? 0 : best);
+	}
 	free(v);
 	return p->niter > 0;
 }

@@ -71,10 +71,15 @@ const char *ddl_coll_op_name(unsigned op);
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i);
 /* Whether KIND is one of MPI's calls. */
 int ddl_kind_is_mpi(unsigned kind);
-/* Whether every member of the communicator makes a call of KIND alike and
- * it ends at nearly the same moment on all of them (a collective; not a
- * point-to-point call, not a nonblocking start): what clocks align by. */
+/* Whether every member of the communicator makes a call of KIND alike,
+ * starting it when it is ready (a collective; not a point-to-point call,
+ * not a nonblocking start): what stragglers are found by. */
 int ddl_coll_matched(unsigned kind);
+/* ... and whether it also ends at nearly the same moment on all of them
+ * (gloo's; of MPI's only a barrier: a rank returns from MPI's others once
+ * its own part is done): what clocks align by, with every NCCL call's
+ * device interval. */
+int ddl_coll_ends_together(unsigned kind);
 /* Bytes per element of collective I of T: by NCCL's data type, or as gloo
  * and the Python hook record it; 0 when unknown (no args, a newer type). */
 size_t ddl_coll_elem_size(const struct ddl_trace *t, size_t i);
