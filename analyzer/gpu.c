@@ -222,10 +222,12 @@ static int ddl_rankhost_cmp(const void *a, const void *b)
  * The hosts of J's members from the global ranks its record lists (RANKS,
  * as ddlprof-trace(5) writes them) and the ranks' processes (RH, N of
  * them, by rank): added to J's; 1 when the list is whole, names J's
- * nranks members, and every one of them has a trace.
+ * nranks members, and every one of them has a trace. *BUDGET members are
+ * looked up at most, over all communicators (a trace may claim any
+ * number): past it, 0.
  */
 static int ddl_comm_hosts_of(struct ddl_commjob *j, const char *ranks, const struct ddl_rankhost *rh,
-                             size_t n)
+                             size_t n, long *budget)
 {
 	long members = 0, cap = j->nranks > 0 && j->nranks < (1 << 20) ? j->nranks : 1 << 20;
 	int all = 1;
@@ -241,7 +243,7 @@ static int ddl_comm_hosts_of(struct ddl_commjob *j, const char *ranks, const str
 		if (b < a || step < 1 || (*end && *end != ','))
 			return 0;
 		for (long k = a; k <= b; k += step) {
-			if (++members > cap)
+			if (++members > cap || --*budget < 0)
 				return 0;
 			struct ddl_rankhost want = {(int)k, NULL};
 			const struct ddl_rankhost *hit = n ? bsearch(&want, rh, n, sizeof *rh, ddl_rankhost_cmp) : NULL;
@@ -303,11 +305,12 @@ static void ddl_comms_gather(struct ddl_report *r)
 			rh[nrh++] = (struct ddl_rankhost){r->procs[i].rank, r->procs[i].host};
 	if (nrh)
 		qsort(rh, nrh, sizeof *rh, ddl_rankhost_cmp);
+	long budget = 1l << 22;
 	/* Two hosts among the members: it spans machines, whatever is missing.
 	 * One host: inside one machine, once every member is accounted for. */
 	for (size_t i = 0; i < r->ncomms; i++) {
 		struct ddl_commjob *j = &r->comms[i];
-		int known = rh && j->ranks && ddl_comm_hosts_of(j, j->ranks, rh, nrh);
+		int known = rh && j->ranks && ddl_comm_hosts_of(j, j->ranks, rh, nrh, &budget);
 		if (j->nhosts >= 2)
 			j->span = DDL_SPAN_INTER;
 		else if (j->nhosts == 1 && (j->members >= j->nranks || !strcmp(j->how, "all") || known))
