@@ -299,22 +299,9 @@ static struct ddl_mpi_comm *ddl_mpi_comm_add(uintptr_t h, int made, uint64_t par
 	int seen = made == DDL_MPI_MADE_SEEN;
 	uint64_t ns = ddl_mpi_fnv(list, seen ? "seen" : "made", 4); /* two counts per list */
 	pthread_mutex_lock(&ddl_mpi.lock);
-	uint32_t nth = 0;
-	if (made != DDL_MPI_MADE_WORLD) {
-		unsigned k = 0;
-		while (k < ddl_mpi_lists.used && ddl_mpi_lists.list[k] != ns)
-			k++;
-		if (k == ddl_mpi_lists.used && k < DDL_MPI_LISTS) {
-			ddl_mpi_lists.list[k] = ns;
-			ddl_mpi_lists.n[k] = 0;
-			ddl_mpi_lists.used++;
-		}
-		nth = k < DDL_MPI_LISTS ? ++ddl_mpi_lists.n[k] : 0;
-	}
-	uint64_t key = made == DDL_MPI_MADE_WORLD ? ddl_mpi_fnv(DDL_MPI_FNV0, "mpi:world", 9)
-	                                          : ddl_mpi_fnv(ns, &nth, sizeof nth);
-	/* a live entry of H made meanwhile (by another thread), else the first
-	 * free or freed slot of its chain */
+	/* a live entry of H made meanwhile (another thread met it first at the
+	 * same moment: it is counted once), else the first free or freed slot
+	 * of its chain */
 	struct ddl_mpi_comm *c = NULL, *spot = NULL;
 	for (unsigned i = ddl_mpi_slot(h), n = 0; n < DDL_MPI_COMMS && !c; n++, i = (i + 1) & (DDL_MPI_COMMS - 1)) {
 		uintptr_t v = atomic_load_explicit(&tab[i].handle, memory_order_relaxed);
@@ -333,6 +320,20 @@ static struct ddl_mpi_comm *ddl_mpi_comm_add(uintptr_t h, int made, uint64_t par
 		free(in);
 		return c;
 	}
+	uint32_t nth = 0;
+	if (made != DDL_MPI_MADE_WORLD) {
+		unsigned k = 0;
+		while (k < ddl_mpi_lists.used && ddl_mpi_lists.list[k] != ns)
+			k++;
+		if (k == ddl_mpi_lists.used && k < DDL_MPI_LISTS) {
+			ddl_mpi_lists.list[k] = ns;
+			ddl_mpi_lists.n[k] = 0;
+			ddl_mpi_lists.used++;
+		}
+		nth = k < DDL_MPI_LISTS ? ++ddl_mpi_lists.n[k] : 0;
+	}
+	uint64_t key = made == DDL_MPI_MADE_WORLD ? ddl_mpi_fnv(DDL_MPI_FNV0, "mpi:world", 9)
+	                                          : ddl_mpi_fnv(ns, &nth, sizeof nth);
 	/* a freed slot taken again: readers passing see it busy, not as the old one */
 	atomic_store_explicit(&spot->handle, DDL_MPI_BUSY, memory_order_release);
 	_Atomic uint32_t *old = atomic_load_explicit(&spot->p2p, memory_order_relaxed);
