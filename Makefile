@@ -305,9 +305,10 @@ $(B)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c tests/fuzz/trace_mutator.h $(fil
 		$(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 # ThreadSanitizer over the preload library's hot path (tests/tsan/hot.c says
-# how): the library's sources compiled into the test program with gcc, whose
-# shared libtsan then sits behind the wrappers; a preloaded TSan library
-# cannot start before the runtime. A build folder of its own. Where the CUDA
+# how) and its MPI wrappers (tests/tsan/mpi_hot.c): the library's sources
+# compiled into the test program with gcc, whose shared libtsan then sits
+# behind the wrappers; a preloaded TSan library cannot start before the
+# runtime. A build folder of its own. Where the CUDA
 # headers are, the GPU path too (tests/tsan/gpu_hot.c): the library with its
 # CUDA and NCCL wrappers, compiled the same way into a program linked against
 # the emulation (libddlemu), itself built with TSan.
@@ -318,13 +319,20 @@ TSAN_RUN := DDLPROF_DISABLE=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 $(TSAN_O
 TSAN_DEPS := tests/tsan/harness.c tests/tsan/harness.h $(LIB_SRC) $(READ_SRC) \
 	$(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
 TSAN_GPU := $(if $(EMU_SRC),$(TSAN_B)/tests/tsan/gpu_hot)
-tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_GPU)
+tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_B)/tests/tsan/mpi_hot $(TSAN_GPU)
 	$(TSAN_RUN) $(TSAN_B)/tests/tsan/hot
+	$(TSAN_RUN) $(TSAN_B)/tests/tsan/mpi_hot
 	$(if $(TSAN_GPU),$(TSAN_RUN) $(TSAN_GPU))
 
 $(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(TSAN_DEPS)
 	@mkdir -p $(@D)
 	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -pthread -o $@ tests/tsan/hot.c \
+		tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
+
+# The MPI wrappers, their real functions faked (tests/tsan/mpi_hot.c says how).
+$(TSAN_B)/tests/tsan/mpi_hot: tests/tsan/mpi_hot.c $(TSAN_DEPS)
+	@mkdir -p $(@D)
+	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -pthread -o $@ tests/tsan/mpi_hot.c \
 		tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
 
 $(TSAN_B)/lib/libddlemu.so: $(EMU_SRC) $(wildcard kernels/*.h kernels/emu/*.h)
