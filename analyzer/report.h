@@ -213,11 +213,22 @@ struct ddl_proc {
 	struct ddl_gpusum gpu;
 	int has_gpu;          /* made CUDA or NCCL calls */
 	int gpu_breakdown;    /* per_iter from the device timeline (breakdown_gpu.c) */
-	/* stragglers (align.c): the time per iteration this rank, last to a
-	 * collective, made the others wait; the share of iterations it did so */
+	/* stragglers (stragglers.c), over the analysed iterations of the job's
+	 * reference rank (the lowest with iterations): the collective instances
+	 * it took part in; the time per iteration the others waited at those it
+	 * came last to; the share of iterations in which it was late (it kept
+	 * the others waiting most, standing out, or was waited on by the one
+	 * that did); the verdict: the culprit (late mostly by its own doing), or
+	 * a victim (late mostly because it waited on VICTIM_OF) */
 	size_t coll_instances;
 	double imposed_wait_s, late_fraction;
-	int straggler;
+	int straggler, victim;
+	int victim_of;        /* process index, -1 */
+	int waits_on;         /* the process it waits on most at collectives, -1 none */
+	double waits_on_s;    /* ... per iteration */
+	const char *straggler_cause; /* culprits: "compute", "data" or "other" */
+	double cause_s, cause_others_s; /* culprits: that part per iteration, its own and the
+	                                 * other ranks' median */
 	double comm_s;        /* per iteration: time collectives ran on the device; without
 	                       * device intervals, time the process's traffic was in flight */
 	double overlap_s;     /* ... of which hidden under compute */
@@ -298,6 +309,48 @@ struct ddl_kernel {
 	char *demangled;      /* kernels.c's memory behind name, or NULL */
 };
 
+/* Hangs (hang.c): where a job that did not end cleanly stood at its end. */
+struct ddl_hangpt {        /* a communicator stuck in one collective */
+	uint64_t key;
+	int nranks, members;   /* as its members said; members traced */
+	uint32_t seq;          /* the collective's number in its sequence */
+	const char *op;
+	uint64_t bytes;        /* as the first member to enter it gave them */
+	int64_t since_ns;      /* when the first member entered it */
+	double waiting_s;      /* from then to the job's end */
+	int *inside, *missing; /* process indices: members that entered it, and that never did */
+	size_t ninside, nmissing;
+};
+struct ddl_hangrank {      /* a rank at the end */
+	int proc;
+	int clean;             /* its trace ended with a clean exit */
+	int64_t end_ns;        /* where its trace ends */
+	const char *call;      /* the blocking call it was in longest; NULL none */
+	double in_s;           /* ... for this long at the job's end */
+	int fd;
+	uint64_t comm_key;     /* the collective it is in, or (last) the last it issued */
+	uint32_t seq;
+	int last;
+	const char *last_call;
+	const char *last_event; /* its training thread's last recorded call, NULL none */
+	double last_ago_s;     /* ... ended this long before the job's end */
+};
+struct ddl_hmember;
+struct ddl_hang {
+	int found;
+	int64_t end_ns;        /* the job's end: the latest of the ranks' */
+	struct ddl_hangpt *pts;
+	size_t npts;
+	int first;             /* the stuck point entered first: the first cause */
+	int blame;             /* process index of the rank most likely to blame, -1 */
+	const char *blame_why; /* "missing": never entered the first cause's collective;
+	                        * "ended": its trace ended first */
+	struct ddl_hangrank *ranks;
+	size_t nranks;
+	struct ddl_hmember *members; /* every member's last collective entered and left */
+	size_t nmembers;
+};
+
 struct ddl_report {
 	const struct ddl_traceset *set;
 	const struct ddl_run *run;
@@ -349,7 +402,11 @@ struct ddl_report {
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
-	int nstragglers;
+	struct ddl_hang hang;          /* hang.c */
+	double hang_count;             /* 1 when a hang was found, for --fail-if */
+	int nstragglers, nvictims;     /* stragglers.c: culprits and victims */
+	int stragglers_measured;       /* collectives of several ranks in analysed iterations */
+	double straggler_count;        /* nstragglers, for --fail-if */
 	/* call sites (callsites.c): top DDL_CALLSITES_TOP by stall, then time */
 	struct ddl_callsite *callsites;
 	size_t ncallsites;
@@ -434,8 +491,21 @@ struct ddl_cmp_opts {
 int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f);
 /* Aligns the hosts' clocks on the ends of shared collectives (align.c). */
 void ddl_report_align(struct ddl_report *r);
-/* Ranks whose collectives start consistently late (align.c); after iterations. */
+/* Ranks that keep the others waiting at collectives, and why (stragglers.c); after the
+ * iterations and the breakdown. */
 void ddl_report_stragglers(struct ddl_report *r);
+/* Where a job that did not end cleanly was stuck, and who to blame (hang.c). */
+void ddl_report_hang(struct ddl_report *r);
+void ddl_hang_free(struct ddl_hang *h);
+/* One member of a communicator at the end (hang.c): the last collective it
+ * entered and left (0: none; left is known for host collectives only). */
+struct ddl_hmember {
+	uint64_t key;
+	int proc;
+	int comm_rank, nranks;
+	uint32_t entered, left;
+	int64_t entered_ns;
+};
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
 /*

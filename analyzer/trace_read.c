@@ -518,6 +518,42 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		t->ended = 1;
 		t->exec_end = c->type == DDL_CHUNK_EXEC;
 		break;
+	case DDL_CHUNK_OPEN:
+		/* the calls open as of this flush: the newest replaces the one before */
+		if (n % (2 * sizeof(struct ddl_event)) || n > 4096 * 2 * sizeof(struct ddl_event)) {
+			ddl_problem(t, off, "open-calls chunk of %zu bytes is not whole calls", n);
+			t->corrupt = 1;
+			return;
+		}
+		free(t->open);
+		t->open = NULL;
+		t->nopen = 0;
+		if (!n)
+			break;
+		if (!(t->open = malloc(n))) {
+			ddl_nomem(t, off);
+			return;
+		}
+		memcpy(t->open, p, n);
+		for (size_t k = 0; k < n / sizeof(struct ddl_event); k += 2) {
+			const struct ddl_event *e = &t->open[k];
+			if (!e->kind || e->kind >= DDL_EV_COUNT || e->kind == DDL_EV_ARGS || !(e->flags & DDL_EVF_ARGS) ||
+			    t->open[k + 1].kind != DDL_EV_ARGS) {
+				ddl_problem(t, off, "open-calls chunk: record %zu is not a call and its args", k / 2);
+				t->corrupt = 1;
+				free(t->open);
+				t->open = NULL;
+				return;
+			}
+		}
+		if (ddl_window_events(t, t->open, n / sizeof(struct ddl_event), off) < 0) {
+			t->corrupt = 1;
+			free(t->open);
+			t->open = NULL;
+			return;
+		}
+		t->nopen = n / sizeof(struct ddl_event) / 2;
+		break;
 	default:
 		break; /* a newer writer's chunk: skip */
 	}
@@ -902,6 +938,7 @@ void ddl_trace_free(struct ddl_trace *t)
 	free(t->threads);
 	free(t->meta);
 	free(t->ev);
+	free(t->open);
 	free(t->clk);
 	free(t->path);
 	memset(t, 0, sizeof *t);

@@ -78,6 +78,10 @@ struct ddl_trace {
 	size_t nmodules;
 	struct ddl_idtext *counters; /* DDL_STR_COUNTER, by counter id */
 	size_t ncounters;
+	struct ddl_event *open;    /* the calls its threads were blocked in at the last
+	                            * DDL_CHUNK_OPEN: nopen events, each followed by its
+	                            * args record; dur runs to that flush */
+	size_t nopen;
 	int ended;                 /* an end (or exec) chunk closes the file */
 	struct ddl_end end;
 	int exec_end;              /* the image ended by exec */

@@ -39,6 +39,10 @@
 	  "real (default), or synthetic: each DataLoader serves its first batch again in place " \
 	  "of loading, to measure the step without data stall (compare with ddlprof-report " \
 	  "--compare)") \
+	X(DDL_LAUNCH_O_HANG_TIMEOUT, "hang-timeout", 0, "SECONDS", \
+	  "watchdog: a process blocked in one collective or blocking call this long says so on " \
+	  "stderr, once, with the call and its communicator, and records it; the job goes on " \
+	  "(1..1000000; default off)") \
 	X(DDL_LAUNCH_O_QUIET, "quiet", 'q', NULL, \
 	  "no messages from the launcher (the library still reports failures, one line each)") \
 	DDL_CLI_HELP_VERSION(X, DDL_LAUNCH)

@@ -137,6 +137,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 		c->ring_events = 4096;
 	unsigned ring = c->ring_events;
 	rc |= ddl_parse_uint("DDLPROF_FLUSH_MS", 1, 60000, &c->flush_ms);
+	rc |= ddl_parse_uint("DDLPROF_HANG_TIMEOUT", 0, 1000000, &c->hang_timeout_s);
 	rc |= ddl_parse_uint("DDLPROF_BUFFER_EVENTS", 64, 1u << 24, &ring);
 	while (ring & (ring - 1))
 		ring += ring & -ring; /* round up to a power of two */

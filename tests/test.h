@@ -108,6 +108,11 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(synth_overlap) \
 	X(synth_rank_fails) \
 	X(synth_timeout) \
+	X(synth_hang) \
+	X(hang_synth_flat) \
+	X(hang_synth_hierarchical) \
+	X(hang_watchdog) \
+	X(hang_none_when_killed) \
 	X(synth_bad_flags) \
 	X(synth_plan_no_overwrite) \
 	X(gpu_real_runtime_unchanged) \

@@ -29,7 +29,8 @@
                                  * collectives, file reads, the Python hook's steps
                                  * and phases (new kinds and classes, DDL_FEAT_FILE);
                                  * 5: MPI calls (new kinds, classes HWAIT and HCOMM,
-                                 * DDL_FEAT_MPI, args.aux of host collectives) */
+                                 * DDL_FEAT_MPI, args.aux of host collectives); the
+                                 * open calls (DDL_CHUNK_OPEN, DDL_ARGF_LASTCOLL) */
 #define DDL_FORMAT_MIN_READER 1 /* for zstd and raw files */
 /* LZ4 files: a reader of version 1 or 2 would skip every events chunk and
  * show an empty job as damaged; it refuses the file instead, saying why. */
@@ -92,6 +93,8 @@ enum ddl_chunk_type {
 	DDL_CHUNK_CLOCK = 3,    /* array of struct ddl_clock_sample */
 	DDL_CHUNK_END = 4,      /* struct ddl_end: written on a clean close */
 	DDL_CHUNK_EXEC = 5,     /* struct ddl_end: the image called exec */
+	DDL_CHUNK_OPEN = 6,     /* the calls threads are blocked in (version 5): events,
+	                         * each with its args record; the last one read holds */
 };
 
 #define DDL_CHUNKF_ZSTD 1u /* payload is one zstd frame of raw_size bytes */
@@ -344,6 +347,8 @@ struct ddl_args {
 
 #define DDL_ARGF_TIMED   0x01u /* a device interval was requested for this call */
 #define DDL_ARGF_GROUPED 0x02u /* issued inside ncclGroupStart/End */
+#define DDL_ARGF_LASTCOLL 0x04u /* open calls: comm, aux and corr (its kind) are the
+                                 * last collective the thread issued, not one it is in */
 
 /*
  * Call stacks (ddlprof --backtrace): a communication or synchronisation
