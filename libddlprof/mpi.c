@@ -566,65 +566,81 @@ static int ddl_mpi_size(const struct ddl_mpi_comm *c, ddl_mpi_h comm)
 }
 
 /*
- * The args of a call on COMM that returned RC, with PEER (the root; -1
- * none): its communicator, found, or recorded now when the call succeeded
- * with one first seen. *C gets the communicator's entry, NULL without one
- * (or after a failure: nothing is asked of a call that failed).
+ * A call's number is taken as it begins, so that a call that never
+ * returns (a hang) is known by it: its open call (ddl_open_enter_coll)
+ * names the communicator and the number while it runs. Nothing is asked
+ * of MPI before a call, so only a communicator already known can be named
+ * then; one first met in use is recorded, and its call numbered, once the
+ * call succeeded with it (every member meets it first at the same call).
+ * A call that fails keeps its number.
  */
-static inline struct ddl_args ddl_mpi_args(struct ddl_thread *t, int rc, ddl_mpi_h comm, int peer,
-                                           struct ddl_mpi_comm **c)
-{
+struct ddl_mpi_call {
 	struct ddl_args a;
-	memset(&a, 0, sizeof a);
-	a.kind = DDL_EV_ARGS;
-	a.peer = peer;
-	*c = NULL;
-	if (ddl_mpi.impl == DDL_MPI_UNKNOWN)
-		return a;
-	if (rc != DDL_MPI_SUCCESS) {
-		struct ddl_mpi_comm *known = ddl_mpi_comm_find(ddl_mpi_norm(comm));
-		a.comm = known ? known->id : 0;
-		return a;
+	struct ddl_mpi_comm *c; /* COMM's entry, NULL while not known */
+	ddl_mpi_h comm;
+	int numbered;           /* a.aux taken */
+};
+
+/* Before a call on COMM with PEER (a root; -1 none): A's communicator
+ * when it is known, and for a collective (COLL) its number. */
+static inline void ddl_mpi_begin(struct ddl_mpi_call *m, ddl_mpi_h comm, int peer, int coll)
+{
+	memset(&m->a, 0, sizeof m->a);
+	m->a.kind = DDL_EV_ARGS;
+	m->a.peer = peer;
+	m->comm = comm;
+	m->numbered = 0;
+	m->c = ddl_mpi.impl != DDL_MPI_UNKNOWN ? ddl_mpi_comm_find(ddl_mpi_norm(comm)) : NULL;
+	if (!m->c)
+		return;
+	m->a.comm = m->c->id;
+	if (coll) {
+		m->a.aux = atomic_fetch_add_explicit(&m->c->seq, 1, memory_order_relaxed) + 1;
+		m->numbered = 1;
 	}
-	*c = ddl_mpi_comm_of(t, comm);
-	a.comm = *c ? (*c)->id : 0;
-	return a;
 }
 
-/* The same, for a collective: when it succeeded, its number on COMM. */
-static inline struct ddl_args ddl_mpi_coll(struct ddl_thread *t, int rc, ddl_mpi_h comm, int root,
-                                           struct ddl_mpi_comm **c)
+/* After the call, which returned RC: a communicator first met, recorded
+ * now that the call succeeded with it, and for a collective (COLL) the
+ * call's number on it. */
+static inline void ddl_mpi_end(struct ddl_thread *t, struct ddl_mpi_call *m, int rc, int coll)
 {
-	struct ddl_args a = ddl_mpi_args(t, rc, comm, root, c);
-	if (*c)
-		a.aux = atomic_fetch_add_explicit(&(*c)->seq, 1, memory_order_relaxed) + 1;
-	return a;
+	if (m->c || rc != DDL_MPI_SUCCESS || ddl_mpi.impl == DDL_MPI_UNKNOWN)
+		return;
+	m->c = ddl_mpi_comm_of(t, m->comm);
+	if (!m->c)
+		return;
+	m->a.comm = m->c->id;
+	if (coll && !m->numbered) {
+		m->a.aux = atomic_fetch_add_explicit(&m->c->seq, 1, memory_order_relaxed) + 1;
+		m->numbered = 1;
+	}
 }
 
-/*
- * The args of a point-to-point call on COMM with PEER (as the call gave
- * it, or as the status said) in direction DIR (0 send, 1 receive) that
- * returned RC; when it succeeded, its number among DIR's calls with PEER.
- * MPI_PROC_NULL moves nothing: peer -2 and no number.
- */
-static inline struct ddl_args ddl_mpi_p2p(struct ddl_thread *t, int rc, ddl_mpi_h comm, int peer,
-                                          int dir, struct ddl_mpi_comm **c)
+/* A point-to-point call's peer PEER as the call gave it (or the status
+ * said), in direction DIR (0 send, 1 receive), into M: normalised, and
+ * numbered among DIR's calls with it when the communicator is known and
+ * the peer a rank of it (MPI_ANY_SOURCE: the receives from any source, as
+ * peer -1). MPI_PROC_NULL moves nothing: peer -2, no number. */
+static inline void ddl_mpi_peer(struct ddl_mpi_call *m, int peer, int dir)
 {
-	struct ddl_args a = ddl_mpi_args(t, rc, comm, -1, c); /* *c: NULL after a failure */
 	if (ddl_mpi.impl == DDL_MPI_UNKNOWN) {
-		a.peer = peer >= 0 ? peer : -1;
+		m->a.peer = peer >= 0 ? peer : -1;
 	} else if (peer == ddl_mpi.proc_null) {
-		a.peer = -2;
+		m->a.peer = -2;
 	} else if (peer == ddl_mpi.any_source) {
-		a.peer = -1;
-		if (*c)
-			a.aux = ddl_mpi_p2p_next(*c, -1, dir);
+		m->a.peer = -1;
+		if (m->c && !m->numbered) {
+			m->a.aux = ddl_mpi_p2p_next(m->c, -1, dir);
+			m->numbered = 1;
+		}
 	} else if (peer >= 0) {
-		a.peer = peer;
-		if (*c && peer < (*c)->size)
-			a.aux = ddl_mpi_p2p_next(*c, peer, dir);
+		m->a.peer = peer;
+		if (m->c && !m->numbered && peer < m->c->size) {
+			m->a.aux = ddl_mpi_p2p_next(m->c, peer, dir);
+			m->numbered = 1;
+		}
 	}
-	return a;
 }
 
 static inline void ddl_mpi_put(struct ddl_thread *t, unsigned kind, uint64_t t0, uint64_t t1, int rc,
@@ -768,12 +784,28 @@ static void ddl_mpi_wait_end(struct ddl_thread *t, struct ddl_mpi_wait *w, unsig
 	ddl_mpi_put(t, kind, t0, t1, rc, count, &a);
 }
 
+/* The open call of a wait on W's requests (of KIND, from T0): the first
+ * whose start this thread recorded, its communicator, and, for a
+ * collective's (MPI_Iallreduce's), its number. */
+static inline int ddl_mpi_wait_open(struct ddl_thread *t, const struct ddl_mpi_wait *w, unsigned kind,
+                                    uint64_t t0)
+{
+	for (int i = 0; w->tab && i < w->n; i++) {
+		const struct ddl_mpi_req *e = ddl_mpi_req_find(w->tab, w->h[i]);
+		if (e)
+			return ddl_open_enter_coll(t, kind, t0, e->comm,
+			                           e->kind == DDL_EV_MPI_IALLREDUCE ? e->seq : 0);
+	}
+	return ddl_open_enter(t, kind, t0, -1, 0);
+}
+
 /* ---- the wrappers ---- */
 
 /* MPI_Init and MPI_Init_thread: MPI starts, MPI_COMM_WORLD is recorded. */
-static int ddl_mpi_inited(struct ddl_thread *t, unsigned kind, uint64_t t0, int rc)
+static int ddl_mpi_inited(struct ddl_thread *t, unsigned kind, uint64_t t0, int open, int rc)
 {
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
 	if (rc == DDL_MPI_SUCCESS) {
 		t->busy = 1;
@@ -801,8 +833,9 @@ DDL_EXPORT int MPI_Init(int *argc, char ***argv)
 	if (!t)
 		return real(argc, argv);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_MPI_INIT, t0, -1, 0);
 	int rc = real(argc, argv);
-	return ddl_mpi_inited(t, DDL_EV_MPI_INIT, t0, rc);
+	return ddl_mpi_inited(t, DDL_EV_MPI_INIT, t0, open, rc);
 }
 
 DDL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
@@ -812,8 +845,9 @@ DDL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provi
 	if (!t)
 		return real(argc, argv, required, provided);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_MPI_INIT_THREAD, t0, -1, 0);
 	int rc = real(argc, argv, required, provided);
-	return ddl_mpi_inited(t, DDL_EV_MPI_INIT_THREAD, t0, rc);
+	return ddl_mpi_inited(t, DDL_EV_MPI_INIT_THREAD, t0, open, rc);
 }
 
 DDL_EXPORT int MPI_Finalize(void)
@@ -829,12 +863,27 @@ DDL_EXPORT int MPI_Finalize(void)
 	a.kind = DDL_EV_ARGS;
 	a.peer = -1;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_MPI_FINALIZE, t0, -1, 0);
 	int rc = real();
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
 	ddl_mpi_put(t, DDL_EV_MPI_FINALIZE, t0, t1, rc, -1, &a);
 	errno = saved;
 	return rc;
+}
+
+/*
+ * The collectives' one shape: the call numbered (M, as ddl_mpi_begin) and
+ * open (T0, OPEN) while it runs; after it, ddl_mpi_coll_done, then the
+ * bytes, then ddl_mpi_put.
+ */
+static inline int ddl_mpi_coll_open(struct ddl_thread *t, struct ddl_mpi_call *m, unsigned kind,
+                                    ddl_mpi_h comm, int root, uint64_t *t0)
+{
+	ddl_mpi_begin(m, comm, root, 1);
+	*t0 = ddl_clock_now();
+	return ddl_open_enter_coll(t, kind, *t0, m->a.comm, m->a.aux);
 }
 
 DDL_EXPORT int MPI_Allreduce(const void *sb, void *rb, int count, ddl_mpi_h dt, ddl_mpi_h op,
@@ -844,19 +893,22 @@ DDL_EXPORT int MPI_Allreduce(const void *sb, void *rb, int count, ddl_mpi_h dt, 
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, rb, count, dt, op, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_ALLREDUCE, comm, -1, &t0);
 	int rc = real(sb, rb, count, dt, op, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS)
-		a.bytes = ddl_mpi_bytes(&a, count, dt);
-	ddl_mpi_put(t, DDL_EV_MPI_ALLREDUCE, t0, t1, rc, -1, &a);
+		m.a.bytes = ddl_mpi_bytes(&m.a, count, dt);
+	ddl_mpi_put(t, DDL_EV_MPI_ALLREDUCE, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
 
+/* A nonblocking start: numbered with the collectives; its wait is open. */
 DDL_EXPORT int MPI_Iallreduce(const void *sb, void *rb, int count, ddl_mpi_h dt, ddl_mpi_h op,
                               ddl_mpi_h comm, void *req)
 {
@@ -864,18 +916,19 @@ DDL_EXPORT int MPI_Iallreduce(const void *sb, void *rb, int count, ddl_mpi_h dt,
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, rb, count, dt, op, comm, req);
+	struct ddl_mpi_call m;
+	ddl_mpi_begin(&m, comm, -1, 1);
 	uint64_t t0 = ddl_clock_now();
 	int rc = real(sb, rb, count, dt, op, comm, req);
 	uint64_t t1 = ddl_clock_now();
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS) {
-		a.bytes = ddl_mpi_bytes(&a, count, dt);
+		m.a.bytes = ddl_mpi_bytes(&m.a, count, dt);
 		if (req && ddl_mpi.hsize)
-			ddl_mpi_req_put(t, ddl_mpi_handle_at(req, 0), DDL_EV_MPI_IALLREDUCE, &a);
+			ddl_mpi_req_put(t, ddl_mpi_handle_at(req, 0), DDL_EV_MPI_IALLREDUCE, &m.a);
 	}
-	ddl_mpi_put(t, DDL_EV_MPI_IALLREDUCE, t0, t1, rc, -1, &a);
+	ddl_mpi_put(t, DDL_EV_MPI_IALLREDUCE, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -887,15 +940,17 @@ DDL_EXPORT int MPI_Reduce(const void *sb, void *rb, int count, ddl_mpi_h dt, ddl
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, rb, count, dt, op, root, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_REDUCE, comm, root, &t0);
 	int rc = real(sb, rb, count, dt, op, root, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, root, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS)
-		a.bytes = ddl_mpi_bytes(&a, count, dt);
-	ddl_mpi_put(t, DDL_EV_MPI_REDUCE, t0, t1, rc, -1, &a);
+		m.a.bytes = ddl_mpi_bytes(&m.a, count, dt);
+	ddl_mpi_put(t, DDL_EV_MPI_REDUCE, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -906,15 +961,17 @@ DDL_EXPORT int MPI_Bcast(void *buf, int count, ddl_mpi_h dt, int root, ddl_mpi_h
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(buf, count, dt, root, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_BCAST, comm, root, &t0);
 	int rc = real(buf, count, dt, root, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, root, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS)
-		a.bytes = ddl_mpi_bytes(&a, count, dt);
-	ddl_mpi_put(t, DDL_EV_MPI_BCAST, t0, t1, rc, -1, &a);
+		m.a.bytes = ddl_mpi_bytes(&m.a, count, dt);
+	ddl_mpi_put(t, DDL_EV_MPI_BCAST, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -928,15 +985,17 @@ DDL_EXPORT int MPI_Allgather(const void *sb, int scount, ddl_mpi_h stype, void *
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, scount, stype, rb, rcount, rtype, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_ALLGATHER, comm, -1, &t0);
 	int rc = real(sb, scount, stype, rb, rcount, rtype, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS)
-		a.bytes = ddl_mpi_bytes(&a, rcount, rtype);
-	ddl_mpi_put(t, DDL_EV_MPI_ALLGATHER, t0, t1, rc, -1, &a);
+		m.a.bytes = ddl_mpi_bytes(&m.a, rcount, rtype);
+	ddl_mpi_put(t, DDL_EV_MPI_ALLGATHER, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -948,15 +1007,17 @@ DDL_EXPORT int MPI_Allgatherv(const void *sb, int scount, ddl_mpi_h stype, void 
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, scount, stype, rb, rcounts, displs, rtype, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_ALLGATHERV, comm, -1, &t0);
 	int rc = real(sb, scount, stype, rb, rcounts, displs, rtype, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
-	if (rc == DDL_MPI_SUCCESS && c && rcounts && c->rank >= 0 && c->rank < c->size)
-		a.bytes = ddl_mpi_bytes(&a, rcounts[c->rank], rtype);
-	ddl_mpi_put(t, DDL_EV_MPI_ALLGATHERV, t0, t1, rc, -1, &a);
+	ddl_mpi_end(t, &m, rc, 1);
+	if (rc == DDL_MPI_SUCCESS && m.c && rcounts && m.c->rank >= 0 && m.c->rank < m.c->size)
+		m.a.bytes = ddl_mpi_bytes(&m.a, rcounts[m.c->rank], rtype);
+	ddl_mpi_put(t, DDL_EV_MPI_ALLGATHERV, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -969,15 +1030,17 @@ DDL_EXPORT int MPI_Reduce_scatter(const void *sb, void *rb, const int *rcounts, 
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, rb, rcounts, dt, op, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_REDUCE_SCATTER, comm, -1, &t0);
 	int rc = real(sb, rb, rcounts, dt, op, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS)
-		a.bytes = ddl_mpi_bytes(&a, ddl_mpi_sum(rcounts, ddl_mpi_size(c, comm)), dt);
-	ddl_mpi_put(t, DDL_EV_MPI_REDUCE_SCATTER, t0, t1, rc, -1, &a);
+		m.a.bytes = ddl_mpi_bytes(&m.a, ddl_mpi_sum(rcounts, ddl_mpi_size(m.c, comm)), dt);
+	ddl_mpi_put(t, DDL_EV_MPI_REDUCE_SCATTER, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -989,15 +1052,17 @@ DDL_EXPORT int MPI_Reduce_scatter_block(const void *sb, void *rb, int rcount, dd
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, rb, rcount, dt, op, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_REDUCE_SCATTER_BLOCK, comm, -1, &t0);
 	int rc = real(sb, rb, rcount, dt, op, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS)
-		a.bytes = ddl_mpi_bytes(&a, (int64_t)rcount * ddl_mpi_size(c, comm), dt);
-	ddl_mpi_put(t, DDL_EV_MPI_REDUCE_SCATTER_BLOCK, t0, t1, rc, -1, &a);
+		m.a.bytes = ddl_mpi_bytes(&m.a, (int64_t)rcount * ddl_mpi_size(m.c, comm), dt);
+	ddl_mpi_put(t, DDL_EV_MPI_REDUCE_SCATTER_BLOCK, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -1011,15 +1076,17 @@ DDL_EXPORT int MPI_Alltoall(const void *sb, int scount, ddl_mpi_h stype, void *r
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, scount, stype, rb, rcount, rtype, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_ALLTOALL, comm, -1, &t0);
 	int rc = real(sb, scount, stype, rb, rcount, rtype, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS)
-		a.bytes = ddl_mpi_bytes(&a, (int64_t)rcount * ddl_mpi_size(c, comm), rtype);
-	ddl_mpi_put(t, DDL_EV_MPI_ALLTOALL, t0, t1, rc, -1, &a);
+		m.a.bytes = ddl_mpi_bytes(&m.a, (int64_t)rcount * ddl_mpi_size(m.c, comm), rtype);
+	ddl_mpi_put(t, DDL_EV_MPI_ALLTOALL, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -1034,18 +1101,21 @@ DDL_EXPORT int MPI_Alltoallv(const void *sb, const int *scounts, const int *sdis
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(sb, scounts, sdispls, stype, rb, rcounts, rdispls, rtype, comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_ALLTOALLV, comm, -1, &t0);
 	int rc = real(sb, scounts, sdispls, stype, rb, rcounts, rdispls, rtype, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, &m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS && ddl_mpi.impl != DDL_MPI_UNKNOWN) {
-		int n = ddl_mpi_size(c, comm);
-		a.bytes = (uintptr_t)sb == ddl_mpi.in_place ? ddl_mpi_bytes(&a, ddl_mpi_sum(rcounts, n), rtype)
-		                                             : ddl_mpi_bytes(&a, ddl_mpi_sum(scounts, n), stype);
+		int n = ddl_mpi_size(m.c, comm);
+		m.a.bytes = (uintptr_t)sb == ddl_mpi.in_place
+		                ? ddl_mpi_bytes(&m.a, ddl_mpi_sum(rcounts, n), rtype)
+		                : ddl_mpi_bytes(&m.a, ddl_mpi_sum(scounts, n), stype);
 	}
-	ddl_mpi_put(t, DDL_EV_MPI_ALLTOALLV, t0, t1, rc, -1, &a);
+	ddl_mpi_put(t, DDL_EV_MPI_ALLTOALLV, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -1056,32 +1126,41 @@ DDL_EXPORT int MPI_Barrier(ddl_mpi_h comm)
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(comm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_BARRIER, comm, -1, &t0);
 	int rc = real(comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
-	ddl_mpi_put(t, DDL_EV_MPI_BARRIER, t0, t1, rc, -1, &a);
+	ddl_mpi_end(t, &m, rc, 1);
+	ddl_mpi_put(t, DDL_EV_MPI_BARRIER, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
 
+/* Point to point: open while a blocking one runs, naming its communicator
+ * (its number counts in another sequence than the collectives'). */
 DDL_EXPORT int MPI_Send(const void *buf, int count, ddl_mpi_h dt, int dest, int tag, ddl_mpi_h comm)
 {
 	__typeof__(ddl_mpi_real.MPI_Send) real = DDL_MPI_REAL(MPI_Send);
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(buf, count, dt, dest, tag, comm);
+	struct ddl_mpi_call m;
+	ddl_mpi_begin(&m, comm, -1, 0);
+	ddl_mpi_peer(&m, dest, 0);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter_coll(t, DDL_EV_MPI_SEND, t0, m.a.comm, 0);
 	int rc = real(buf, count, dt, dest, tag, comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_p2p(t, rc, comm, dest, 0, &c);
-	if (rc == DDL_MPI_SUCCESS && a.peer != -2)
-		a.bytes = ddl_mpi_bytes(&a, count, dt);
-	ddl_mpi_put(t, DDL_EV_MPI_SEND, t0, t1, rc, -1, &a);
+	ddl_mpi_end(t, &m, rc, 0);
+	ddl_mpi_peer(&m, dest, 0); /* numbered now when its communicator was first met */
+	if (rc == DDL_MPI_SUCCESS && m.a.peer != -2)
+		m.a.bytes = ddl_mpi_bytes(&m.a, count, dt);
+	ddl_mpi_put(t, DDL_EV_MPI_SEND, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -1089,6 +1168,7 @@ DDL_EXPORT int MPI_Send(const void *buf, int count, ddl_mpi_h dt, int dest, int 
 /*
  * A receive: what arrived, from whom, through the status (the program's,
  * or ours when it gave MPI_STATUS_IGNORE: MPI fills one in either way).
+ * From MPI_ANY_SOURCE it is numbered once the status names the sender.
  */
 DDL_EXPORT int MPI_Recv(void *buf, int count, ddl_mpi_h dt, int src, int tag, ddl_mpi_h comm,
                         void *status)
@@ -1103,24 +1183,32 @@ DDL_EXPORT int MPI_Recv(void *buf, int count, ddl_mpi_h dt, int src, int tag, dd
 		memset(own, 0, sizeof own);
 		st = own;
 	}
+	struct ddl_mpi_call m;
+	ddl_mpi_begin(&m, comm, -1, 0);
+	int any = ddl_mpi.impl != DDL_MPI_UNKNOWN && src == ddl_mpi.any_source;
+	if (!any)
+		ddl_mpi_peer(&m, src, 1);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter_coll(t, DDL_EV_MPI_RECV, t0, m.a.comm, 0);
 	int rc = real(buf, count, dt, src, tag, comm, st);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
 	int from = src;
 	if (rc == DDL_MPI_SUCCESS && ddl_mpi.impl != DDL_MPI_UNKNOWN)
 		memcpy(&from, (const char *)st + ddl_mpi.src_off, sizeof from);
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_p2p(t, rc, comm, from, 1, &c);
-	if (rc == DDL_MPI_SUCCESS && a.peer != -2) {
+	ddl_mpi_end(t, &m, rc, 0);
+	if (rc == DDL_MPI_SUCCESS || !any)
+		ddl_mpi_peer(&m, from, 1);
+	if (rc == DDL_MPI_SUCCESS && m.a.peer != -2) {
 		__typeof__(ddl_mpi_real.PMPI_Get_count) getc = DDL_MPI_OWN(PMPI_Get_count);
 		int got = DDL_MPI_UNDEFINED;
 		if (ddl_mpi.impl == DDL_MPI_UNKNOWN || !getc || getc(st, dt, &got) != DDL_MPI_SUCCESS ||
 		    got == DDL_MPI_UNDEFINED)
 			got = count; /* what it could take */
-		a.bytes = ddl_mpi_bytes(&a, got, dt);
+		m.a.bytes = ddl_mpi_bytes(&m.a, got, dt);
 	}
-	ddl_mpi_put(t, DDL_EV_MPI_RECV, t0, t1, rc, -1, &a);
+	ddl_mpi_put(t, DDL_EV_MPI_RECV, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -1132,19 +1220,22 @@ DDL_EXPORT int MPI_Isend(const void *buf, int count, ddl_mpi_h dt, int dest, int
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(buf, count, dt, dest, tag, comm, req);
+	struct ddl_mpi_call m;
+	ddl_mpi_begin(&m, comm, -1, 0);
+	ddl_mpi_peer(&m, dest, 0);
 	uint64_t t0 = ddl_clock_now();
 	int rc = real(buf, count, dt, dest, tag, comm, req);
 	uint64_t t1 = ddl_clock_now();
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_p2p(t, rc, comm, dest, 0, &c);
+	ddl_mpi_end(t, &m, rc, 0);
+	ddl_mpi_peer(&m, dest, 0);
 	if (rc == DDL_MPI_SUCCESS) {
-		if (a.peer != -2)
-			a.bytes = ddl_mpi_bytes(&a, count, dt);
+		if (m.a.peer != -2)
+			m.a.bytes = ddl_mpi_bytes(&m.a, count, dt);
 		if (req && ddl_mpi.hsize)
-			ddl_mpi_req_put(t, ddl_mpi_handle_at(req, 0), DDL_EV_MPI_ISEND, &a);
+			ddl_mpi_req_put(t, ddl_mpi_handle_at(req, 0), DDL_EV_MPI_ISEND, &m.a);
 	}
-	ddl_mpi_put(t, DDL_EV_MPI_ISEND, t0, t1, rc, -1, &a);
+	ddl_mpi_put(t, DDL_EV_MPI_ISEND, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -1158,19 +1249,22 @@ DDL_EXPORT int MPI_Irecv(void *buf, int count, ddl_mpi_h dt, int src, int tag, d
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(buf, count, dt, src, tag, comm, req);
+	struct ddl_mpi_call m;
+	ddl_mpi_begin(&m, comm, -1, 0);
+	ddl_mpi_peer(&m, src, 1);
 	uint64_t t0 = ddl_clock_now();
 	int rc = real(buf, count, dt, src, tag, comm, req);
 	uint64_t t1 = ddl_clock_now();
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_p2p(t, rc, comm, src, 1, &c);
+	ddl_mpi_end(t, &m, rc, 0);
+	ddl_mpi_peer(&m, src, 1);
 	if (rc == DDL_MPI_SUCCESS) {
-		if (a.peer != -2)
-			a.bytes = ddl_mpi_bytes(&a, count, dt);
+		if (m.a.peer != -2)
+			m.a.bytes = ddl_mpi_bytes(&m.a, count, dt);
 		if (req && ddl_mpi.hsize)
-			ddl_mpi_req_put(t, ddl_mpi_handle_at(req, 0), DDL_EV_MPI_IRECV, &a);
+			ddl_mpi_req_put(t, ddl_mpi_handle_at(req, 0), DDL_EV_MPI_IRECV, &m.a);
 	}
-	ddl_mpi_put(t, DDL_EV_MPI_IRECV, t0, t1, rc, -1, &a);
+	ddl_mpi_put(t, DDL_EV_MPI_IRECV, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }
@@ -1184,8 +1278,10 @@ DDL_EXPORT int MPI_Wait(void *req, void *status)
 	struct ddl_mpi_wait w;
 	ddl_mpi_wait_begin(t, &w, req, 1);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_mpi_wait_open(t, &w, DDL_EV_MPI_WAIT, t0);
 	int rc = real(req, status);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
 	ddl_mpi_wait_end(t, &w, DDL_EV_MPI_WAIT, t0, t1, rc, 1, NULL, rc == DDL_MPI_SUCCESS);
 	errno = saved;
@@ -1201,8 +1297,10 @@ DDL_EXPORT int MPI_Waitall(int count, void *reqs, void *statuses)
 	struct ddl_mpi_wait w;
 	ddl_mpi_wait_begin(t, &w, reqs, count);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_mpi_wait_open(t, &w, DDL_EV_MPI_WAITALL, t0);
 	int rc = real(count, reqs, statuses);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
 	/* with an error, which ones completed is in the statuses: none taken */
 	ddl_mpi_wait_end(t, &w, DDL_EV_MPI_WAITALL, t0, t1, rc, count, NULL,
@@ -1220,8 +1318,10 @@ DDL_EXPORT int MPI_Waitany(int count, void *reqs, int *index, void *status)
 	struct ddl_mpi_wait w;
 	ddl_mpi_wait_begin(t, &w, reqs, count);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_mpi_wait_open(t, &w, DDL_EV_MPI_WAITANY, t0);
 	int rc = real(count, reqs, index, status);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
 	int done = rc == DDL_MPI_SUCCESS && index && *index != DDL_MPI_UNDEFINED;
 	ddl_mpi_wait_end(t, &w, DDL_EV_MPI_WAITANY, t0, t1, rc, count, done ? index : NULL, done);
@@ -1238,8 +1338,10 @@ DDL_EXPORT int MPI_Waitsome(int count, void *reqs, int *outcount, int *indices, 
 	struct ddl_mpi_wait w;
 	ddl_mpi_wait_begin(t, &w, reqs, count);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_mpi_wait_open(t, &w, DDL_EV_MPI_WAITSOME, t0);
 	int rc = real(count, reqs, outcount, indices, statuses);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
 	int done = rc == DDL_MPI_SUCCESS && outcount && indices && *outcount != DDL_MPI_UNDEFINED &&
 	           *outcount > 0 ? *outcount : 0;
@@ -1249,7 +1351,8 @@ DDL_EXPORT int MPI_Waitsome(int count, void *reqs, int *outcount, int *indices, 
 }
 
 /* A test is recorded when it completes (a wait that did not have to);
- * one that does not is a program polling, and passes unrecorded. */
+ * one that does not is a program polling, and passes unrecorded. It does
+ * not block: no open call. */
 DDL_EXPORT int MPI_Test(void *req, int *flag, void *status)
 {
 	__typeof__(ddl_mpi_real.MPI_Test) real = DDL_MPI_REAL(MPI_Test);
@@ -1288,30 +1391,31 @@ DDL_EXPORT int MPI_Testall(int count, void *reqs, int *flag, void *statuses)
 }
 
 /*
- * After a call of KIND on COMM that made *NEWCOMM (MADE, with COLOR) and
- * returned RC: the call is one of COMM's collectives; the communicator it
- * made (none: MPI_COMM_NULL) is recorded; returns RC.
+ * After a call of KIND on M's communicator that made *NEWCOMM (MADE,
+ * with COLOR), opened with OPEN, from T0, and returned RC: the call is one
+ * of the communicator's collectives; the one it made (none:
+ * MPI_COMM_NULL) is recorded; returns RC.
  */
-static int ddl_mpi_made_comm(struct ddl_thread *t, unsigned kind, uint64_t t0, int rc, ddl_mpi_h comm,
-                             const void *newcomm, int made, int color)
+static int ddl_mpi_made_comm(struct ddl_thread *t, struct ddl_mpi_call *m, unsigned kind, uint64_t t0,
+                             int open, int rc, const void *newcomm, int made, int color)
 {
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_mpi_comm *c;
-	struct ddl_args a = ddl_mpi_coll(t, rc, comm, -1, &c);
+	ddl_mpi_end(t, m, rc, 1);
 	if (rc == DDL_MPI_SUCCESS && newcomm && ddl_mpi.hsize) {
 		uintptr_t h = ddl_mpi_handle_at(newcomm, 0);
 		if (h && h != ddl_mpi.comm_null) {
 			t->busy = 1;
-			struct ddl_mpi_comm *n = ddl_mpi_comm_add(h, made, c ? c->key : 0, color);
+			struct ddl_mpi_comm *n = ddl_mpi_comm_add(h, made, m->c ? m->c->key : 0, color);
 			t->busy = 0;
 			if (n) {
-				a.name = n->id;
-				a.peer = n->rank;
+				m->a.name = n->id;
+				m->a.peer = n->rank;
 			}
 		}
 	}
-	ddl_mpi_put(t, kind, t0, t1, rc, -1, &a);
+	ddl_mpi_put(t, kind, t0, t1, rc, -1, &m->a);
 	errno = saved;
 	return rc;
 }
@@ -1322,9 +1426,12 @@ DDL_EXPORT int MPI_Comm_split(ddl_mpi_h comm, int color, int key, void *newcomm)
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(comm, color, key, newcomm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_COMM_SPLIT, comm, -1, &t0);
 	int rc = real(comm, color, key, newcomm);
-	return ddl_mpi_made_comm(t, DDL_EV_MPI_COMM_SPLIT, t0, rc, comm, newcomm, DDL_MPI_MADE_SPLIT, color);
+	return ddl_mpi_made_comm(t, &m, DDL_EV_MPI_COMM_SPLIT, t0, open, rc, newcomm, DDL_MPI_MADE_SPLIT,
+	                         color);
 }
 
 DDL_EXPORT int MPI_Comm_split_type(ddl_mpi_h comm, int type, int key, ddl_mpi_h info, void *newcomm)
@@ -1333,9 +1440,11 @@ DDL_EXPORT int MPI_Comm_split_type(ddl_mpi_h comm, int type, int key, ddl_mpi_h 
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(comm, type, key, info, newcomm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_COMM_SPLIT_TYPE, comm, -1, &t0);
 	int rc = real(comm, type, key, info, newcomm);
-	return ddl_mpi_made_comm(t, DDL_EV_MPI_COMM_SPLIT_TYPE, t0, rc, comm, newcomm,
+	return ddl_mpi_made_comm(t, &m, DDL_EV_MPI_COMM_SPLIT_TYPE, t0, open, rc, newcomm,
 	                         DDL_MPI_MADE_SPLIT_TYPE, type);
 }
 
@@ -1345,9 +1454,11 @@ DDL_EXPORT int MPI_Comm_dup(ddl_mpi_h comm, void *newcomm)
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(comm, newcomm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_COMM_DUP, comm, -1, &t0);
 	int rc = real(comm, newcomm);
-	return ddl_mpi_made_comm(t, DDL_EV_MPI_COMM_DUP, t0, rc, comm, newcomm, DDL_MPI_MADE_DUP, -1);
+	return ddl_mpi_made_comm(t, &m, DDL_EV_MPI_COMM_DUP, t0, open, rc, newcomm, DDL_MPI_MADE_DUP, -1);
 }
 
 DDL_EXPORT int MPI_Comm_create(ddl_mpi_h comm, ddl_mpi_h group, void *newcomm)
@@ -1356,9 +1467,12 @@ DDL_EXPORT int MPI_Comm_create(ddl_mpi_h comm, ddl_mpi_h group, void *newcomm)
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(comm, group, newcomm);
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_COMM_CREATE, comm, -1, &t0);
 	int rc = real(comm, group, newcomm);
-	return ddl_mpi_made_comm(t, DDL_EV_MPI_COMM_CREATE, t0, rc, comm, newcomm, DDL_MPI_MADE_CREATE, -1);
+	return ddl_mpi_made_comm(t, &m, DDL_EV_MPI_COMM_CREATE, t0, open, rc, newcomm, DDL_MPI_MADE_CREATE,
+	                         -1);
 }
 
 /* Freeing: the last of the communicator's collective calls; its handle
@@ -1369,23 +1483,17 @@ DDL_EXPORT int MPI_Comm_free(void *comm)
 	struct ddl_thread *t = ddl_mpi_enter();
 	if (!t)
 		return real(comm);
-	struct ddl_mpi_comm *c = comm && ddl_mpi.hsize ? ddl_mpi_comm_find(ddl_mpi_handle_at(comm, 0)) : NULL;
-	uint64_t t0 = ddl_clock_now();
+	struct ddl_mpi_call m;
+	uint64_t t0;
+	ddl_mpi_h h = comm && ddl_mpi.hsize ? (ddl_mpi_h)ddl_mpi_handle_at(comm, 0) : 0;
+	int open = ddl_mpi_coll_open(t, &m, DDL_EV_MPI_COMM_FREE, h, -1, &t0);
 	int rc = real(comm);
 	uint64_t t1 = ddl_clock_now();
+	ddl_open_leave(t, open);
 	int saved = errno;
-	struct ddl_args a;
-	memset(&a, 0, sizeof a);
-	a.kind = DDL_EV_ARGS;
-	a.peer = -1;
-	if (c) {
-		a.comm = c->id;
-		if (rc == DDL_MPI_SUCCESS) {
-			a.aux = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed) + 1;
-			atomic_store_explicit(&c->dead, 1, memory_order_release);
-		}
-	}
-	ddl_mpi_put(t, DDL_EV_MPI_COMM_FREE, t0, t1, rc, -1, &a);
+	if (m.c && rc == DDL_MPI_SUCCESS)
+		atomic_store_explicit(&m.c->dead, 1, memory_order_release);
+	ddl_mpi_put(t, DDL_EV_MPI_COMM_FREE, t0, t1, rc, -1, &m.a);
 	errno = saved;
 	return rc;
 }

@@ -380,7 +380,8 @@ struct ddl_stackrec {
  * result = 0, fd = -1, peer = 0. The args record that follows gives bytes
  * (this rank's contribution: the reduced buffer, the broadcast or gathered
  * input), dtype = bytes per element, comm = the communicator (DDL_STR_COMM,
- * how=gloo), peer = the root rank or -1; corr and aux are 0.
+ * how=gloo), peer = the root rank or -1, aux = its number in the
+ * communicator's sequence (version 5; 0 before); corr is 0.
  *
  * MPI's calls (version 5) are host collectives too (class HCOLL: the
  * collectives, blocking point-to-point and the nonblocking starts), with
@@ -396,7 +397,12 @@ struct ddl_stackrec {
  * communicator; point-to-point in one per (communicator, peer, direction),
  * the n-th send to a peer matching that peer's n-th receive from us
  * (receives from MPI_ANY_SOURCE started nonblocking count apart, as peer
- * -1). A failed call has aux 0 and no bytes. Waits (class HWAIT: MPI_Wait,
+ * -1). The number is taken as the call begins, when the communicator is
+ * known then (a call that fails keeps it, and has no bytes), else once it
+ * succeeded: a communicator first met in use is numbered from that call.
+ * A blocking call is the thread's open call while it runs (DDL_CHUNK_OPEN)
+ * with its communicator and number (a wait: its start's, when that is a
+ * collective's). Waits (class HWAIT: MPI_Wait,
  * Waitall, Waitany, Waitsome, and MPI_Test, Testall when they complete)
  * are the time spent waiting; their args describe the first request they
  * completed whose start was recorded on the same thread: op = that start's
