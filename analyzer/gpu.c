@@ -47,8 +47,7 @@ int ddl_coll_ends_together(unsigned kind)
 	return ddl_coll_matched(kind) && (!ddl_kind_is_mpi(kind) || kind == DDL_EV_MPI_BARRIER);
 }
 
-/* The operation of a gloo, MPI or NCCL call of KIND, or DDL_COLL_OPS. */
-static unsigned ddl_kind_op(unsigned kind)
+unsigned ddl_coll_op_kind(unsigned kind)
 {
 	switch (kind) {
 	case DDL_EV_GLOO_ALLREDUCE: case DDL_EV_MPI_ALLREDUCE: case DDL_EV_MPI_IALLREDUCE:
@@ -80,7 +79,7 @@ unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
 	int cls = ddl_event_class(e->kind);
 	if (cls == DDL_CLASS_HWAIT) { /* an MPI wait: its start's operation */
 		const struct ddl_args *a = ddl_event_args(t, i);
-		return a && a->op ? ddl_kind_op(a->op) : DDL_COLL_OPS;
+		return a && a->op ? ddl_coll_op_kind(a->op) : DDL_COLL_OPS;
 	}
 	if (e->kind == DDL_EV_PY_PHASE) {
 		/* enum ddl_pyop, 1 .. 11 */
@@ -91,7 +90,15 @@ unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
 		const struct ddl_args *a = e->fd == DDL_PHASE_COLLECTIVE ? ddl_event_args(t, i) : NULL;
 		return a && a->op < sizeof py / sizeof py[0] ? py[a->op] : DDL_COLL_OPS;
 	}
-	return ddl_kind_op(e->kind);
+	return ddl_coll_op_kind(e->kind);
+}
+
+/* The name of a phase of the Python hook's (enum ddl_phase). */
+const char *ddl_phase_name(int phase)
+{
+	static const char *const names[] = {"a phase", "data wait", "forward", "backward", "batch",
+	                                    "torch.distributed call"};
+	return phase > 0 && phase < (int)(sizeof names / sizeof names[0]) ? names[phase] : names[0];
 }
 
 /*

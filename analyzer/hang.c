@@ -65,14 +65,18 @@ static int ddl_is_p2p(unsigned kind, unsigned op)
 	return op == DDL_OP_SEND || op == DDL_OP_RECV || kind == DDL_EV_NCCL_SEND || kind == DDL_EV_NCCL_RECV;
 }
 
-/* How telling an open call is of what its process waits for: on the
- * training thread (the iterations', else the main one) most; then a
- * collective, or a wait on the device, on any thread; then any other. */
+/* How telling an open call is of what its process waits for: a host
+ * collective (gloo's run on a worker thread while the training thread
+ * waits for it) most; then any on the training thread (the iterations',
+ * else the main one); then a wait on the device on any thread; then any
+ * other. */
 static int ddl_open_rank(const struct ddl_proc *p, const struct ddl_trace *t, const struct ddl_event *e)
 {
 	uint32_t train = p->train_tid ? p->train_tid : p->pid;
 	uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 	int cls = ddl_event_class(e->kind);
+	if (cls == DDL_CLASS_HCOLL)
+		return 4; /* the collective itself, on whichever thread runs it */
 	if (tid == train)
 		return 3;
 	return cls == DDL_CLASS_HCOLL || cls == DDL_CLASS_GPUSYNC || cls == DDL_CLASS_COPY ? 2 : 1;
@@ -187,7 +191,9 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt)
 				int64_t at = ddl_trace_real_ns(t, e->start);
 				if (at < pt->since_ns) {
 					pt->since_ns = at;
-					pt->op = ddl_event_name(e->kind);
+					const char *op = ddl_coll_op_name(ddl_coll_op_kind(e->kind));
+					pt->op = op ? op : ddl_event_name(e->kind);
+					pt->bytes = a->bytes;
 				}
 			}
 		}
@@ -214,6 +220,12 @@ static int ddl_in_list(const int *v, size_t n, int x)
 	return 0;
 }
 
+/* The processes a hang is about: the ranks, or every process of a job without. */
+static int ddl_subject(const struct ddl_report *r, const struct ddl_proc *p)
+{
+	return p->rank >= 0 || r->nranks == 0;
+}
+
 void ddl_report_hang(struct ddl_report *r)
 {
 	struct ddl_hang *h = &r->hang;
@@ -223,7 +235,7 @@ void ddl_report_hang(struct ddl_report *r)
 	int64_t end = INT64_MIN;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (p->rank < 0)
+		if (!ddl_subject(r, p) || !p->ntr)
 			continue;
 		unclean |= !ddl_clean_end(p);
 		int64_t e = ddl_proc_end_ns(p);
@@ -324,7 +336,7 @@ void ddl_report_hang(struct ddl_report *r)
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (p->rank < 0)
+		if (!ddl_subject(r, p) || !p->ntr)
 			continue;
 		struct ddl_hangrank *hr = &h->ranks[h->nranks++];
 		hr->proc = (int)i;
@@ -339,7 +351,7 @@ void ddl_report_hang(struct ddl_report *r)
 			if (cls == DDL_CLASS_ARGS || cls == DDL_CLASS_DEVICE || cls == DDL_CLASS_API ||
 			    e->tid >= lt->nthreads || lt->threads[e->tid].tid != train)
 				continue;
-			hr->last_event = ddl_event_name(e->kind);
+			hr->last_event = e->kind == DDL_EV_PY_PHASE ? ddl_phase_name((int)e->fd) : ddl_event_name(e->kind);
 			hr->last_ago_s = (double)(end - ddl_trace_real_ns(lt, e->start) - ddl_trace_dur_ns(lt, e)) / 1e9;
 			break;
 		}
@@ -357,8 +369,25 @@ void ddl_report_hang(struct ddl_report *r)
 			hr->last_call = hr->last && a->corr < DDL_EV_COUNT ? ddl_event_name(a->corr) : NULL;
 		}
 	}
-	if (!h->npts)
+	if (!h->npts) {
+		/* no collective stuck: still a hang when processes were blocked
+		 * in one call that long at the end (a socket job's receive from a
+		 * peer that stopped); the one to blame is one that was not */
+		int blocked = 0;
+		for (size_t k = 0; k < h->nranks; k++)
+			blocked += h->ranks[k].call && h->ranks[k].in_s >= min_s;
+		if (!blocked)
+			return;
+		h->found = 1;
+		h->calls_only = 1;
+		r->hang_count = 1;
+		for (size_t k = 0; k < h->nranks && h->blame < 0; k++)
+			if (!h->ranks[k].call && !h->ranks[k].clean && h->nranks > 1) {
+				h->blame = h->ranks[k].proc;
+				h->blame_why = "not blocked";
+			}
 		return;
+	}
 	h->found = 1;
 	r->hang_count = 1;
 	/* the first cause: of the stuck points some member of which never

@@ -314,7 +314,8 @@ static json_t *ddl_json_hang(const struct ddl_report *r)
 	json_t *ranks = json_array();
 	for (size_t k = 0; k < h->nranks; k++) {
 		const struct ddl_hangrank *hr = &h->ranks[k];
-		json_t *o = json_pack("{s:i, s:b, s:o, s:o}", "rank", r->procs[hr->proc].rank, "clean_exit",
+		json_t *o = json_pack("{s:i, s:i, s:b, s:o, s:o}", "rank", r->procs[hr->proc].rank, "pid",
+		                      (int)r->procs[hr->proc].pid, "clean_exit",
 		                      hr->clean, "call", hr->call ? json_string(hr->call) : json_null(), "in_s",
 		                      hr->call ? json_real(hr->in_s) : json_null());
 		if (hr->call && hr->comm_key)
@@ -344,7 +345,11 @@ static json_t *ddl_json_hang(const struct ddl_report *r)
 	}
 	json_t *blame = json_null();
 	if (h->blame >= 0)
-		blame = json_pack("{s:i, s:s}", "rank", r->procs[h->blame].rank, "why", h->blame_why);
+		blame = json_pack("{s:i, s:i, s:s}", "rank", r->procs[h->blame].rank, "pid",
+		                  (int)r->procs[h->blame].pid, "why", h->blame_why);
+	if (h->calls_only)
+		return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "collective", json_null(), "missing_ranks",
+		                 json_array(), "blame", blame, "stuck", pts, "ranks", ranks, "communicators", comms);
 	const struct ddl_hangpt *f = &h->pts[h->first];
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "collective",
 	                 json_pack("{s:o, s:s, s:I, s:I, s:f}", "communicator", ddl_json_key(f->key), "op",

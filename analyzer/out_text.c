@@ -485,7 +485,21 @@ static void ddl_hang_section(const struct ddl_report *r, FILE *f)
 	const struct ddl_hang *h = &r->hang;
 	if (!h->found)
 		return;
-	char b[32], doing[256];
+	char b[32], doing[256], label[96];
+	if (h->calls_only) {
+		fprintf(f, "\nHang: no collective is stuck, but at the end processes had been blocked in one call "
+		        "for a second or more:\n");
+		for (size_t k = 0; k < h->nranks; k++) {
+			ddl_hang_doing(r, &h->ranks[k], doing, sizeof doing);
+			fprintf(f, "    %s: %s%s\n", ddl_label(r, &r->procs[h->ranks[k].proc], label, sizeof label),
+			        doing, h->ranks[k].clean ? " (then exited)" : "");
+		}
+		if (h->blame >= 0)
+			fprintf(f, "  most likely to blame: %s, in no blocking call while the others wait (computing, "
+			        "or stopped in a call ddlprof does not record)\n",
+			        ddl_label(r, &r->procs[h->blame], label, sizeof label));
+		return;
+	}
 	const struct ddl_hangpt *p = &h->pts[h->first];
 	fprintf(f, "\nHang: the job is stuck in %s (collective %u of communicator %016llx, %d ranks, %s); the "
 	        "first rank entered it %.1f s before the end; missing: ", p->op ? p->op : "a collective", p->seq,
@@ -523,7 +537,6 @@ static void ddl_hang_section(const struct ddl_report *r, FILE *f)
 	}
 	fprintf(f, "  at the end:\n");
 	for (size_t k = 0; k < h->nranks; k++) {
-		char label[96];
 		ddl_hang_doing(r, &h->ranks[k], doing, sizeof doing);
 		fprintf(f, "    %s: %s%s\n", ddl_label(r, &r->procs[h->ranks[k].proc], label, sizeof label), doing,
 		        h->ranks[k].clean ? " (then exited)" : "");

@@ -69,6 +69,11 @@ const char *ddl_coll_op_name(unsigned op);
  * torch.distributed call; an MPI wait: its start's), or DDL_COLL_OPS when
  * it is none. */
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i);
+/* The same from an event kind alone (not the Python hook's phases, not MPI's
+ * waits). */
+unsigned ddl_coll_op_kind(unsigned kind);
+/* The name of a phase of the Python hook's (enum ddl_phase): "forward". */
+const char *ddl_phase_name(int phase);
 /* Whether KIND is one of MPI's calls. */
 int ddl_kind_is_mpi(unsigned kind);
 /* Whether every member of the communicator makes a call of KIND alike,
@@ -338,13 +343,15 @@ struct ddl_hangrank {      /* a rank at the end */
 struct ddl_hmember;
 struct ddl_hang {
 	int found;
+	int calls_only;        /* no collective stuck: processes blocked in one call each */
 	int64_t end_ns;        /* the job's end: the latest of the ranks' */
 	struct ddl_hangpt *pts;
 	size_t npts;
 	int first;             /* the stuck point entered first: the first cause */
 	int blame;             /* process index of the rank most likely to blame, -1 */
 	const char *blame_why; /* "missing": never entered the first cause's collective;
-	                        * "ended": its trace ended first */
+	                        * "ended": its trace ended first; "not blocked": in no
+	                        * blocking call while the others were (calls_only) */
 	struct ddl_hangrank *ranks;
 	size_t nranks;
 	struct ddl_hmember *members; /* every member's last collective entered and left */

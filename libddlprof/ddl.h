@@ -257,6 +257,7 @@ struct ddl_open {
 	_Atomic uint32_t peer;
 	_Atomic uint32_t comm;    /* host collectives: DDL_STR_COMM id, 0 none */
 	_Atomic uint32_t seq;     /* ... and their number in its sequence */
+	_Atomic uint64_t bytes;   /* ... and this rank's bytes */
 	_Atomic uintptr_t sp;     /* the frame of the call that opened it */
 	_Atomic uint32_t last_kind; /* the last collective the thread issued (NCCL) */
 	_Atomic uint32_t last_comm, last_seq;
@@ -475,7 +476,7 @@ static inline int ddl_open_take(struct ddl_thread *t)
 
 /* The open call's fields, kind last; 1, or 0 when the thread is in one already. */
 static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd, uint32_t peer,
-                               uint32_t comm, uint32_t seq)
+                               uint32_t comm, uint32_t seq, uint64_t bytes)
 {
 	if (!ddl_open_take(t))
 		return 0;
@@ -484,6 +485,7 @@ static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0,
 	atomic_store_explicit(&t->open.peer, peer, memory_order_relaxed);
 	atomic_store_explicit(&t->open.comm, comm, memory_order_relaxed);
 	atomic_store_explicit(&t->open.seq, seq, memory_order_relaxed);
+	atomic_store_explicit(&t->open.bytes, bytes, memory_order_relaxed);
 	atomic_store_explicit(&t->open.kind, kind, memory_order_release);
 	return 1;
 }
@@ -491,14 +493,14 @@ static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0,
 static inline int ddl_open_enter(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd,
                                  uint32_t peer)
 {
-	return ddl_open_set(t, kind, t0, fd, peer, 0, 0);
+	return ddl_open_set(t, kind, t0, fd, peer, 0, 0, 0);
 }
 
-/* As ddl_open_enter, for a host collective on communicator COMM (its SEQ-th). */
+/* As ddl_open_enter, for a host collective on communicator COMM (its SEQ-th, of BYTES). */
 static inline int ddl_open_enter_coll(struct ddl_thread *t, unsigned kind, uint64_t t0, uint32_t comm,
-                                      uint32_t seq)
+                                      uint32_t seq, uint64_t bytes)
 {
-	return ddl_open_set(t, kind, t0, -1, 0, comm, seq);
+	return ddl_open_set(t, kind, t0, -1, 0, comm, seq, bytes);
 }
 
 /* The end of a call ddl_open_enter returned MINE for. */

@@ -387,7 +387,7 @@ static void ddl_gloo_call(int op, unsigned kind, void *opts, const void *caller)
 	/* open while it runs; closed also when it throws (the cleanup runs as
 	 * the exception unwinds this frame) */
 	struct ddl_gloo_open open __attribute__((cleanup(ddl_gloo_left))) = {
-		t, ddl_open_enter_coll(t, kind, t0, a.comm, a.aux)};
+		t, ddl_open_enter_coll(t, kind, t0, a.comm, a.aux, a.bytes)};
 	real(opts); /* may throw: then nothing is recorded */
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_args_call(t, kind, 0, t0, t1, 0, -1, 0, &a);

@@ -568,9 +568,9 @@ static int ddl_mpi_size(const struct ddl_mpi_comm *c, ddl_mpi_h comm)
 /*
  * A call's number is taken as it begins, so that a call that never
  * returns (a hang) is known by it: its open call (ddl_open_enter_coll)
- * names the communicator and the number while it runs. Nothing is asked
- * of MPI before a call, so only a communicator already known can be named
- * then; one first met in use is recorded, and its call numbered, once the
+ * names the communicator and the number while it runs (not its bytes:
+ * they take MPI_Type_size). Nothing is asked of MPI before a call, so
+ * only a communicator already known can be named then; one first met in use is recorded, and its call numbered, once the
  * call succeeded with it (every member meets it first at the same call).
  * A call that fails keeps its number.
  */
@@ -794,7 +794,7 @@ static inline int ddl_mpi_wait_open(struct ddl_thread *t, const struct ddl_mpi_w
 		const struct ddl_mpi_req *e = ddl_mpi_req_find(w->tab, w->h[i]);
 		if (e)
 			return ddl_open_enter_coll(t, kind, t0, e->comm,
-			                           e->kind == DDL_EV_MPI_IALLREDUCE ? e->seq : 0);
+			                           e->kind == DDL_EV_MPI_IALLREDUCE ? e->seq : 0, 0);
 	}
 	return ddl_open_enter(t, kind, t0, -1, 0);
 }
@@ -883,7 +883,7 @@ static inline int ddl_mpi_coll_open(struct ddl_thread *t, struct ddl_mpi_call *m
 {
 	ddl_mpi_begin(m, comm, root, 1);
 	*t0 = ddl_clock_now();
-	return ddl_open_enter_coll(t, kind, *t0, m->a.comm, m->a.aux);
+	return ddl_open_enter_coll(t, kind, *t0, m->a.comm, m->a.aux, 0);
 }
 
 DDL_EXPORT int MPI_Allreduce(const void *sb, void *rb, int count, ddl_mpi_h dt, ddl_mpi_h op,
@@ -1151,7 +1151,7 @@ DDL_EXPORT int MPI_Send(const void *buf, int count, ddl_mpi_h dt, int dest, int 
 	ddl_mpi_begin(&m, comm, -1, 0);
 	ddl_mpi_peer(&m, dest, 0);
 	uint64_t t0 = ddl_clock_now();
-	int open = ddl_open_enter_coll(t, DDL_EV_MPI_SEND, t0, m.a.comm, 0);
+	int open = ddl_open_enter_coll(t, DDL_EV_MPI_SEND, t0, m.a.comm, 0, 0);
 	int rc = real(buf, count, dt, dest, tag, comm);
 	uint64_t t1 = ddl_clock_now();
 	ddl_open_leave(t, open);
@@ -1189,7 +1189,7 @@ DDL_EXPORT int MPI_Recv(void *buf, int count, ddl_mpi_h dt, int src, int tag, dd
 	if (!any)
 		ddl_mpi_peer(&m, src, 1);
 	uint64_t t0 = ddl_clock_now();
-	int open = ddl_open_enter_coll(t, DDL_EV_MPI_RECV, t0, m.a.comm, 0);
+	int open = ddl_open_enter_coll(t, DDL_EV_MPI_RECV, t0, m.a.comm, 0, 0);
 	int rc = real(buf, count, dt, src, tag, comm, st);
 	uint64_t t1 = ddl_clock_now();
 	ddl_open_leave(t, open);

@@ -205,6 +205,7 @@ static size_t ddl_open_scan(uint64_t *sig, int say)
 		a->peer = -1;
 		a->comm = atomic_load_explicit(&t->open.comm, memory_order_relaxed);
 		a->aux = atomic_load_explicit(&t->open.seq, memory_order_relaxed);
+		a->bytes = a->comm ? atomic_load_explicit(&t->open.bytes, memory_order_relaxed) : 0;
 		unsigned last = atomic_load_explicit(&t->open.last_kind, memory_order_acquire);
 		if (!a->comm && last) {
 			a->comm = atomic_load_explicit(&t->open.last_comm, memory_order_relaxed);
@@ -555,14 +556,18 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 {
 	if (ddl_w.broken)
 		return -EIO;
+	/* the calls its threads are blocked in, a second or more */
+	uint64_t open_sig;
+	size_t nopen = ddl_open_scan(&open_sig, compress && !ddl_w.inline_mode);
 	if (!ddl_w.created) {
 		/* A process that recorded nothing leaves no file: shell scripts
 		 * and helpers around the job would only add noise. But the
 		 * command the launcher started (same pid after its exec) leaves
 		 * one at its end, with header, command line and exit, so that
-		 * a run which did nothing we record still shows what ran. Not
+		 * a run which did nothing we record still shows what ran; and
+		 * so does one blocked in a call from the start (a hang). Not
 		 * at exec: the next image, the same process, leaves it. */
-		if (!ddl_rings_pending() &&
+		if (!ddl_rings_pending() && !nopen &&
 		    !(end_type == DDL_CHUNK_END && ddl_g.cfg.command_pid == (long)getpid()))
 			return 0;
 		int rc = ddl_file_create();
@@ -573,8 +578,6 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 	 * (its heartbeat: a trace cut short by SIGKILL shows how long the
 	 * process lived on, blocked or computing, after its last call), and
 	 * the calls its threads are blocked in when those change. */
-	uint64_t open_sig;
-	size_t nopen = ddl_open_scan(&open_sig, compress && !ddl_w.inline_mode);
 	struct ddl_clock_sample s;
 	ddl_clock_sample(&s);
 	if (!end_type && !ddl_rings_pending() && open_sig == ddl_w.open_sig &&

@@ -258,3 +258,84 @@ int test_hang_none_when_killed(void)
 	free(dir);
 	return rc;
 }
+
+/*
+ * A PyTorch DistributedDataParallel job on gloo (two ranks started as
+ * torchrun would), rank 1 stopping before step 8's backward: rank 0's
+ * gloo thread waits in that step's all-reduce; killed with SIGKILL, the
+ * report names rank 1, the all-reduce and its communicator.
+ */
+int test_hang_torch(void)
+{
+	char *probe[] = {"/usr/bin/python3", "-c", "import torch.distributed as d; assert d.is_available()",
+	                 NULL};
+	struct ddl_run_result r;
+	int ok = access("/usr/bin/python3", X_OK) == 0 && trun(probe, NULL, 60, &r) == 0 && r.status == 0;
+	if (access("/usr/bin/python3", X_OK) == 0)
+		trun_free(&r);
+	if (!ok) {
+		fprintf(stderr, "    needs Debian's python3-torch: skipped\n");
+		return DDL_SKIP;
+	}
+	char *dir = tmpdir(), t[4096], cmd[16384];
+	snprintf(t, sizeof t, "%s/t", dir);
+	snprintf(cmd, sizeof cmd,
+	         "MASTER_PORT=%d exec %s../examples/launch_ranks.sh 2 %s -q -o %s -- /usr/bin/python3 "
+	         "%s../examples/pytorch_ddp.py --steps 40 --layers 2 --hang-rank 1 --hang-at 8",
+	         tfreeports(1), tbuild(""), tbuild("bin/ddlprof"), t, tbuild(""));
+	char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	/* torch's import takes some seconds here; the hang starts after it */
+	int rc = trun(argv, NULL, 25, &r);
+	CHECK(rc == -1 && strstr(r.out, "rank 1: stopping before step 8"), "the job did not hang: %s %s",
+	      r.out, r.err);
+	trun_free(&r);
+	json_t *rep = treport(t, NULL);
+	json_t *hang = tjget(rep, "job.hang");
+	CHECK(json_is_object(hang), "no job.hang");
+	const char *op = json_string_value(tjget(hang, "collective.op"));
+	CHECK(op && !strcmp(op, "allreduce"), "op %s", op ? op : "?");
+	CHECK(ddl_hint(hang, "blame.rank") == 1, "blame %lld", ddl_hint(hang, "blame.rank"));
+	json_t *miss = json_object_get(hang, "missing_ranks");
+	CHECK(json_array_size(miss) == 1 && json_integer_value(json_array_get(miss, 0)) == 1, "missing ranks");
+	json_t *r0 = ddl_hang_rank(hang, 0);
+	const char *call = json_string_value(json_object_get(r0, "call"));
+	CHECK(call && !strcmp(call, "gloo_allreduce") &&
+	      ddl_hint(r0, "collective.seq") == ddl_hint(hang, "collective.seq"),
+	      "rank 0 is in %s #%lld", call ? call : "no call", ddl_hint(r0, "collective.seq"));
+	const char *last = json_string_value(json_object_get(ddl_hang_rank(hang, 1), "last_recorded"));
+	CHECK(last && !strcmp(last, "forward"), "rank 1's last recorded call: %s", last ? last : "none");
+	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* A process of no job blocked in a receive from its start, killed: the
+ * trace exists (it recorded nothing else) and the report says where it
+ * was blocked, with no collective to blame. */
+int test_hang_blocked_call(void)
+{
+	char *dir = tmpdir(), t[4096];
+	snprintf(t, sizeof t, "%s/t", dir);
+	char *argv[] = {(char *)tbuild("bin/ddlprof"), "-q", "--trace", "socket", "-o", t, "--", "/usr/bin/python3",
+	                "-c", "import socket; a, b = socket.socketpair(); a.recv(1)", NULL};
+	if (access(argv[7], X_OK) != 0) {
+		trm(dir);
+		free(dir);
+		return DDL_SKIP;
+	}
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 3, &r) == -1, "python3 ended by itself: %s", r.err);
+	trun_free(&r);
+	json_t *rep = treport(t, NULL);
+	json_t *hang = tjget(rep, "job.hang");
+	CHECK(json_is_object(hang) && json_is_null(json_object_get(hang, "collective")), "job.hang");
+	json_t *p0 = json_array_get(json_object_get(hang, "ranks"), 0);
+	const char *call = json_string_value(json_object_get(p0, "call"));
+	double in = json_number_value(json_object_get(p0, "in_s"));
+	CHECK(call && !strcmp(call, "recv") && in >= 1 && in < 3.5, "in %s for %.2f s", call ? call : "nothing", in);
+	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}

@@ -113,6 +113,8 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(hang_synth_hierarchical) \
 	X(hang_watchdog) \
 	X(hang_none_when_killed) \
+	X(hang_torch) \
+	X(hang_blocked_call) \
 	X(synth_bad_flags) \
 	X(synth_plan_no_overwrite) \
 	X(gpu_real_runtime_unchanged) \
