@@ -6,9 +6,13 @@
  * ring all-reduce cannot finish on one rank long before the others), so for
  * every host the median difference between the ends of the collectives it
  * shares with the reference host (the lowest rank's) is that host's clock
- * offset. Hosts reached only through others are aligned transitively. The
- * residual error is the median distance, after correction, between the
- * ends of the same collective on two hosts. An offset is applied only when
+ * offset (of MPI's calls, barriers only: a rank returns from an MPI
+ * all-reduce or broadcast once its own part is done, its last bytes perhaps
+ * still in the kernel's buffers on their way to a slow link's other end;
+ * their starts still tell the stragglers). Hosts reached only through
+ * others are aligned transitively. The residual error is the median
+ * distance, after correction, between the ends of the same collective on
+ * two hosts. An offset is applied only when
  * it stands out of that error (more than twice the residual and 200 us):
  * hosts whose clocks already agree are left as read.
  */
@@ -96,8 +100,9 @@ int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend 
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_event_class(e->kind);
-			if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
-				continue;
+			if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) ||
+			    (cls == DDL_CLASS_HCOLL && !ddl_coll_matched(e->kind)))
+				continue; /* MPI's point-to-point calls and starts end when they end */
 			const struct ddl_args *a = ddl_event_args(t, i);
 			const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
 			if (!ci || (cls == DDL_CLASS_COLL &&
@@ -131,8 +136,10 @@ int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend 
 					*v = q;
 					*cap = c;
 				}
-				(*v)[(*n)++] = (struct ddl_cend){ci->key, seqs[s].seq, hit->start_ns, hit->end_ns,
-				                                 host, proc, cls == DDL_CLASS_HCOLL};
+				struct ddl_cend c = {ci->key, seqs[s].seq, hit->start_ns, hit->end_ns, host, proc,
+				                     cls == DDL_CLASS_HCOLL};
+				c.end_sync = ddl_coll_ends_together(e->kind);
+				(*v)[(*n)++] = c;
 			}
 			seqs[s].seq++;
 		}
@@ -193,6 +200,11 @@ void ddl_report_align(struct ddl_report *r)
 		if (ddl_proc_ends(&r->procs[i], phost[i], (int)i, &v, &n, &cap) < 0)
 			r->incomplete = 1; /* aligned on fewer collectives */
 	free(phost);
+	size_t kept = 0; /* the clocks by the ends that are one instant */
+	for (size_t k = 0; k < n; k++)
+		if (v[k].end_sync)
+			v[kept++] = v[k];
+	n = kept;
 	if (n)
 		qsort(v, n, sizeof *v, ddl_cend_cmp);
 	/* offsets by breadth-first search from the reference host */

@@ -26,6 +26,9 @@ struct ddl_cend {
 	 * is that one (its id), id this one's */
 	int queued;
 	size_t id, behind;
+	/* its end is the same instant on every member (ddl_coll_ends_together):
+	 * align.c's clocks go by those alone */
+	int end_sync;
 };
 
 /* By communicator, then sequence, then host: one instance's members together. */

@@ -462,11 +462,12 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		const struct ddl_commjob *c = &r->comms[i];
 		char key[24];
 		snprintf(key, sizeof key, "%016llx", (unsigned long long)c->key);
-		json_array_append_new(comms, json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:s}", "key", key,
-		                                       "nranks", c->nranks, "members_traced", c->members,
-		                                       "hosts", c->nhosts, "span", ddl_span_name(c->span),
-		                                       "host_names", ddl_jstr(c->hosts), "created_by",
-		                                       c->how));
+		json_t *jc = json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:s}", "key", key, "nranks", c->nranks,
+		                       "members_traced", c->members, "hosts", c->nhosts, "span",
+		                       ddl_span_name(c->span), "host_names", ddl_jstr(c->hosts), "created_by",
+		                       c->how);
+		json_object_set_new(jc, "world_ranks", ddl_jstr(c->ranks));
+		json_array_append_new(comms, jc);
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_collsum *c = &r->procs[i].coll;

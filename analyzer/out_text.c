@@ -273,7 +273,9 @@ static void ddl_inputs_section(const struct ddl_report *r, FILE *f)
 	}
 }
 
-/* Collectives of CPU jobs (gloo, torch.distributed), per rank and iteration. */
+/* Collectives of CPU jobs (gloo, MPI, torch.distributed), per rank and
+ * iteration; for MPI's, the whole run's too, by operation, exactly as the
+ * program made them (calls, and bytes as ddlprof-trace(5) counts them). */
 static void ddl_coll_section(const struct ddl_report *r, FILE *f)
 {
 	int any = 0;
@@ -296,6 +298,18 @@ static void ddl_coll_section(const struct ddl_report *r, FILE *f)
 				fprintf(f, "; %s %.2f", ddl_coll_op_name(op), p->coll_stall_s[op] * 1e3);
 		/* always: the stall no collective explains, 0.00 as well */
 		fprintf(f, "; no collective %.2f", p->coll_stall_other_s * 1e3);
+		fputc('\n', f);
+		if (!p->coll.mpi)
+			continue;
+		fprintf(f, "    whole run: %" PRIu64 " calls, %" PRIu64 " B", p->coll.count, p->coll.bytes);
+		const char *sep = ": ";
+		for (unsigned op = 0; op < DDL_COLL_OPS; op++) {
+			if (!p->coll.op_count[op])
+				continue;
+			fprintf(f, "%s%s %" PRIu64 " (%" PRIu64 " B)", sep, ddl_coll_op_name(op),
+			        p->coll.op_count[op], p->coll.op_bytes[op]);
+			sep = ", ";
+		}
 		fputc('\n', f);
 	}
 }

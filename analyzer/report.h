@@ -42,8 +42,8 @@ struct ddl_parts {
 };
 
 /*
- * Collectives of one process (gpu.c): NCCL's, gloo's (host collectives),
- * or, where neither library's calls were seen, the program's own
+ * Collectives of one process (gpu.c): NCCL's, gloo's and MPI's (host
+ * collectives), or, where no library's calls were seen, the program's own
  * torch.distributed calls. Bytes are this rank's (count x type size, as
  * the call gave them); intra and inter by the span of the communicator.
  */
@@ -56,20 +56,35 @@ struct ddl_collsum {
 	uint64_t op_count[DDL_COLL_OPS], op_bytes[DDL_COLL_OPS];
 	uint64_t timed;      /* with a device interval */
 	double device_s;     /* device time of collectives (or groups of them) */
-	double host_s;       /* time inside the calls on the host (gloo: the whole operation) */
-	uint64_t nccl, hcoll; /* of count: NCCL's and gloo's */
+	double host_s;       /* time inside the calls on the host (gloo, MPI: the whole operation) */
+	uint64_t nccl, hcoll; /* of count: NCCL's and host collectives (gloo's and MPI's) */
+	uint64_t mpi;        /* of hcoll: MPI's */
 	uint64_t py_calls, py_bytes; /* torch.distributed calls the Python hook saw */
-	const char *source;  /* "nccl", "gloo", "nccl+gloo", "torch" or NULL (none) */
+	const char *source;  /* "nccl", "gloo", "mpi", joined with "+" ("nccl+gloo"), "torch"
+	                      * or NULL (none) */
 };
 /* An operation's name ("allreduce"), by its index; NULL past the last. */
 const char *ddl_coll_op_name(unsigned op);
-/* The operation index of event I of T (an NCCL, gloo or torch.distributed
- * call), or DDL_COLL_OPS when it is none. */
+/* The operation index of event I of T (an NCCL, gloo, MPI or
+ * torch.distributed call; an MPI wait: its start's), or DDL_COLL_OPS when
+ * it is none. */
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i);
-/* The same from an event kind alone (not the Python hook's phases). */
+/* The same from an event kind alone (not the Python hook's phases, not MPI's
+ * waits). */
 unsigned ddl_coll_op_kind(unsigned kind);
 /* The name of a phase of the Python hook's (enum ddl_phase): "forward". */
 const char *ddl_phase_name(int phase);
+/* Whether KIND is one of MPI's calls. */
+int ddl_kind_is_mpi(unsigned kind);
+/* Whether every member of the communicator makes a call of KIND alike,
+ * starting it when it is ready (a collective; not a point-to-point call,
+ * not a nonblocking start): what stragglers are found by. */
+int ddl_coll_matched(unsigned kind);
+/* ... and whether it also ends at nearly the same moment on all of them
+ * (gloo's; of MPI's only a barrier: a rank returns from MPI's others once
+ * its own part is done): what clocks align by, with every NCCL call's
+ * device interval. */
+int ddl_coll_ends_together(unsigned kind);
 /* Bytes per element of collective I of T: by NCCL's data type, or as gloo
  * and the Python hook record it; 0 when unknown (no args, a newer type). */
 size_t ddl_coll_elem_size(const struct ddl_trace *t, size_t i);
@@ -111,6 +126,8 @@ struct ddl_commjob {
 	int nhosts;          /* distinct hosts among them */
 	int span;            /* DDL_SPAN_* */
 	const char *how;
+	const char *ranks;   /* MPI's: the members' MPI_COMM_WORLD ranks, as a record lists
+	                      * them (ddlprof-trace(5)); NULL when none does */
 	char hosts[256];     /* comma-separated */
 };
 enum { DDL_SPAN_UNKNOWN = 0, DDL_SPAN_INTRA = 1, DDL_SPAN_INTER = 2 };
@@ -457,8 +474,8 @@ void ddl_report_inputs(struct ddl_report *r);
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
 /* Whether calls of class CLS block the thread that makes them (socket
- * calls and waits, condition variables, file reads): what a CPU job's
- * training thread stalls in (breakdown.c). */
+ * calls and waits, condition variables, file reads, host collectives and
+ * MPI's calls): what a CPU job's training thread stalls in (breakdown.c). */
 int ddl_class_blocks(int cls);
 void ddl_report_breakdown(struct ddl_report *r);
 /* Appends [A, B) of part PART to P's pieces of its shown iteration,

@@ -225,7 +225,7 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 				return;
 			}
 			struct ddl_comm_info *ci = &t->comms[r.id];
-			char buf[512];
+			char buf[1100]; /* the writer cuts text to 1024 bytes */
 			size_t len = r.len < sizeof buf - 1 ? r.len : sizeof buf - 1;
 			memcpy(buf, text, len);
 			buf[len] = 0;
@@ -244,6 +244,12 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			ci->color = color;
 			snprintf(ci->host, sizeof ci->host, "%s", host);
 			snprintf(ci->how, sizeof ci->how, "%s", how[0] ? how : "init");
+			/* the members' global ranks, where the record lists them (MPI's, torch's) */
+			const char *rk = strstr(buf, " ranks=");
+			free(ci->ranks);
+			ci->ranks = NULL;
+			if (rk && !(ci->ranks = ddl_strndup(rk + 7, strcspn(rk + 7, " "))))
+				ddl_nomem(t, off); /* its hosts from its members' records alone */
 		} else if (r.kind == DDL_STR_STREAM) {
 			if (r.id > (1u << 20))
 				continue;
@@ -923,6 +929,8 @@ void ddl_trace_free(struct ddl_trace *t)
 			free(tabs[k][i].text);
 		free(tabs[k]);
 	}
+	for (size_t i = 0; i < t->ncomms; i++)
+		free(t->comms[i].ranks);
 	free(t->comms);
 	for (int i = 0; i < t->nproblems; i++)
 		free(t->problems[i]);

@@ -30,7 +30,9 @@ struct ddl_comm_info {
 	uint64_t parent;    /* the parent's key for split and shrink, else 0 */
 	int rank, nranks, dev, color;
 	char host[64];
-	char how[16];       /* init, split, shrink, all, unknown */
+	char how[16];       /* init, split, shrink, all, unknown; gloo, torch, mpi */
+	char *ranks;        /* the members' global ranks as recorded ("0-3,8", "0-6:2", a
+	                     * trailing ",+" when cut short), or NULL: not listed */
 };
 
 struct ddl_stream_info {

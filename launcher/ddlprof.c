@@ -67,7 +67,8 @@ static int ddl_valid_trace(const char *list)
 	int n = 0;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
 		if (strcmp(t, "all") && strcmp(t, "socket") && strcmp(t, "cuda") && strcmp(t, "nccl") &&
-		    strcmp(t, "nvtx") && strcmp(t, "gloo") && strcmp(t, "file") && strcmp(t, "python"))
+		    strcmp(t, "nvtx") && strcmp(t, "gloo") && strcmp(t, "mpi") && strcmp(t, "file") &&
+		    strcmp(t, "python"))
 			return 0;
 	return n > 0;
 }
@@ -530,7 +531,7 @@ int main(int argc, char **argv)
 	}
 	if (trace && !ddl_valid_trace(trace)) {
 		ddl_cli_usage("ddlprof", "--trace '%s': use a comma list of all, socket, cuda, nccl, nvtx, "
-		              "gloo, file, python", trace);
+		              "gloo, mpi, file, python", trace);
 		return DDL_EXIT_OWN;
 	}
 	if (run_id && !ddl_runid_valid(run_id)) {

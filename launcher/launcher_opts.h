@@ -11,7 +11,7 @@
 	X(DDL_LAUNCH_O_OUTPUT, "output", 'o', "DIR", \
 	  "trace directory (default ddlprof-trace), created 0700") \
 	X(DDL_LAUNCH_O_TRACE, "trace", 0, "LIST", \
-	  "families to trace: all, socket, cuda, nccl, nvtx, gloo, file, python (default all)") \
+	  "families to trace: all, socket, cuda, nccl, nvtx, gloo, mpi, file, python (default all)") \
 	X(DDL_LAUNCH_O_RUN_ID, "run-id", 0, "ID", \
 	  "run id shared by every rank (default: the scheduler's job id)") \
 	X(DDL_LAUNCH_O_FLUSH_MS, "flush-ms", 0, "N", \

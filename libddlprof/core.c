@@ -104,6 +104,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 	c->trace_nvtx = 1;
 	c->trace_gloo = 1;
 	c->trace_file = 1;
+	c->trace_mpi = 1;
 	c->kernel_sample = 0; /* kernel segments, not sampled pairs */
 	c->cupti = -1;
 
@@ -195,6 +196,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 			{"nvtx", offsetof(struct ddl_settings, trace_nvtx)},
 			{"gloo", offsetof(struct ddl_settings, trace_gloo)},
 			{"file", offsetof(struct ddl_settings, trace_file)},
+			{"mpi", offsetof(struct ddl_settings, trace_mpi)},
 			{"python", 0}, /* the launcher's: the Python hook, not this library */
 		};
 		enum { NFAM = sizeof fams / sizeof fams[0] };
@@ -211,7 +213,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 				}
 			if (!known) {
 				ddl_warn("DDLPROF_TRACE: unknown family '%.40s' (known: all, socket, cuda, "
-				         "nccl, nvtx, gloo, file, python); profiling is off", tok);
+				         "nccl, nvtx, gloo, mpi, file, python); profiling is off", tok);
 				rc = -EINVAL;
 			}
 		}
@@ -402,6 +404,7 @@ void ddl_init(void)
 	                                 (ddl_g.cfg.trace_cuda ? DDL_FAM_CUDA : 0) |
 	                                 (ddl_g.cfg.trace_nccl ? DDL_FAM_NCCL : 0) |
 	                                 (ddl_g.cfg.trace_gloo ? DDL_FAM_GLOO : 0) |
+	                                 (ddl_g.cfg.trace_mpi ? DDL_FAM_MPI : 0) |
 	                                 (ddl_g.cfg.trace_file ? DDL_FAM_FILE : 0) | DDL_FAM_MARK);
 }
 

@@ -174,6 +174,7 @@ struct ddl_settings {
 	int trace_nvtx;          /* "nvtx" in DDLPROF_TRACE: NVTX injection (nvtx.c) */
 	int trace_gloo;          /* "gloo" in DDLPROF_TRACE: gloo's collectives (gloo.c) */
 	int trace_file;          /* "file" in DDLPROF_TRACE: reads and opens of files */
+	int trace_mpi;           /* "mpi" in DDLPROF_TRACE: MPI's calls (mpi.c) */
 	unsigned kernel_sample;  /* DDLPROF_KERNEL_SAMPLE: time 1 launch in N (0 never) */
 	int cupti;               /* DDLPROF_CUPTI: -1 auto (when a GPU is present), 0, 1 */
 	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
@@ -198,6 +199,7 @@ enum ddl_writer_mode { DDL_WRITER_AUTO = 0, DDL_WRITER_THREAD = 1, DDL_WRITER_IN
 #define DDL_FAM_NCCL  16u /* NCCL calls */
 #define DDL_FAM_GLOO  32u /* gloo's collectives (gloo.c) */
 #define DDL_FAM_FILE  64u /* reads and opens of regular files (file.c, socket.c) */
+#define DDL_FAM_MPI  128u /* MPI's calls (mpi.c) */
 /* The Python hook's entry points (python.c): recorded whenever markers
  * are, but no marker event of the API's, so no counter reading (--papi) */
 #define DDL_FAM_PY    (DDL_FAM_MARK | 0x80000000u)
@@ -290,6 +292,10 @@ struct ddl_thread {
 	 * this thread creates next (a torch process group), 0 none */
 	uint64_t gloo_key;
 	unsigned gloo_key_n;
+	/* mpi.c: the nonblocking MPI operations this thread started that are
+	 * in flight (struct ddl_mpi_reqtab), mapped on the first; kept with the
+	 * ring, and started anew by the next thread that takes it */
+	void *_Atomic mpi_reqs;
 	/* the blocking call the thread is in (ddl_open_enter): the writer
 	 * reads it for the trace's open calls and the hang watchdog */
 	_Alignas(64) struct ddl_open open;
@@ -627,6 +633,9 @@ void ddl_fd_opened(int fd, int data) DDL_HIDDEN;
 
 /* ---- gloo.c ---- */
 void ddl_gloo_after_fork_child(void) DDL_HIDDEN;
+
+/* ---- mpi.c ---- */
+void ddl_mpi_after_fork_child(void) DDL_HIDDEN;
 
 /* ---- marker.c ---- */
 /* Interns a name (marker, kernel) into the string table: its id, 0 if full. */

@@ -409,7 +409,7 @@ static void ddl_header_fill(struct ddl_file_header *h)
 	              (ddl_w.codec == DDL_CHUNKF_LZ4 ? DDL_FEAT_LZ4 : 0) |
 	              (ddl_g.cfg.trace_socket ? DDL_FEAT_SOCKET : 0) |
 	              (ddl_g.cfg.trace_cuda ? DDL_FEAT_CUDA : 0) | (ddl_g.cfg.trace_nccl ? DDL_FEAT_NCCL : 0) |
-	              (ddl_g.cfg.trace_file ? DDL_FEAT_FILE : 0);
+	              (ddl_g.cfg.trace_file ? DDL_FEAT_FILE : 0) | (ddl_g.cfg.trace_mpi ? DDL_FEAT_MPI : 0);
 	h->pid = (uint32_t)getpid();
 	h->ppid = (uint32_t)ddl_g.ppid;
 	h->rank = ddl_g.rank;

@@ -407,8 +407,8 @@ static int ddl_hook_lines(const char *file)
 }
 
 /*
- * Every entry of the tables of real functions (libc's and the GPU
- * families') can be faked with ddl_real_set; CUDA runtime, driver, NCCL and
+ * Every entry of the tables of real functions (libc's, the GPU families'
+ * and MPI's) can be faked with ddl_real_set; CUDA runtime, driver, NCCL and
  * socket wrappers, their real functions faked, hand the fakes the program's
  * arguments, the program the fakes' results, and the trace the calls.
  */
@@ -423,8 +423,10 @@ int test_gpu_fake_tables(void)
 	struct ddl_run_result r;
 	CHECK(trun(argv, NULL, 60, &r) == 0, "fakegpu did not run");
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fakegpu: status %d\n%s", r.status, r.err);
-	int want = ddl_hook_lines("libddlprof/ddl.h") + ddl_hook_lines("libddlprof/gpu.h"), got = 0;
-	const char *fams[] = {"socket", "process", "thread", "file", "cuda-runtime", "cuda-driver", "nccl"};
+	int want = ddl_hook_lines("libddlprof/ddl.h") + ddl_hook_lines("libddlprof/gpu.h") +
+	           ddl_hook_lines("libddlprof/mpi.h"), got = 0;
+	const char *fams[] = {"socket", "process", "thread", "file", "cuda-runtime", "cuda-driver", "nccl",
+	                      "mpi"};
 	for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
 		char key[64];
 		snprintf(key, sizeof key, "family %s ", fams[i]);
@@ -434,8 +436,9 @@ int test_gpu_fake_tables(void)
 		CHECK(n > 0, "family %s has no entries", fams[i]);
 		got += n;
 	}
-	fprintf(stderr, "    %d entries in 7 families faked, %d in the sources' X-lists\n", got, want);
-	CHECK(got == want, "%d entries in the tables, %d in the X-lists of ddl.h and gpu.h", got, want);
+	fprintf(stderr, "    %d entries in 8 families faked, %d in the sources' X-lists\n", got, want);
+	CHECK(got == want, "%d entries in the tables, %d in the X-lists of ddl.h, gpu.h and mpi.h", got,
+	      want);
 	CHECK(strstr(r.out, "calls launch=5 memcpy=2 sync=1 culaunch=3 allreduce=4 send=1"),
 	      "the fakes were not called as the program called the wrappers:\n%s", r.out);
 	trun_free(&r);

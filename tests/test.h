@@ -166,6 +166,11 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(rec_slurm_errors) \
 	X(mpi_loopback) \
 	X(mpi_two_hosts) \
+	X(mpi_collectives_loopback) \
+	X(mpi_collectives_two_hosts) \
+	X(mpi_iterations) \
+	X(mpi_hang) \
+	X(mpi_transparent) \
 	X(report_out_tcpring) \
 	X(report_out_synth) \
 	X(report_out_hostile_names) \
