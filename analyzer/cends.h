@@ -26,6 +26,8 @@ struct ddl_cend {
 	 * is that one (its id), id this one's */
 	int queued;
 	size_t id, behind;
+	size_t prev;    /* stragglers.c: the process's collective that ended last before
+	                 * this one started (its id), SIZE_MAX none */
 	/* its end is the same instant on every member (ddl_coll_ends_together):
 	 * align.c's clocks go by those alone */
 	int end_sync;

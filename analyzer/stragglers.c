@@ -7,7 +7,13 @@
  * For every collective instance (a communicator's n-th call, cends.h) the
  * member that starts it last makes the others wait, from the next latest
  * start to its own, on the aligned clocks; and each other member waited
- * on it, from its own start to the last one's. The analysed iterations of
+ * on it, from its own start to the last one's. Where every member came
+ * straight from one instance shared before, each start counts less how
+ * much later than the earliest member that one ended for it (a collective
+ * that returns later on one rank, its last bytes still arriving over a
+ * slow link, delays that rank's next start through no doing of its own);
+ * else a start queued behind the process's own previous collective passes
+ * the blame to whoever made that one end late. The analysed iterations of
  * the job's reference rank (the lowest with iterations) are the slots the
  * job's time is cut into, and a wait counts when it is at least 0.5 ms and
  * 2% of the mean iteration (the floor). In each slot every rank's imposed
@@ -98,6 +104,7 @@ static void ddl_mark_queued(struct ddl_cend *v, size_t n)
 		v[i].id = i;
 		v[i].queued = end_at != SIZE_MAX && v[i].start_ns <= v[end_at].end_ns + DDL_QUEUED_NS;
 		v[i].behind = v[i].queued ? end_at : SIZE_MAX;
+		v[i].prev = end_at != SIZE_MAX && v[end_at].end_ns <= v[i].start_ns + DDL_QUEUED_NS ? end_at : SIZE_MAX;
 		if (end_at == SIZE_MAX || v[i].end_ns > v[end_at].end_ns)
 			end_at = i;
 	}
@@ -225,10 +232,11 @@ void ddl_report_stragglers(struct ddl_report *r)
 	if (!ok)
 		r->incomplete = 1; /* no stragglers found */
 	/* the instances as groups of V, and where each numbered member is */
+	int64_t *at = ok ? malloc(n * sizeof *at) : NULL; /* each member's start, as counted */
 	size_t ng = 0, *ga = ok ? malloc((n + 1) * sizeof *ga) : NULL,
 	       *glast = ok ? malloc(n * sizeof *glast) : NULL, *pos = ok ? malloc(n * sizeof *pos) : NULL,
 	       *grp = ok ? malloc(n * sizeof *grp) : NULL;
-	if (ok && (!ga || !glast || !pos || !grp)) {
+	if (ok && (!at || !ga || !glast || !pos || !grp)) {
 		r->incomplete = 1;
 		ok = 0;
 	}
@@ -247,23 +255,46 @@ void ddl_report_stragglers(struct ddl_report *r)
 	if (ok)
 		ga[ng] = n;
 	for (size_t g = 0; ok && g < ng; g++) {
-		size_t a = ga[g], b = ga[g + 1], last = glast[g];
+		size_t a = ga[g], b = ga[g + 1];
+		/*
+		 * Where every member came to this collective straight from one
+		 * shared before (the same instance), each start is taken less how
+		 * much later than the earliest member that one ended for it: a
+		 * collective that returns later on one rank (its last bytes still
+		 * arriving on a slow link) makes that rank start the next one
+		 * later by as much, through no doing of its own.
+		 */
+		long pg = -1;
+		int64_t first_end = INT64_MAX;
+		for (size_t k = a; k < b; k++) {
+			long q = v[k].prev == SIZE_MAX ? -2 : (long)grp[pos[v[k].prev]];
+			pg = k == a ? q : pg == q ? pg : -2;
+			if (v[k].prev != SIZE_MAX && v[pos[v[k].prev]].end_ns < first_end)
+				first_end = v[pos[v[k].prev]].end_ns;
+		}
+		for (size_t k = a; k < b; k++)
+			at[k] = v[k].start_ns - (pg >= 0 ? v[pos[v[k].prev]].end_ns - first_end : 0);
+		size_t last = a;
+		for (size_t k = a; k < b; k++)
+			if (at[k] > at[last])
+				last = k;
 		long slot = b - a >= 2 ? ddl_slot_of(ref, v[last].start_ns) : -1;
 		if (slot < 0)
 			continue;
 		for (size_t k = a; k < b; k++)
 			seen[v[k].proc]++;
-		int who = ddl_blame(v, glast, pos, grp, g);
+		int who = pg >= 0 ? v[last].proc : ddl_blame(v, glast, pos, grp, g);
 		int64_t next = INT64_MIN;
 		for (size_t k = a; k < b; k++)
-			if (k != last && v[k].start_ns > next)
-				next = v[k].start_ns;
-		ddl_ivset_push(&waits[who], next, v[last].start_ns, 0);
+			if (k != last && at[k] > next)
+				next = at[k];
+		ddl_ivset_push(&waits[who], next, at[last], 0);
 		for (size_t k = a; k < b; k++)
-			if (k != last && v[k].proc != who && v[k].start_ns < v[last].start_ns)
-				wr[nwr++] = (struct ddl_waitrec){(uint32_t)v[k].proc, (uint32_t)who, (uint32_t)slot,
-				                                 v[k].start_ns, v[last].start_ns};
+			if (k != last && v[k].proc != who && at[k] < at[last])
+				wr[nwr++] = (struct ddl_waitrec){(uint32_t)v[k].proc, (uint32_t)who, (uint32_t)slot, at[k],
+				                                 at[last]};
 	}
+	free(at);
 	free(ga);
 	free(glast);
 	free(pos);

@@ -61,6 +61,7 @@ static void compute(double *g, size_t n, double ms, int step)
 static int usage(FILE *f, int status)
 {
 	fputs("usage: mpirun -np N mpi_allreduce [-n STEPS] [-m MB] [-c MS] [-x MB] [-k] [-a]\n"
+	      "                     [-s RANK] [-H RANK [-N STEP]]\n"
 	      "A data-parallel loop on MPI: compute, then MPI_Allreduce of the gradients;\n"
 	      "first, ranks in pairs exchange a known payload with MPI_Send and MPI_Recv.\n"
 	      "  -n STEPS  steps (20)\n"
@@ -70,6 +71,10 @@ static int usage(FILE *f, int status)
 	      "  -k        name each step \"step\" with ddlprof's marker API\n"
 	      "  -a        every step, the other collectives, nonblocking calls and a\n"
 	      "            sub-communicator's all-reduce too\n"
+	      "  -s RANK   that rank is a straggler: twice the compute\n"
+	      "  -H RANK   that rank stops for good before step -N's all-reduce (a hang,\n"
+	      "            for tests and demos; the others wait in it)\n"
+	      "  -N STEP   the step -H stops at, from 1 (1)\n"
 	      "  -h, --help  this text\n",
 	      f);
 	return status;
@@ -143,10 +148,10 @@ static void others(double *buf, double *tmp, size_t n, int step, int rank, int s
 
 int main(int argc, char **argv)
 {
-	int steps = 20, marks = 0, all = 0, opt;
+	int steps = 20, marks = 0, all = 0, slow = -1, hang = -1, hang_at = 1, opt;
 	double mb = 4, ms = 20, xmb = 8;
 	static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {0}};
-	while ((opt = getopt_long(argc, argv, "n:m:c:x:kah", longs, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:m:c:x:kas:H:N:h", longs, NULL)) != -1) {
 		switch (opt) {
 		case 'n': steps = atoi(optarg); break;
 		case 'm': mb = atof(optarg); break;
@@ -154,11 +159,15 @@ int main(int argc, char **argv)
 		case 'x': xmb = atof(optarg); break;
 		case 'k': marks = 1; break;
 		case 'a': all = 1; break;
+		case 's': slow = atoi(optarg); break;
+		case 'H': hang = atoi(optarg); break;
+		case 'N': hang_at = atoi(optarg); break;
 		case 'h': return usage(stdout, 0);
 		default: return usage(stderr, 2);
 		}
 	}
-	if (steps < 1 || mb <= 0 || mb > 1024 || ms < 0 || xmb < 0 || xmb > 1024 || optind != argc)
+	if (steps < 1 || mb <= 0 || mb > 1024 || ms < 0 || xmb < 0 || xmb > 1024 || hang_at < 1 ||
+	    optind != argc)
 		return usage(stderr, 2);
 
 	MPI_Init(&argc, &argv);
@@ -214,7 +223,13 @@ int main(int argc, char **argv)
 	for (int s = 0; s < steps; s++) {
 		if (marks && ddlprof_range_push)
 			ddlprof_range_push("step");
-		compute(grad, count, ms, s);
+		compute(grad, count, rank == slow ? 2 * ms : ms, s);
+		if (rank == hang && s + 1 == hang_at) {
+			fprintf(stderr, "mpi_allreduce: rank %d: stopping before step %d's all-reduce for good (-H)\n",
+			        rank, s + 1);
+			for (;;)
+				pause();
+		}
 		MPI_Allreduce(grad, sum, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 		tally(OP_ALLREDUCE, (unsigned long long)count * sizeof(double));
 		for (size_t i = 0; i < count; i += 4096)

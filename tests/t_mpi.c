@@ -646,6 +646,11 @@ int test_mpi_two_hosts(void)
 		return DDL_FAIL;
 	CHECK(host[0] && host[1] && !strcmp(host[0], h.name[0]) && !strcmp(host[1], h.name[1]),
 	      "rank 0 on %s, rank 1 on %s", host[0] ? host[0] : "?", host[1] ? host[1] : "?");
+	/* an even job on a slow link: the rank whose all-reduce returns later
+	 * (its last bytes still arriving) starts the next one later, through
+	 * no doing of its own: no straggler */
+	CHECK(json_array_size(json_object_get(job, "stragglers")) == 0, "an even job across a slow link has a "
+	      "straggler, rank %lld", (long long)json_integer_value(json_array_get(json_object_get(job, "stragglers"), 0)));
 	/* Every process of a host (mpirun and orted too) against its interface. */
 	for (int k = 0; k < 2; k++) {
 		long long sent = 0, recv = 0;
@@ -970,5 +975,64 @@ int test_mpi_hang(void)
 	json_decref(rep);
 	trm(dir);
 	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * Four ranks on loopback, rank 2 computing twice as long (-s 2): the
+ * straggler, by its own compute, in the JSON, the text and the page; every
+ * other rank waits on it most. The same job without a slow rank has none.
+ */
+int test_mpi_straggler(void)
+{
+	if (!mpi_ready())
+		return DDL_SKIP;
+	for (int k = 0; k < 2; k++) {
+		char *dir = tmpdir(), t[PATH_MAX];
+		snprintf(t, sizeof t, "%s/t", dir);
+		char *slow[] = {"-n", "20", "-c", "20", "-m", "1", "-x", "1", "-s", "2", NULL};
+		char *even[] = {"-n", "20", "-c", "20", "-m", "1", "-x", "1", NULL};
+		struct ddl_run_result r;
+		CHECK(mpi_run_loopback(t, 4, k ? even : slow, &r) == 0, "mpirun");
+		trun_free(&r);
+		json_t *rep = treport(t, NULL);
+		CHECK(rep, "no report");
+		json_t *st = tjget(rep, "job.stragglers");
+		size_t i;
+		json_t *rk;
+		json_array_foreach(json_object_get(rep, "ranks"), i, rk) {
+			long long rank = mpi_int(rk, "rank");
+			if (rank < 0)
+				continue;
+			const char *kind = json_string_value(json_object_get(rk, "straggler_kind"));
+			long long on = mpi_int(json_object_get(rk, "waits_on"), "rank");
+			fprintf(stderr, "    %s: rank %lld: %s, waits most on rank %lld\n", k ? "even" : "slow rank 2", rank,
+			        kind ? kind : "on time", on);
+			if (!k && rank == 2) {
+				const char *part = json_string_value(tjget(rk, "straggler_cause.part"));
+				CHECK(kind && !strcmp(kind, "culprit") && part && !strcmp(part, "compute"), "rank 2: %s, %s",
+				      kind ? kind : "on time", part ? part : "?");
+			} else {
+				CHECK(!kind, "rank %lld is %s", rank, kind);
+				if (!k)
+					CHECK(on == 2, "rank %lld waits most on rank %lld", rank, on);
+			}
+		}
+		CHECK(json_array_size(st) == (size_t)(k ? 0 : 1) &&
+		      (k || json_integer_value(json_array_get(st, 0)) == 2), "stragglers: %zu", json_array_size(st));
+		json_decref(rep);
+		if (!k) {
+			char *const ta[] = {(char *)tbuild("bin/ddlprof-report"), t, NULL};
+			char *const ha[] = {(char *)tbuild("bin/ddlprof-report"), "--html", t, NULL};
+			struct ddl_run_result tr, hr;
+			CHECK(trun(ta, NULL, 60, &tr) == 0 && strstr(tr.out, " rank 2: late to its collectives") &&
+			      strstr(tr.out, "slow in its own compute"), "text: %s", tr.out);
+			CHECK(trun(ha, NULL, 60, &hr) == 0 && strstr(hr.out, "<b>Straggler: "), "no straggler on the page");
+			trun_free(&tr);
+			trun_free(&hr);
+		}
+		trm(dir);
+		free(dir);
+	}
 	return DDL_PASS;
 }

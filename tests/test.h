@@ -170,6 +170,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(mpi_collectives_two_hosts) \
 	X(mpi_iterations) \
 	X(mpi_hang) \
+	X(mpi_straggler) \
 	X(mpi_transparent) \
 	X(report_out_tcpring) \
 	X(report_out_synth) \
