@@ -85,6 +85,9 @@ PROGS := $(PROG_SRC:tests/progs/%.c=$(B)/tests/progs/%)
 # Test programs on the real CUDA runtime and NCCL (they run without a GPU too).
 GPU_TEST_SRC := $(if $(HAVE_CUDA),$(wildcard tests/gpu/*.c))
 PROGS += $(GPU_TEST_SRC:tests/gpu/%.c=$(B)/tests/gpu/%)
+# Test programs on MPI (tests/t_mpi.c), where mpicc is found.
+MPI_TEST_SRC := $(if $(MPICC),$(wildcard tests/mpi/*.c))
+PROGS += $(MPI_TEST_SRC:tests/mpi/%.c=$(B)/tests/mpi/%)
 # A stand-in libcupti fed by the emulation, to test the CUPTI back end without a GPU.
 PROGS += $(if $(EMU_LIB),$(if $(wildcard tests/cupti/fakecupti.c),$(B)/tests/cupti/libcupti.so))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%) \
@@ -182,6 +185,10 @@ $(B)/tests/cupti/libcupti.so: tests/cupti/fakecupti.c kernels/ddlemu.h
 	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) $(CUDA_CPPFLAGS) -Ikernels $(WARN) $(CFLAGS) -fPIC -shared -o $@ $< -lpthread -ldl
 
 $(B)/examples/mpi_allreduce: examples/mpi_allreduce.c
+	@mkdir -p $(@D)
+	$(call say,MPICC,$@)$(MPICC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
+
+$(B)/tests/mpi/%: tests/mpi/%.c
 	@mkdir -p $(@D)
 	$(call say,MPICC,$@)$(MPICC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
 
@@ -298,9 +305,10 @@ $(B)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c tests/fuzz/trace_mutator.h $(fil
 		$(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 # ThreadSanitizer over the preload library's hot path (tests/tsan/hot.c says
-# how): the library's sources compiled into the test program with gcc, whose
-# shared libtsan then sits behind the wrappers; a preloaded TSan library
-# cannot start before the runtime. A build folder of its own. Where the CUDA
+# how) and its MPI wrappers (tests/tsan/mpi_hot.c): the library's sources
+# compiled into the test program with gcc, whose shared libtsan then sits
+# behind the wrappers; a preloaded TSan library cannot start before the
+# runtime. A build folder of its own. Where the CUDA
 # headers are, the GPU path too (tests/tsan/gpu_hot.c): the library with its
 # CUDA and NCCL wrappers, compiled the same way into a program linked against
 # the emulation (libddlemu), itself built with TSan.
@@ -311,13 +319,20 @@ TSAN_RUN := DDLPROF_DISABLE=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 $(TSAN_O
 TSAN_DEPS := tests/tsan/harness.c tests/tsan/harness.h $(LIB_SRC) $(READ_SRC) \
 	$(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
 TSAN_GPU := $(if $(EMU_SRC),$(TSAN_B)/tests/tsan/gpu_hot)
-tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_GPU)
+tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_B)/tests/tsan/mpi_hot $(TSAN_GPU)
 	$(TSAN_RUN) $(TSAN_B)/tests/tsan/hot
+	$(TSAN_RUN) $(TSAN_B)/tests/tsan/mpi_hot
 	$(if $(TSAN_GPU),$(TSAN_RUN) $(TSAN_GPU))
 
 $(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(TSAN_DEPS)
 	@mkdir -p $(@D)
 	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -pthread -o $@ tests/tsan/hot.c \
+		tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
+
+# The MPI wrappers, their real functions faked (tests/tsan/mpi_hot.c says how).
+$(TSAN_B)/tests/tsan/mpi_hot: tests/tsan/mpi_hot.c $(TSAN_DEPS)
+	@mkdir -p $(@D)
+	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -pthread -o $@ tests/tsan/mpi_hot.c \
 		tests/tsan/harness.c $(LIB_SRC) $(READ_SRC) -ldl $(ZSTD_LIBS) $(LZ4_LIBS)
 
 $(TSAN_B)/lib/libddlemu.so: $(EMU_SRC) $(wildcard kernels/*.h kernels/emu/*.h)

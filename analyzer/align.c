@@ -6,28 +6,23 @@
  * ring all-reduce cannot finish on one rank long before the others), so for
  * every host the median difference between the ends of the collectives it
  * shares with the reference host (the lowest rank's) is that host's clock
- * offset. Hosts reached only through others are aligned transitively. The
- * residual error is the median distance, after correction, between the
- * ends of the same collective on two hosts. An offset is applied only when
+ * offset (of MPI's calls, barriers only: a rank returns from an MPI
+ * all-reduce or broadcast once its own part is done, its last bytes perhaps
+ * still in the kernel's buffers on their way to a slow link's other end;
+ * their starts still tell the stragglers). Hosts reached only through
+ * others are aligned transitively. The residual error is the median
+ * distance, after correction, between the ends of the same collective on
+ * two hosts. An offset is applied only when
  * it stands out of that error (more than twice the residual and 200 us):
  * hosts whose clocks already agree are left as read.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ivset.h"
+#include "cends.h"
 #include "report.h"
 
-struct ddl_cend {
-	uint64_t key;   /* communicator */
-	uint64_t seq;   /* its n-th timed, ungrouped collective in this process */
-	int64_t start_ns, end_ns; /* on the device, as the trace's clock reads it */
-	int host;       /* index into the report's host list */
-	int proc;       /* index into the report's processes */
-	int by_start;   /* numbered by start time (gloo's: run from several threads) */
-};
-
-static int ddl_cend_cmp(const void *a, const void *b)
+int ddl_cend_cmp(const void *a, const void *b)
 {
 	const struct ddl_cend *x = a, *y = b;
 	if (x->key != y->key)
@@ -46,12 +41,6 @@ static int ddl_cend_start_cmp(const void *a, const void *b)
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
 	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
-}
-
-static int ddl_dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 static int ddl_i64_cmp(const void *a, const void *b)
@@ -78,7 +67,7 @@ static int ddl_dend_cmp(const void *a, const void *b)
  * communicator (ProcessGroupGloo runs them from several threads, and the
  * trace holds each thread's in turn).
  */
-static int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend **v,
+int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend **v,
                          size_t *n, size_t *cap)
 {
 	size_t n0 = *n;
@@ -111,8 +100,9 @@ static int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct dd
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_event_class(e->kind);
-			if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
-				continue;
+			if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) ||
+			    (cls == DDL_CLASS_HCOLL && !ddl_coll_matched(e->kind)))
+				continue; /* MPI's point-to-point calls and starts end when they end */
 			const struct ddl_args *a = ddl_event_args(t, i);
 			const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
 			if (!ci || (cls == DDL_CLASS_COLL &&
@@ -146,8 +136,10 @@ static int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct dd
 					*v = q;
 					*cap = c;
 				}
-				(*v)[(*n)++] = (struct ddl_cend){ci->key, seqs[s].seq, hit->start_ns, hit->end_ns,
-				                                 host, proc, cls == DDL_CLASS_HCOLL};
+				struct ddl_cend c = {ci->key, seqs[s].seq, hit->start_ns, hit->end_ns, host, proc,
+				                     cls == DDL_CLASS_HCOLL};
+				c.end_sync = ddl_coll_ends_together(e->kind);
+				(*v)[(*n)++] = c;
 			}
 			seqs[s].seq++;
 		}
@@ -208,6 +200,11 @@ void ddl_report_align(struct ddl_report *r)
 		if (ddl_proc_ends(&r->procs[i], phost[i], (int)i, &v, &n, &cap) < 0)
 			r->incomplete = 1; /* aligned on fewer collectives */
 	free(phost);
+	size_t kept = 0; /* the clocks by the ends that are one instant */
+	for (size_t k = 0; k < n; k++)
+		if (v[k].end_sync)
+			v[kept++] = v[k];
+	n = kept;
 	if (n)
 		qsort(v, n, sizeof *v, ddl_cend_cmp);
 	/* offsets by breadth-first search from the reference host */
@@ -332,106 +329,4 @@ void ddl_report_align(struct ddl_report *r)
 		if (r->procs[i].end_real_ns > r->end_real_ns)
 			r->end_real_ns = r->procs[i].end_real_ns;
 	}
-}
-
-/*
- * Stragglers: ranks whose collectives start consistently late on the
- * device. For every collective instance (a communicator's n-th call) the
- * members' device starts, on the aligned clocks, are compared: the last to
- * arrive makes the others wait, by its start less the next latest one's.
- * That wait, summed per rank and divided by the iterations the run
- * recorded, is the time per iteration the rank costs the others. A rank is
- * a straggler when that exceeds 0.5 ms, 2% of the mean iteration and twice
- * the ranks' median, and it made others wait (by 0.2 ms or more) as often
- * as half the iterations.
- * The others' breakdown shows the wait as stall.
- */
-void ddl_report_stragglers(struct ddl_report *r)
-{
-	struct ddl_cend *v = NULL;
-	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (ddl_proc_ends(&r->procs[i], 0, (int)i, &v, &n, &cap) < 0)
-			r->incomplete = 1; /* fewer collectives compared */
-	if (!n)
-		return;
-	qsort(v, n, sizeof *v, ddl_cend_cmp);
-	/* the others' waits for each rank, as time: collectives in flight
-	 * together (gloo's buckets, started as DDP's backward makes them) make
-	 * the others wait once, not once each */
-	struct ddl_ivset *waits = calloc(r->nprocs, sizeof *waits);
-	double *imposed = calloc(r->nprocs, sizeof *imposed);
-	size_t *times = calloc(r->nprocs, sizeof *times), *seen = calloc(r->nprocs, sizeof *seen);
-	if (!waits || !imposed || !times || !seen)
-		r->incomplete = 1; /* no stragglers found */
-	for (size_t a = 0; waits && imposed && times && seen && a < n;) {
-		size_t b = a;
-		while (b < n && v[b].key == v[a].key && v[b].seq == v[a].seq)
-			b++;
-		for (size_t k = a; k < b; k++)
-			seen[v[k].proc]++;
-		if (b - a >= 2) {
-			size_t last = a;
-			for (size_t k = a; k < b; k++)
-				if (v[k].start_ns > v[last].start_ns)
-					last = k;
-			int64_t next = INT64_MIN;
-			for (size_t k = a; k < b; k++)
-				if (k != last && v[k].start_ns > next)
-					next = v[k].start_ns;
-			double w = (double)(v[last].start_ns - next) / 1e9;
-			ddl_ivset_push(&waits[v[last].proc], next, v[last].start_ns, 0);
-			times[v[last].proc] += w >= 0.0002;
-		}
-		a = b;
-	}
-	for (size_t i = 0; waits && imposed && i < r->nprocs; i++) {
-		ddl_ivset_merge(&waits[i], 0);
-		if (waits[i].nomem)
-			r->incomplete = 1; /* less wait imposed than there was */
-		imposed[i] = (double)ddl_ivset_length(&waits[i]) / 1e9;
-		ddl_ivset_free(&waits[i]);
-	}
-	free(waits);
-	double floor_s = 0.0005;
-	if (r->iter_mean_s * 0.02 > floor_s)
-		floor_s = r->iter_mean_s * 0.02;
-	for (size_t i = 0; imposed && times && seen && i < r->nprocs; i++) {
-		struct ddl_proc *p = &r->procs[i];
-		size_t iters = p->niter + (size_t)p->warmup_skipped;
-		if (!seen[i] || !iters)
-			continue;
-		p->coll_instances = seen[i];
-		p->imposed_wait_s = imposed[i] / (double)iters;
-		p->late_fraction = (double)times[i] / (double)iters;
-		if (p->late_fraction > 1)
-			p->late_fraction = 1;
-	}
-	/* and it must stand out: more than twice the ranks' median (the lower
-	 * one: of two ranks, the other's) */
-	double *w = malloc((r->nprocs + 1) * sizeof *w);
-	if (!w)
-		r->incomplete = 1;
-	size_t nw = 0;
-	for (size_t i = 0; w && i < r->nprocs; i++)
-		if (r->procs[i].coll_instances)
-			w[nw++] = r->procs[i].imposed_wait_s;
-	double med = 0;
-	if (nw) {
-		qsort(w, nw, sizeof *w, ddl_dbl_cmp);
-		med = w[(nw - 1) / 2];
-	}
-	for (size_t i = 0; w && i < r->nprocs; i++) {
-		struct ddl_proc *p = &r->procs[i];
-		if (!p->coll_instances)
-			continue;
-		p->straggler = p->imposed_wait_s > floor_s && p->imposed_wait_s > 2 * med &&
-		               p->late_fraction >= 0.5;
-		r->nstragglers += p->straggler;
-	}
-	free(w);
-	free(imposed);
-	free(times);
-	free(seen);
-	free(v);
 }

@@ -6,7 +6,7 @@
  *   model (report_model.c: processes, roles)  -> GPU calls and communicators
  *   (gpu.c, correlate.c) -> clock alignment (align.c) -> iterations
  *   (iterations.c) -> stall attribution (breakdown.c, breakdown_gpu.c,
- *   inputs.c) -> stragglers (align.c) -> measured against predicted
+ *   inputs.c) -> stragglers (stragglers.c) -> measured against predicted
  *   (breakdown.c) -> call sites, counters, kernels.
  *
  * Outputs (out_*.c) only read what this leaves in the report.
@@ -49,6 +49,7 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 	ddl_report_inputs(r); /* the data loaders: fetch against prep */
 	ddl_progress_phase(prog, 5, NPH, "stragglers");
 	ddl_report_stragglers(r);
+	ddl_report_hang(r);      /* a job that did not end cleanly: where it was stuck */
 	if (o->measure) {
 		ddl_progress_phase(prog, 6, NPH, "perturbation");
 		if (ddl_report_measure(r, o->baseline, err, errlen) < 0) {

@@ -4,12 +4,15 @@
  * whose steps or marker ranges make the iterations, or the main thread)
  * is either waiting for its next batch, or running, or blocked: in a
  * socket call, a poll/select/epoll wait, a condition variable (a gloo or
- * MPI thread moving its bytes), a file read. Time in the DataLoader's
+ * MPI thread moving its bytes), a file read, a collective or an MPI call
+ * of its own (MPI's progress loop spins between its socket calls, so the
+ * whole call is blocked time, not only the socket calls inside it). Time in the DataLoader's
  * next() (the Python hook's batch waits) is data stall, whatever the thread
  * did meanwhile. Blocked time while the process's traffic is in flight is
  * network stall when that traffic goes to other hosts, interconnect stall
  * when it stays on this one, and is put down to the collectives (gloo's,
- * or torch.distributed calls) running then; blocked time with no traffic
+ * MPI's, or torch.distributed calls; an MPI wait's to its start's
+ * operation) running then; blocked time with no traffic
  * in flight is idle (among it, waiting for a peer that is still
  * computing); the rest is compute. When traffic is in flight is flight.c's
  * answer: seen from both ends of each connection, so the time bytes spend
@@ -35,7 +38,8 @@ static int ddl_sent_in_iteration(const struct ddl_proc *p, const struct ddl_trac
 int ddl_class_blocks(int cls)
 {
 	return cls == DDL_CLASS_TX || cls == DDL_CLASS_RX || cls == DDL_CLASS_WAIT ||
-	       cls == DDL_CLASS_CONN || cls == DDL_CLASS_SYNC || cls == DDL_CLASS_FILE;
+	       cls == DDL_CLASS_CONN || cls == DDL_CLASS_SYNC || cls == DDL_CLASS_FILE ||
+	       cls == DDL_CLASS_HCOLL || cls == DDL_CLASS_HWAIT || cls == DDL_CLASS_HCOMM;
 }
 
 /*
@@ -139,12 +143,12 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 			int c = ddl_event_class(e->kind);
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
 			uint32_t etid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
-			unsigned op = c == DDL_CLASS_HCOLL || (e->kind == DDL_EV_PY_PHASE &&
-			                                       e->fd == DDL_PHASE_COLLECTIVE)
+			unsigned op = c == DDL_CLASS_HCOLL || c == DDL_CLASS_HWAIT ||
+			              (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_COLLECTIVE)
 			              ? ddl_coll_op_of(t, i) : DDL_COLL_OPS;
-			/* a Python call that gloo ran is in gloo's record already */
-			if (op < DDL_COLL_OPS && (c == DDL_CLASS_HCOLL || !host_colls || op == DDL_OP_SEND ||
-			                          op == DDL_OP_RECV))
+			/* a Python call that gloo or MPI ran is in their record already */
+			if (op < DDL_COLL_OPS && (c == DDL_CLASS_HCOLL || c == DDL_CLASS_HWAIT || !host_colls ||
+			                          op == DDL_OP_SEND || op == DDL_OP_RECV))
 				ddl_ivset_push(&ops[op], a, b, 0);
 			if (etid != tid)
 				continue;

@@ -1,8 +1,9 @@
 /*
  * --fail-if: a CI gate on the report. Each condition is METRIC OP NUMBER
- * (for example network_stall_pct>30 or iteration_p99_ms>500); metrics come
- * from a static table over the report model. A condition that holds, or a
- * metric this run could not measure, is a failure, told on one line.
+ * (for example network_stall_pct>30 or iteration_p99_ms>500), or a count
+ * alone (hang, stragglers), meaning COUNT>0; metrics come from a static
+ * table over the report model. A condition that holds, or a metric this
+ * run could not measure, is a failure, told on one line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,17 @@ static int ddl_have_sens(const struct ddl_report *r)
 	return r->have_sensitivity;
 }
 
+static int ddl_have_strag(const struct ddl_report *r)
+{
+	return r->stragglers_measured;
+}
+
+static int ddl_have_always(const struct ddl_report *r)
+{
+	(void)r;
+	return 1;
+}
+
 static const struct {
 	const char *name;
 	size_t off;  /* offset of a double in struct ddl_report */
@@ -35,14 +47,24 @@ static const struct {
 	{"iteration_mean_ms", offsetof(struct ddl_report, iter_mean_s), 1e3, ddl_have_iter},
 	{"iteration_p50_ms", offsetof(struct ddl_report, iter_p50_s), 1e3, ddl_have_iter},
 	{"iteration_p99_ms", offsetof(struct ddl_report, iter_p99_s), 1e3, ddl_have_iter},
+	{"stragglers", offsetof(struct ddl_report, straggler_count), 1, ddl_have_strag},
+	{"hang", offsetof(struct ddl_report, hang_count), 1, ddl_have_always},
 	{"sensitivity", offsetof(struct ddl_report, sensitivity), 1, ddl_have_sens},
 	{"slowdown_rack", offsetof(struct ddl_report, slowdown[DDL_LEVEL_RACK]), 1, ddl_have_sens},
 	{"slowdown_cluster", offsetof(struct ddl_report, slowdown[DDL_LEVEL_CLUSTER]), 1,
 	 ddl_have_sens},
 };
 
+/* The counts that stand alone for COUNT>0. */
+static const char *ddl_failif_bare(const char *cond)
+{
+	return !strcmp(cond, "hang") ? "hang>0" : !strcmp(cond, "stragglers") ? "stragglers>0" : cond;
+}
+
 int ddl_failif_check(const char *cond, char *err, size_t errlen)
 {
+	const char *given = cond;
+	cond = ddl_failif_bare(cond);
 	size_t n = strcspn(cond, "<>=!");
 	for (size_t i = 0; i < sizeof ddl_metrics / sizeof ddl_metrics[0]; i++)
 		if (strlen(ddl_metrics[i].name) == n && !strncmp(cond, ddl_metrics[i].name, n)) {
@@ -59,13 +81,14 @@ int ddl_failif_check(const char *cond, char *err, size_t errlen)
 		}
 	snprintf(err, errlen, "--fail-if '%s': METRIC OP NUMBER, OP one of < <= > >= == !=, METRIC one of "
 	         "compute_pct, data_stall_pct, interconnect_stall_pct, network_stall_pct, idle_pct, "
-	         "iteration_mean_ms, iteration_p50_ms, iteration_p99_ms, sensitivity, slowdown_rack, "
-	         "slowdown_cluster", cond);
+	         "iteration_mean_ms, iteration_p50_ms, iteration_p99_ms, stragglers, hang, sensitivity, "
+	         "slowdown_rack, slowdown_cluster; or hang or stragglers alone", given);
 	return -1;
 }
 
 int ddl_failif_eval(const struct ddl_report *r, const char *cond, FILE *f)
 {
+	cond = ddl_failif_bare(cond);
 	size_t n = strcspn(cond, "<>=!");
 	for (size_t i = 0; i < sizeof ddl_metrics / sizeof ddl_metrics[0]; i++) {
 		if (strlen(ddl_metrics[i].name) != n || strncmp(cond, ddl_metrics[i].name, n))

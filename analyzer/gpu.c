@@ -26,21 +26,62 @@ const char *ddl_nccl_op_name(unsigned kind)
 	return ddl_coll_op_name(kind - DDL_EV_NCCL_ALLREDUCE);
 }
 
+int ddl_kind_is_mpi(unsigned kind)
+{
+	return kind >= DDL_EV_MPI_INIT && kind <= DDL_EV_MPI_COMM_FREE;
+}
+
+int ddl_coll_matched(unsigned kind)
+{
+	int cls = ddl_event_class(kind);
+	if (cls == DDL_CLASS_COLL)
+		return kind != DDL_EV_NCCL_SEND && kind != DDL_EV_NCCL_RECV;
+	return cls == DDL_CLASS_HCOLL && kind != DDL_EV_MPI_SEND && kind != DDL_EV_MPI_RECV &&
+	       kind != DDL_EV_MPI_ISEND && kind != DDL_EV_MPI_IRECV && kind != DDL_EV_MPI_IALLREDUCE;
+}
+
+int ddl_coll_ends_together(unsigned kind)
+{
+	if (ddl_event_class(kind) == DDL_CLASS_COLL)
+		return 1; /* NCCL's: their device intervals, as align.c has always taken them */
+	return ddl_coll_matched(kind) && (!ddl_kind_is_mpi(kind) || kind == DDL_EV_MPI_BARRIER);
+}
+
+unsigned ddl_coll_op_kind(unsigned kind)
+{
+	switch (kind) {
+	case DDL_EV_GLOO_ALLREDUCE: case DDL_EV_MPI_ALLREDUCE: case DDL_EV_MPI_IALLREDUCE:
+		return DDL_OP_ALLREDUCE;
+	case DDL_EV_GLOO_BROADCAST: case DDL_EV_MPI_BCAST: return DDL_OP_BROADCAST;
+	case DDL_EV_GLOO_REDUCE: case DDL_EV_MPI_REDUCE: return DDL_OP_REDUCE;
+	case DDL_EV_GLOO_ALLGATHER: case DDL_EV_GLOO_ALLGATHERV: case DDL_EV_MPI_ALLGATHER:
+	case DDL_EV_MPI_ALLGATHERV:
+		return DDL_OP_ALLGATHER;
+	case DDL_EV_MPI_REDUCE_SCATTER: case DDL_EV_MPI_REDUCE_SCATTER_BLOCK: return DDL_OP_REDUCESCATTER;
+	case DDL_EV_GLOO_GATHER: return DDL_OP_GATHER;
+	case DDL_EV_GLOO_SCATTER: return DDL_OP_SCATTER;
+	case DDL_EV_GLOO_ALLTOALL: case DDL_EV_GLOO_ALLTOALLV: case DDL_EV_MPI_ALLTOALL:
+	case DDL_EV_MPI_ALLTOALLV:
+		return DDL_OP_ALLTOALL;
+	case DDL_EV_GLOO_BARRIER: case DDL_EV_MPI_BARRIER: return DDL_OP_BARRIER;
+	case DDL_EV_MPI_SEND: case DDL_EV_MPI_ISEND: return DDL_OP_SEND;
+	case DDL_EV_MPI_RECV: case DDL_EV_MPI_IRECV: return DDL_OP_RECV;
+	default:
+		if (kind >= DDL_EV_NCCL_ALLREDUCE && kind <= DDL_EV_NCCL_RECV)
+			return kind - DDL_EV_NCCL_ALLREDUCE;
+		return DDL_COLL_OPS;
+	}
+}
+
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
 {
 	const struct ddl_event *e = &t->ev[i];
-	switch (e->kind) {
-	case DDL_EV_GLOO_ALLREDUCE: return DDL_OP_ALLREDUCE;
-	case DDL_EV_GLOO_BROADCAST: return DDL_OP_BROADCAST;
-	case DDL_EV_GLOO_REDUCE: return DDL_OP_REDUCE;
-	case DDL_EV_GLOO_ALLGATHER:
-	case DDL_EV_GLOO_ALLGATHERV: return DDL_OP_ALLGATHER;
-	case DDL_EV_GLOO_GATHER: return DDL_OP_GATHER;
-	case DDL_EV_GLOO_SCATTER: return DDL_OP_SCATTER;
-	case DDL_EV_GLOO_ALLTOALL:
-	case DDL_EV_GLOO_ALLTOALLV: return DDL_OP_ALLTOALL;
-	case DDL_EV_GLOO_BARRIER: return DDL_OP_BARRIER;
-	case DDL_EV_PY_PHASE: {
+	int cls = ddl_event_class(e->kind);
+	if (cls == DDL_CLASS_HWAIT) { /* an MPI wait: its start's operation */
+		const struct ddl_args *a = ddl_event_args(t, i);
+		return a && a->op ? ddl_coll_op_kind(a->op) : DDL_COLL_OPS;
+	}
+	if (e->kind == DDL_EV_PY_PHASE) {
 		/* enum ddl_pyop, 1 .. 11 */
 		static const unsigned py[] = {DDL_COLL_OPS, DDL_OP_ALLREDUCE, DDL_OP_BROADCAST,
 		                              DDL_OP_REDUCE, DDL_OP_ALLGATHER, DDL_OP_GATHER,
@@ -49,19 +90,25 @@ unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i)
 		const struct ddl_args *a = e->fd == DDL_PHASE_COLLECTIVE ? ddl_event_args(t, i) : NULL;
 		return a && a->op < sizeof py / sizeof py[0] ? py[a->op] : DDL_COLL_OPS;
 	}
-	default:
-		if (e->kind >= DDL_EV_NCCL_ALLREDUCE && e->kind <= DDL_EV_NCCL_RECV)
-			return e->kind - DDL_EV_NCCL_ALLREDUCE;
-		return DDL_COLL_OPS;
-	}
+	return ddl_coll_op_kind(e->kind);
+}
+
+/* The name of a phase of the Python hook's (enum ddl_phase). */
+const char *ddl_phase_name(int phase)
+{
+	static const char *const names[] = {"a phase", "data wait", "forward", "backward", "batch",
+	                                    "torch.distributed call"};
+	return phase > 0 && phase < (int)(sizeof names / sizeof names[0]) ? names[phase] : names[0];
 }
 
 /*
  * Whether event I of T is a collective this process's summary counts:
- * NCCL's and gloo's always; torch.distributed calls where PY says so: all
- * of them (DDL_PY_ALL: the process had neither library's records), or
- * only the point-to-point ones (DDL_PY_P2P: gloo's sends and receives are
- * not calls of gloo's API, so only the Python calls show them).
+ * NCCL's, gloo's and MPI's always (MPI's waits are not: a nonblocking
+ * operation counts at its start, with its bytes); torch.distributed calls
+ * where PY says so: all of them (DDL_PY_ALL: the process had none of the
+ * libraries' records), or only the point-to-point ones (DDL_PY_P2P: gloo's
+ * sends and receives are not calls of gloo's API, so only the Python calls
+ * show them; MPI's are MPI's).
  */
 enum { DDL_PY_NONE, DDL_PY_P2P, DDL_PY_ALL };
 
@@ -81,7 +128,7 @@ static int ddl_counted_coll(const struct ddl_trace *t, size_t i, int py)
 static int ddl_py_counted(const struct ddl_collsum *c)
 {
 	return !c->py_calls ? DDL_PY_NONE : !c->nccl && !c->hcoll ? DDL_PY_ALL
-	       : !c->nccl ? DDL_PY_P2P : DDL_PY_NONE;
+	       : !c->nccl && !c->mpi ? DDL_PY_P2P : DDL_PY_NONE;
 }
 
 int ddl_proc_coll_counted(const struct ddl_proc *p, const struct ddl_trace *t, size_t i)
@@ -154,6 +201,69 @@ static int ddl_host_listed(const char *list, const char *host)
 	return 0;
 }
 
+/* Adds HOST to J's hosts. */
+static void ddl_comm_host_add(struct ddl_commjob *j, const char *host)
+{
+	if (ddl_host_listed(j->hosts, host))
+		return;
+	size_t len = strlen(j->hosts);
+	if (len + strlen(host) + 2 < sizeof j->hosts) {
+		snprintf(j->hosts + len, sizeof j->hosts - len, "%s%s", len ? "," : "", host);
+		j->nhosts++;
+	}
+}
+
+/* A rank process's rank and host. */
+struct ddl_rankhost {
+	int rank;
+	const char *host;
+};
+
+static int ddl_rankhost_cmp(const void *a, const void *b)
+{
+	const struct ddl_rankhost *x = a, *y = b;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/*
+ * The hosts of J's members from the global ranks its record lists (RANKS,
+ * as ddlprof-trace(5) writes them) and the ranks' processes (RH, N of
+ * them, by rank): added to J's; 1 when the list is whole, names J's
+ * nranks members, and every one of them has a trace. *BUDGET members are
+ * looked up at most, over all communicators (a trace may claim any
+ * number): past it, 0.
+ */
+static int ddl_comm_hosts_of(struct ddl_commjob *j, const char *ranks, const struct ddl_rankhost *rh,
+                             size_t n, long *budget)
+{
+	long members = 0, cap = j->nranks > 0 && j->nranks < (1 << 20) ? j->nranks : 1 << 20;
+	int all = 1;
+	for (const char *p = ranks; *p;) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a, step = 1;
+		if (end == p || a < 0)
+			return 0; /* "+": cut short */
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		if (*end == ':')
+			step = strtol(end + 1, &end, 10);
+		if (b < a || step < 1 || (*end && *end != ','))
+			return 0;
+		for (long k = a; k <= b; k += step) {
+			if (++members > cap || --*budget < 0)
+				return 0;
+			struct ddl_rankhost want = {(int)k, NULL};
+			const struct ddl_rankhost *hit = n ? bsearch(&want, rh, n, sizeof *rh, ddl_rankhost_cmp) : NULL;
+			if (hit)
+				ddl_comm_host_add(j, hit->host);
+			else
+				all = 0;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return all && members == j->nranks;
+}
+
 /* Gathers every communicator record of the run by key. */
 static void ddl_comms_gather(struct ddl_report *r)
 {
@@ -183,28 +293,39 @@ static void ddl_comms_gather(struct ddl_report *r)
 				if (ci->nranks > j->nranks)
 					j->nranks = ci->nranks;
 				j->members++;
-				if (!ddl_host_listed(j->hosts, ci->host)) {
-					size_t len = strlen(j->hosts);
-					if (len + strlen(ci->host) + 2 < sizeof j->hosts) {
-						snprintf(j->hosts + len, sizeof j->hosts - len, "%s%s", len ? "," : "",
-						         ci->host);
-						j->nhosts++;
-					}
-				}
+				if (!j->ranks && ci->ranks && !strcmp(ci->how, "mpi"))
+					j->ranks = ci->ranks;
+				ddl_comm_host_add(j, ci->host);
 			}
 		}
 	}
+	/* MPI's communicators list their members' MPI_COMM_WORLD ranks: each
+	 * one's host is that of the rank's trace (its header's rank and host),
+	 * the members whose traces hold no record of it (they never used it
+	 * under ddlprof) included */
+	struct ddl_rankhost *rh = malloc((r->nprocs ? r->nprocs : 1) * sizeof *rh);
+	size_t nrh = 0;
+	if (!rh)
+		r->incomplete = 1; /* hosts from the members' own records only */
+	for (size_t i = 0; rh && i < r->nprocs; i++)
+		if (r->procs[i].role == DDL_ROLE_RANK && r->procs[i].rank >= 0)
+			rh[nrh++] = (struct ddl_rankhost){r->procs[i].rank, r->procs[i].host};
+	if (nrh)
+		qsort(rh, nrh, sizeof *rh, ddl_rankhost_cmp);
+	long budget = 1l << 22;
 	/* Two hosts among the members: it spans machines, whatever is missing.
 	 * One host: inside one machine, once every member is accounted for. */
 	for (size_t i = 0; i < r->ncomms; i++) {
 		struct ddl_commjob *j = &r->comms[i];
+		int known = rh && j->ranks && ddl_comm_hosts_of(j, j->ranks, rh, nrh, &budget);
 		if (j->nhosts >= 2)
 			j->span = DDL_SPAN_INTER;
-		else if (j->nhosts == 1 && (j->members >= j->nranks || !strcmp(j->how, "all")))
+		else if (j->nhosts == 1 && (j->members >= j->nranks || !strcmp(j->how, "all") || known))
 			j->span = DDL_SPAN_INTRA;
 		else
 			j->span = DDL_SPAN_UNKNOWN;
 	}
+	free(rh);
 }
 
 int ddl_comm_span(const struct ddl_report *r, const struct ddl_trace *t, uint32_t id)
@@ -232,6 +353,7 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 			if (cls == DDL_CLASS_HCOLL) {
 				ddl_coll_add(r, c, t, i);
 				c->hcoll++;
+				c->mpi += ddl_kind_is_mpi(e->kind);
 				continue;
 			}
 			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_COLLECTIVE) {
@@ -289,8 +411,12 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 	}
 	g->devices = __builtin_popcountll(devmask);
 	g->backend = cupti && pairs ? "cupti+events" : cupti ? "cupti" : pairs ? "events" : NULL;
-	c->source = c->nccl && c->hcoll ? "nccl+gloo" : c->nccl ? "nccl" : c->hcoll ? "gloo"
-	            : c->py_calls ? "torch" : NULL;
+	/* which libraries' calls: NCCL's, gloo's, MPI's (bits 0, 1, 2) */
+	static const char *const libs[] = {NULL, "nccl", "gloo", "nccl+gloo", "mpi", "nccl+mpi",
+	                                   "gloo+mpi", "nccl+gloo+mpi"};
+	c->source = libs[(c->nccl != 0) | (c->hcoll > c->mpi) << 1 | (c->mpi != 0) << 2];
+	if (!c->source && c->py_calls)
+		c->source = "torch";
 	int py = ddl_py_counted(c); /* what neither library shows: the calls themselves */
 	for (size_t k = 0; py && k < p->ntr; k++)
 		for (size_t i = 0; i < p->tr[k]->nev; i++)

@@ -17,7 +17,10 @@
  *     training step; the shortest period that repeats (95% of calls equal
  *     one period later) is the step, and each step starts at the call of
  *     the period that follows the longest pause (the compute before a
- *     step's first collective);
+ *     step's first collective); of MPI's calls, which block the thread
+ *     that makes them until the collective is done on every member, at
+ *     the end of the step before, the end of its last call (the same
+ *     instant on every rank, where the program's own step timer reads);
  *  3. socket: the sequence of socket calls of the thread that moves the
  *     most bytes, laid out on its bytes (TCP splits a message as it likes,
  *     so the calls themselves do not repeat; the bytes do): the period of
@@ -922,18 +925,19 @@ static int ddl_cmp_i64(const void *a, const void *b)
 struct ddl_collcall {
 	int64_t a, b;
 	uint64_t sig;
+	int mpi; /* one of MPI's calls */
 };
 
-/* The thread whose collectives E's are: its own for NCCL's; for gloo's,
- * all of the process's as one (ProcessGroupGloo runs them on its threads
- * in turn), or ~0 for other events. */
+/* The thread whose collectives E's are: its own for NCCL's and MPI's; for
+ * gloo's, all of the process's as one (ProcessGroupGloo runs them on its
+ * threads in turn), or ~0 for other events. */
 #define DDL_GLOO_THREADS 0xFFFFFFFFu
 static uint32_t ddl_coll_thread(const struct ddl_trace *t, const struct ddl_event *e)
 {
 	int cls = ddl_cls(e->kind);
-	if (cls == DDL_CLASS_HCOLL)
+	if (cls == DDL_CLASS_HCOLL && !ddl_kind_is_mpi(e->kind))
 		return DDL_GLOO_THREADS;
-	if (cls != DDL_CLASS_COLL)
+	if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
 		return 0;
 	return e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 }
@@ -944,12 +948,13 @@ static int ddl_collcall_cmp(const void *a, const void *b)
 	return x->a < y->a ? -1 : x->a > y->a;
 }
 
-/* The shortest period after which 95% of the calls V[1..N) repeat, or 0.
- * A period is given up as soon as more than 5% of its pairs differ. */
-static size_t ddl_sig_period(const struct ddl_collcall *v, size_t n)
+/* The shortest period after which 95% of the calls V[1..N) repeat (all of
+ * them, STRICT), or 0. A period is given up as soon as more than 5% of its
+ * pairs differ. */
+static size_t ddl_sig_period(const struct ddl_collcall *v, size_t n, int strict)
 {
 	for (size_t P = 1; P <= n / 2 && P <= 8192; P++) {
-		size_t pairs = n - P - 1, allowed = pairs / 20, differ = 0;
+		size_t pairs = n - P - 1, allowed = strict ? 0 : pairs / 20, differ = 0;
 		for (size_t i = 1; i + P < n && differ <= allowed; i++)
 			differ += v[i].sig != v[i + P].sig;
 		if (differ <= allowed)
@@ -961,12 +966,24 @@ static size_t ddl_sig_period(const struct ddl_collcall *v, size_t n)
 /* The same, past the set-up's calls (parameters broadcast, a rendezvous'
  * allgather): from the first call, else, in a short run (in a long one
  * they are within the 5%), from the 1st, 2nd, 4th ... 64th (a quarter of
- * the calls at most); where the loop is taken to start in *FROM. */
+ * the calls at most); else from any other of the first 64, where the
+ * rest repeats exactly, four times at least (a program that exchanges
+ * data before a short loop, as MPI programs do point to point: a set-up
+ * longer than the loop); where the loop is taken to start in *FROM. */
 static size_t ddl_loop_period(const struct ddl_collcall *v, size_t n, size_t *from)
 {
 	for (size_t f = 0; f <= n / 4 && f <= 64 && (!f || n <= 4096); f = f ? 2 * f : 1) {
-		size_t P = ddl_sig_period(v + f, n - f);
+		size_t P = ddl_sig_period(v + f, n - f, 0);
 		if (P) {
+			*from = f;
+			return P;
+		}
+	}
+	for (size_t f = 3; f + 8 <= n && f <= 64 && n <= 4096; f++) {
+		if (!(f & (f - 1)) && f <= n / 4)
+			continue; /* tried above */
+		size_t P = ddl_sig_period(v + f, n - f, 1);
+		if (P && (n - f) / P >= 4) {
 			*from = f;
 			return P;
 		}
@@ -1061,7 +1078,7 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 			sig ^= (a ? a->bytes : 0) + 0x632BE59BD9B4E019ull + (sig << 6);
 			sig ^= (ci ? ci->key : 0) + (sig >> 3);
 			int64_t at = ddl_trace_real_ns(t, e->start);
-			v[n++] = (struct ddl_collcall){at, at + ddl_trace_dur_ns(t, e), sig};
+			v[n++] = (struct ddl_collcall){at, at + ddl_trace_dur_ns(t, e), sig, ddl_kind_is_mpi(e->kind)};
 		}
 	}
 	qsort(v, n, sizeof *v, ddl_collcall_cmp); /* gloo's threads' in turn */
@@ -1135,8 +1152,19 @@ static int ddl_seq_iterations(struct ddl_proc *p, struct ddl_collcall *v, size_t
 			phase = j;
 		}
 	}
-	for (size_t i = phase; i + period < nw; i += period) /* gloo's: the main thread's loop */
-		ddl_push_iter(p, w[i].a, w[i + period].a, tid);
+	if (w[0].mpi) { /* from the end of a step's calls to the end of the next one's */
+		/* past the set-up's last calls, which the 5% let in: those that
+		 * do not repeat a period on */
+		size_t skip = 0;
+		while (skip + 1 + period < nw && w[skip + 1].sig != w[skip + 1 + period].sig)
+			skip++;
+		for (size_t i = phase ? phase : period; i + period <= nw; i += period)
+			if (i > skip)
+				ddl_push_iter(p, w[i - 1].b, w[i + period - 1].b, tid);
+	} else {
+		for (size_t i = phase; i + period < nw; i += period) /* gloo's: the main thread's loop */
+			ddl_push_iter(p, w[i].a, w[i + period].a, tid);
+	}
 	return p->niter > 0;
 }
 

@@ -235,6 +235,11 @@ void ddl_device_info(const struct ddl_trace *t, size_t i, const struct ddl_devca
 
 /* ---- the writer ---- */
 
+/* Device intervals that overlap the one before on their stream by less than
+ * this are rounding (two clocks' conversions), not work: they start where
+ * it ended, so that no track holds overlapping complete events. */
+#define DDL_CW_TOUCH_NS 10000
+
 struct ddl_cw {
 	FILE *f;
 	int64_t t0;   /* the run's start on the real-time clock */
@@ -600,9 +605,69 @@ static void ddl_gpu_args(struct ddl_cw *w, const struct ddl_trace *t, size_t i, 
 static const char *const ddl_part_names[] = {"compute", "collective intra", "collective inter",
                                              "copy"};
 
+/* A device interval as drawn: [a, b) on track tid; i, its event. */
+struct ddl_cwdev {
+	int64_t a, b;
+	long tid;
+	size_t i;
+};
+
+static int ddl_cwdev_track_cmp(const void *x, const void *y)
+{
+	const struct ddl_cwdev *p = x, *q = y;
+	if (p->tid != q->tid)
+		return p->tid < q->tid ? -1 : 1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return p->b < q->b ? -1 : p->b > q->b;
+}
+
+static int ddl_cwdev_event_cmp(const void *x, const void *y)
+{
+	const struct ddl_cwdev *p = x, *q = y;
+	return p->i < q->i ? -1 : p->i > q->i;
+}
+
+/*
+ * The device intervals of image K of P as they are drawn, in event order:
+ * on each stream, an interval that overlaps the one before by less than
+ * DDL_CW_TOUCH_NS (the rounding of two clocks' conversions, not work)
+ * starts where that one ended, so that no track holds overlapping complete
+ * events. *N their count; NULL without any, or without memory (*N = 0
+ * then too, and they are drawn as recorded).
+ */
+static struct ddl_cwdev *ddl_cwdevs(const struct ddl_proc *p, size_t k, const struct ddl_tracks *tk,
+                                    size_t *n)
+{
+	const struct ddl_trace *t = p->tr[k];
+	size_t nd = 0;
+	for (size_t i = 0; i < t->nev; i++)
+		nd += ddl_event_class(t->ev[i].kind) == DDL_CLASS_DEVICE;
+	*n = 0;
+	struct ddl_cwdev *v = nd ? malloc(nd * sizeof *v) : NULL;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct ddl_event *e = &t->ev[i];
+		if (ddl_event_class(e->kind) != DDL_CLASS_DEVICE)
+			continue;
+		int64_t a = ddl_trace_real_ns(t, e->start);
+		v[(*n)++] = (struct ddl_cwdev){a, a + ddl_trace_dur_ns(t, e), ddl_stream_tid(tk, k, e->peer), i};
+	}
+	qsort(v, *n, sizeof *v, ddl_cwdev_track_cmp);
+	for (size_t j = 1; j < *n; j++) {
+		const struct ddl_cwdev *pr = &v[j - 1];
+		if (v[j].tid == pr->tid && v[j].a < pr->b && v[j].b > pr->b && pr->b - v[j].a < DDL_CW_TOUCH_NS)
+			v[j].a = pr->b;
+	}
+	qsort(v, *n, sizeof *v, ddl_cwdev_event_cmp);
+	return v;
+}
+
 /* A device interval on its stream's track, and the flow from its launch. */
 static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t k, size_t i,
-                             const struct ddl_devcalls *dc, const struct ddl_tracks *tk)
+                             const struct ddl_devcalls *dc, const struct ddl_tracks *tk,
+                             const struct ddl_cwdev *drawn)
 {
 	const struct ddl_trace *t = p->tr[k];
 	const struct ddl_event *e = &t->ev[i];
@@ -610,6 +675,8 @@ static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t 
 	struct ddl_devinfo d;
 	ddl_device_info(t, i, dc, &d);
 	int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
+	if (drawn)
+		a = drawn->a;
 	ddl_cw_slice(w, d.name, "device", a, b, tid);
 	ddl_arg_str(w, "kind", ddl_event_name(e->kind));
 	if (d.mangled)
@@ -776,6 +843,8 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 	if (ddl_devcalls_build(r, t, &dc) < 0)
 		w->nomem = 1; /* intervals would go unnamed */
 	struct ddl_mstacks ms = {0};
+	size_t ndev, at = 0;
+	struct ddl_cwdev *devs = ddl_cwdevs(p, k, tk, &ndev);
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ddl_event *e = &t->ev[i];
 		int cls = ddl_event_class(e->kind);
@@ -786,7 +855,8 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 			continue;
 		}
 		if (cls == DDL_CLASS_DEVICE) {
-			ddl_device_event(w, p, k, i, &dc, tk);
+			ddl_device_event(w, p, k, i, &dc, tk, at < ndev && devs[at].i == i ? &devs[at] : NULL);
+			at++;
 			continue;
 		}
 		if (cls == DDL_CLASS_API) {
@@ -820,6 +890,7 @@ static void ddl_image_events(struct ddl_cw *w, const struct ddl_report *r, const
 			ddl_range_slice(w, t, &ms.v[m], d, end > ms.v[m].at[d] ? end : ms.v[m].at[d], 0);
 	ddl_mstacks_free(&ms);
 	ddl_devcalls_free(&dc);
+	free(devs);
 }
 
 /*

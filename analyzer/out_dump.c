@@ -38,9 +38,15 @@ static const char *ddl_dump_gpu(const struct ddl_trace *t, size_t i, char *buf, 
 			        a->bytes);
 		if (ddl_event_class(e->kind) == DDL_CLASS_LAUNCH && a->aux)
 			DDL_ADD(",threads=%u", a->aux);
-		const char *name = ddl_trace_name(t, a->name);
+		int cls = ddl_event_class(e->kind);
+		/* an MPI communicator call's name is the communicator it made */
+		const char *name = cls == DDL_CLASS_HCOMM ? NULL : ddl_trace_name(t, a->name);
 		if (name)
 			DDL_ADD(",name=%s", name);
+		if (cls == DDL_CLASS_HCOMM && a->name)
+			DDL_ADD(",made_comm=%u", a->name);
+		if (cls == DDL_CLASS_HWAIT && a->op)
+			DDL_ADD(",started=%s", ddl_event_name(a->op));
 		if (a->comm) {
 			const struct ddl_comm_info *ci = ddl_trace_comm(t, a->comm);
 			DDL_ADD(",comm=%u", a->comm);
@@ -50,6 +56,14 @@ static const char *ddl_dump_gpu(const struct ddl_trace *t, size_t i, char *buf, 
 		}
 		if (ddl_event_class(e->kind) == DDL_CLASS_COLL)
 			DDL_ADD(",op=%u,dtype=%u", a->op, a->dtype);
+		if (ddl_kind_is_mpi(e->kind)) {
+			if (a->dtype)
+				DDL_ADD(",elem=%u", a->dtype);
+			if (a->aux)
+				DDL_ADD(",seq=%u", a->aux);
+			if (a->peer < -1)
+				DDL_ADD(",peer=%s", a->peer == -2 ? "proc_null" : "?");
+		}
 		if (a->peer >= 0)
 			DDL_ADD(",peer=%d", a->peer);
 		DDL_ADD(",corr=%u", a->corr);

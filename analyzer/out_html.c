@@ -470,32 +470,49 @@ static void ddl_straggler_table(const struct ddl_report *r, FILE *f)
 		return;
 	}
 	fputs("<div class=\"note\">At every collective the rank that starts it last makes the others "
-	      "wait. Per rank: how often it was that rank, and the time per iteration it made the others "
-	      "wait. A straggler makes them wait more than 0.5 ms and 2% of the iteration, over twice "
-	      "the ranks' median, in at least half the iterations.</div>\n", f);
+	      "wait. In each iteration the rank that made them wait longest, standing out, is late, and "
+	      "so is the rank it spent most of that time waiting on, in turn: the last of that chain is "
+	      "the cause. A straggler is the cause in at least half the iterations and makes the others "
+	      "wait more than 0.5 ms and 2% of the iteration, over twice the ranks' median; a victim is "
+	      "late as often, because it waits on another.</div>\n", f);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->straggler)
 			continue;
 		fputs("<div class=\"warn\"><b>Straggler: ", f);
 		ddl_proc_on(f, r, p);
-		fprintf(f, "</b> was last to its collectives in %.0f%% of the iterations and makes the others "
-		        "wait %.3f ms an iteration.</div>\n", p->late_fraction * 100, p->imposed_wait_s * 1e3);
+		fprintf(f, "</b> is late to its collectives by its own doing in %.0f%% of the iterations and "
+		        "makes the others wait %.3f ms an iteration", p->late_fraction * 100, p->imposed_wait_s * 1e3);
+		if (!strcmp(p->straggler_cause, "compute") || !strcmp(p->straggler_cause, "data"))
+			fprintf(f, "; its %s takes %.3f ms an iteration, the other ranks' %.3f",
+			        !strcmp(p->straggler_cause, "data") ? "data stall" : "compute", p->cause_s * 1e3,
+			        p->cause_others_s * 1e3);
+		fputs(".</div>\n", f);
 	}
 	if (!r->nstragglers)
 		fputs("<p>No straggler: no rank keeps the others waiting much longer than the rest do.</p>\n", f);
-	ddl_rank_table(f, "<th>last to a collective</th><th>makes others wait, ms an iteration</th>"
-	               "<th class=\"l\">straggler</th><th class=\"l\">wait imposed, to one scale</th>");
+	ddl_rank_table(f, "<th>late</th><th>makes others wait, ms an iteration</th>"
+	               "<th class=\"l\">verdict</th><th class=\"l\">waits most on</th>"
+	               "<th class=\"l\">wait imposed, to one scale</th>");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->coll_instances)
 			continue;
 		ddl_row_head(f, r, p, NULL);
-		fprintf(f, "<td>%.0f%% of iterations</td><td>%.3f</td><td class=\"l\">%s</td>"
-		        "<td class=\"l bar\"><svg style=\"width:%.1f%%\" role=\"img\"><rect x=\"0\" y=\"1\" "
-		        "width=\"100%%\" height=\"14\" fill=\"%s\"><title>%.3f ms an iteration</title></rect>"
-		        "</svg></td></tr>\n",
-		        p->late_fraction * 100, p->imposed_wait_s * 1e3, p->straggler ? "<b>yes</b>" : "no",
+		fprintf(f, "<td>%.0f%% of iterations</td><td>%.3f</td><td class=\"l\">", p->late_fraction * 100,
+		        p->imposed_wait_s * 1e3);
+		if (p->straggler)
+			fputs("<b>straggler</b>", f);
+		else if (p->victim)
+			fprintf(f, "victim of rank %d", r->procs[p->victim_of].rank);
+		else
+			fputs("on time", f);
+		fputs("</td><td class=\"l\">", f);
+		if (p->waits_on >= 0)
+			fprintf(f, "rank %d, %.3f ms an iteration", r->procs[p->waits_on].rank, p->waits_on_s * 1e3);
+		fprintf(f, "</td><td class=\"l bar\"><svg style=\"width:%.1f%%\" role=\"img\"><rect x=\"0\" "
+		        "y=\"1\" width=\"100%%\" height=\"14\" fill=\"%s\"><title>%.3f ms an iteration</title>"
+		        "</rect></svg></td></tr>\n",
 		        most > 0 ? 100 * p->imposed_wait_s / most : 0, p->straggler ? "#e15759" : "#8c959f",
 		        p->imposed_wait_s * 1e3);
 	}

@@ -276,6 +276,88 @@ static const char *ddl_span_name(int span)
 	return span == DDL_SPAN_INTRA ? "intra" : span == DDL_SPAN_INTER ? "inter" : "unknown";
 }
 
+
+/* Process indices V[0..N) as their ranks. */
+static json_t *ddl_json_rank_list(const struct ddl_report *r, const int *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(r->procs[v[i]].rank));
+	return a;
+}
+
+static json_t *ddl_json_key(uint64_t key)
+{
+	char k[24];
+	snprintf(k, sizeof k, "%016llx", (unsigned long long)key);
+	return json_string(k);
+}
+
+/* job.hang (hang.c): null when the job ended cleanly or was stuck nowhere. */
+static json_t *ddl_json_hang(const struct ddl_report *r)
+{
+	const struct ddl_hang *h = &r->hang;
+	if (!h->found)
+		return json_null();
+	json_t *pts = json_array();
+	for (size_t k = 0; k < h->npts; k++) {
+		const struct ddl_hangpt *q = &h->pts[k];
+		json_array_append_new(pts, json_pack("{s:o, s:i, s:i, s:s, s:I, s:I, s:f, s:o, s:o, s:b}",
+		                                     "communicator", ddl_json_key(q->key), "ranks", q->nranks,
+		                                     "traced", q->members, "op", q->op ? q->op : "?", "seq",
+		                                     (json_int_t)q->seq, "bytes", (json_int_t)q->bytes,
+		                                     "waiting_s", q->waiting_s, "entered",
+		                                     ddl_json_rank_list(r, q->inside, q->ninside), "missing",
+		                                     ddl_json_rank_list(r, q->missing, q->nmissing), "first_cause",
+		                                     (int)k == h->first));
+	}
+	json_t *ranks = json_array();
+	for (size_t k = 0; k < h->nranks; k++) {
+		const struct ddl_hangrank *hr = &h->ranks[k];
+		json_t *o = json_pack("{s:i, s:i, s:b, s:o, s:o}", "rank", r->procs[hr->proc].rank, "pid",
+		                      (int)r->procs[hr->proc].pid, "clean_exit",
+		                      hr->clean, "call", hr->call ? json_string(hr->call) : json_null(), "in_s",
+		                      hr->call ? json_real(hr->in_s) : json_null());
+		if (hr->call && hr->comm_key)
+			json_object_set_new(o, hr->last ? "last_collective" : "collective",
+			                    json_pack("{s:o, s:I, s:o}", "communicator", ddl_json_key(hr->comm_key),
+			                              "seq", (json_int_t)hr->seq, "call",
+			                              hr->last_call ? json_string(hr->last_call) : json_null()));
+		if (hr->call && hr->fd >= 0 && !hr->comm_key)
+			json_object_set_new(o, "fd", json_integer(hr->fd));
+		json_object_set_new(o, "last_recorded", hr->last_event ? json_string(hr->last_event) : json_null());
+		json_object_set_new(o, "last_recorded_ago_s", hr->last_event ? json_real(hr->last_ago_s) : json_null());
+		json_array_append_new(ranks, o);
+	}
+	json_t *comms = json_array();
+	for (size_t a = 0; a < h->nmembers;) {
+		size_t z = a;
+		json_t *mem = json_array();
+		while (z < h->nmembers && h->members[z].key == h->members[a].key) {
+			const struct ddl_hmember *m = &h->members[z++];
+			json_array_append_new(mem, json_pack("{s:i, s:i, s:I, s:o}", "rank", r->procs[m->proc].rank,
+			                                     "comm_rank", m->comm_rank, "entered", (json_int_t)m->entered,
+			                                     "left", m->left ? json_integer(m->left) : json_null()));
+		}
+		json_array_append_new(comms, json_pack("{s:o, s:o}", "communicator", ddl_json_key(h->members[a].key),
+		                                       "members", mem));
+		a = z;
+	}
+	json_t *blame = json_null();
+	if (h->blame >= 0)
+		blame = json_pack("{s:i, s:i, s:s}", "rank", r->procs[h->blame].rank, "pid",
+		                  (int)r->procs[h->blame].pid, "why", h->blame_why);
+	if (h->calls_only)
+		return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "collective", json_null(), "missing_ranks",
+		                 json_array(), "blame", blame, "stuck", pts, "ranks", ranks, "communicators", comms);
+	const struct ddl_hangpt *f = &h->pts[h->first];
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "collective",
+	                 json_pack("{s:o, s:s, s:I, s:I, s:f}", "communicator", ddl_json_key(f->key), "op",
+	                           f->op ? f->op : "?", "seq", (json_int_t)f->seq, "bytes", (json_int_t)f->bytes,
+	                           "waiting_s", f->waiting_s),
+	                 "missing_ranks", ddl_json_rank_list(r, f->missing, f->nmissing), "blame", blame, "stuck",
+	                 pts, "ranks", ranks, "communicators", comms);
+}
 int ddl_out_json(const struct ddl_report *r, FILE *f)
 {
 	ddl_json_watch();
@@ -390,11 +472,12 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		const struct ddl_commjob *c = &r->comms[i];
 		char key[24];
 		snprintf(key, sizeof key, "%016llx", (unsigned long long)c->key);
-		json_array_append_new(comms, json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:s}", "key", key,
-		                                       "nranks", c->nranks, "members_traced", c->members,
-		                                       "hosts", c->nhosts, "span", ddl_span_name(c->span),
-		                                       "host_names", ddl_jstr(c->hosts), "created_by",
-		                                       c->how));
+		json_t *jc = json_pack("{s:s, s:i, s:i, s:i, s:s, s:o, s:s}", "key", key, "nranks", c->nranks,
+		                       "members_traced", c->members, "hosts", c->nhosts, "span",
+		                       ddl_span_name(c->span), "host_names", ddl_jstr(c->hosts), "created_by",
+		                       c->how);
+		json_object_set_new(jc, "world_ranks", ddl_jstr(c->ranks));
+		json_array_append_new(comms, jc);
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_collsum *c = &r->procs[i].coll;
@@ -469,11 +552,17 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 	                                                  "total_s", r->kernel_runs_s));
 	json_object_set_new(job, "kernels_distinct", json_integer((json_int_t)r->nkernels_timed));
 	json_object_set_new(job, "kernels", ddl_json_kernels(r));
-	json_t *strag = json_array();
-	for (size_t i = 0; i < r->nprocs; i++)
+	json_t *strag = json_array(), *vict = json_array();
+	for (size_t i = 0; i < r->nprocs; i++) {
 		if (r->procs[i].straggler)
 			json_array_append_new(strag, json_integer(r->procs[i].rank));
+		if (r->procs[i].victim)
+			json_array_append_new(vict, json_integer(r->procs[i].rank));
+	}
 	json_object_set_new(job, "stragglers", strag);
+	json_object_set_new(job, "hang", ddl_json_hang(r));
+	json_object_set_new(job, "straggler_victims", vict);
+	json_object_set_new(job, "stragglers_measured", json_boolean(r->stragglers_measured));
 	json_t *clk = json_object();
 	json_object_set_new(clk, "method", json_string(r->clock_method ? r->clock_method : "realtime"));
 	json_object_set_new(clk, "residual_s",
@@ -518,8 +607,22 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		if (p->coll_instances) {
 			json_object_set_new(jr, "imposed_wait_s", json_real(p->imposed_wait_s));
 			json_object_set_new(jr, "late_fraction", json_real(p->late_fraction));
+			json_object_set_new(jr, "waits_on",
+			                    p->waits_on >= 0 ? json_pack("{s:i, s:f}", "rank",
+			                                                 r->procs[p->waits_on].rank, "wait_s",
+			                                                 p->waits_on_s)
+			                                     : json_null());
 		}
 		json_object_set_new(jr, "straggler", json_boolean(p->straggler));
+		json_object_set_new(jr, "straggler_kind", p->straggler ? json_string("culprit")
+		                                          : p->victim  ? json_string("victim")
+		                                                       : json_null());
+		if (p->straggler)
+			json_object_set_new(jr, "straggler_cause",
+			                    json_pack("{s:s, s:f, s:f}", "part", p->straggler_cause, "own_s",
+			                              p->cause_s, "others_s", p->cause_others_s));
+		if (p->victim)
+			json_object_set_new(jr, "victim_of", json_integer(r->procs[p->victim_of].rank));
 		json_array_append_new(ranks, jr);
 	}
 	json_object_set_new(root, "ranks", ranks);

@@ -440,7 +440,7 @@ static const char *ddl_class_name(int cls)
 		[DDL_CLASS_CUDA] = "cuda", [DDL_CLASS_COLL] = "coll", [DDL_CLASS_NCCL] = "nccl",
 		[DDL_CLASS_DEVICE] = "device", [DDL_CLASS_ARGS] = "args", [DDL_CLASS_API] = "api",
 		[DDL_CLASS_HCOLL] = "hcoll", [DDL_CLASS_FILE] = "file", [DDL_CLASS_STEP] = "step",
-		[DDL_CLASS_PHASE] = "phase"};
+		[DDL_CLASS_PHASE] = "phase", [DDL_CLASS_HWAIT] = "hwait", [DDL_CLASS_HCOMM] = "hcomm"};
 	return cls > 0 && (size_t)cls < sizeof names / sizeof names[0] && names[cls] ? names[cls]
 	                                                                           : "unknown";
 }
@@ -459,7 +459,7 @@ static const char *ddl_comm_key(const struct ddl_comm_info *ci, char *buf, size_
 	return buf;
 }
 
-/* Whether event I of T carries a collective's args: NCCL's, gloo's, torch's. */
+/* Whether event I of T carries a collective's args: NCCL's, gloo's, MPI's, torch's. */
 static int ddl_is_coll_call(const struct ddl_trace *t, size_t i)
 {
 	const struct ddl_event *e = &t->ev[i];
@@ -625,7 +625,8 @@ static void ddl_sq_coll(struct ddl_sq *q, const struct ddl_report *r, const stru
 	ddl_put_int(q, (int64_t)pi);
 	ddl_put_rank(q, p);
 	ddl_put_int(q, thread);
-	ddl_put_text(q, cls == DDL_CLASS_COLL ? "nccl" : cls == DDL_CLASS_HCOLL ? "gloo" : "torch");
+	ddl_put_text(q, cls == DDL_CLASS_COLL ? "nccl"
+	                : cls == DDL_CLASS_HCOLL ? (ddl_kind_is_mpi(e->kind) ? "mpi" : "gloo") : "torch");
 	ddl_put_text(q, ddl_coll_op_name(ddl_coll_op_of(t, i)));
 	ddl_put_int(q, a ? (int64_t)a->bytes : 0); /* as p->coll counts it */
 	ddl_put_int_if(q, size > 0, size ? (int64_t)(a->bytes / size) : 0);

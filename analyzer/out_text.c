@@ -273,7 +273,9 @@ static void ddl_inputs_section(const struct ddl_report *r, FILE *f)
 	}
 }
 
-/* Collectives of CPU jobs (gloo, torch.distributed), per rank and iteration. */
+/* Collectives of CPU jobs (gloo, MPI, torch.distributed), per rank and
+ * iteration; for MPI's, the whole run's too, by operation, exactly as the
+ * program made them (calls, and bytes as ddlprof-trace(5) counts them). */
 static void ddl_coll_section(const struct ddl_report *r, FILE *f)
 {
 	int any = 0;
@@ -296,6 +298,18 @@ static void ddl_coll_section(const struct ddl_report *r, FILE *f)
 				fprintf(f, "; %s %.2f", ddl_coll_op_name(op), p->coll_stall_s[op] * 1e3);
 		/* always: the stall no collective explains, 0.00 as well */
 		fprintf(f, "; no collective %.2f", p->coll_stall_other_s * 1e3);
+		fputc('\n', f);
+		if (!p->coll.mpi)
+			continue;
+		fprintf(f, "    whole run: %" PRIu64 " calls, %" PRIu64 " B", p->coll.count, p->coll.bytes);
+		const char *sep = ": ";
+		for (unsigned op = 0; op < DDL_COLL_OPS; op++) {
+			if (!p->coll.op_count[op])
+				continue;
+			fprintf(f, "%s%s %" PRIu64 " (%" PRIu64 " B)", sep, ddl_coll_op_name(op),
+			        p->coll.op_count[op], p->coll.op_bytes[op]);
+			sep = ", ";
+		}
 		fputc('\n', f);
 	}
 }
@@ -384,6 +398,164 @@ static uint64_t ddl_events_total(const struct ddl_report *r)
 	return n;
 }
 
+
+/* The stragglers' verdict (stragglers.c): the culprit, why, who waits on it, its victims. */
+static void ddl_straggler_section(const struct ddl_report *r, FILE *f)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->straggler)
+			continue;
+		char label[96];
+		fprintf(f, "\nStraggler: %s: late to its collectives in %.0f%% of the iterations by its own "
+		        "doing, it makes the others wait %.3f ms an iteration\n", ddl_label(r, p, label, sizeof label),
+		        p->late_fraction * 100, p->imposed_wait_s * 1e3);
+		if (!strcmp(p->straggler_cause, "compute"))
+			fprintf(f, "  slow in its own compute: %.3f ms an iteration (the other ranks' median %.3f)\n",
+			        p->cause_s * 1e3, p->cause_others_s * 1e3);
+		else if (!strcmp(p->straggler_cause, "data"))
+			fprintf(f, "  it waits %.3f ms an iteration for its data (the other ranks' median %.3f; see "
+			        "Input pipeline)\n", p->cause_s * 1e3, p->cause_others_s * 1e3);
+		else
+			fprintf(f, "  neither its compute nor its data stall is what makes it late\n");
+		int n = 0;
+		double sum = 0;
+		for (size_t k = 0; k < r->nprocs; k++)
+			if (k != i && r->procs[k].waits_on == (int)i) {
+				n++;
+				sum += r->procs[k].waits_on_s;
+			}
+		if (n) {
+			fprintf(f, "  waiting on it (%.3f ms an iteration, mean):", sum / n * 1e3);
+			for (size_t k = 0, c = 0; k < r->nprocs; k++)
+				if (k != i && r->procs[k].waits_on == (int)i)
+					fprintf(f, "%s%s", c++ ? ", " : " ", ddl_label(r, &r->procs[k], label, sizeof label));
+			fputc('\n', f);
+		}
+	}
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!p->victim)
+			continue;
+		char label[96], of[96];
+		fprintf(f, "%s%s, late to its collectives in %.0f%% of the iterations because it waits on "
+		        "%s, makes the others wait %.3f ms an iteration\n", r->nstragglers ? "  victim: " :
+		        "\nLate, a victim: ", ddl_label(r, p, label, sizeof label), p->late_fraction * 100,
+		        ddl_label(r, &r->procs[p->victim_of], of, sizeof of), p->imposed_wait_s * 1e3);
+	}
+}
+
+
+/* What rank HR was doing at the job's end, as a phrase. */
+static void ddl_hang_doing(const struct ddl_report *r, const struct ddl_hangrank *hr, char *buf, size_t n)
+{
+	const struct ddl_hang *h = &r->hang;
+	if (hr->call && hr->comm_key && !hr->last)
+		snprintf(buf, n, "in %s (collective %u of communicator %016llx) for %.1f s", hr->call, hr->seq,
+		         (unsigned long long)hr->comm_key, hr->in_s);
+	else if (hr->call && hr->comm_key)
+		snprintf(buf, n, "in %s for %.1f s, after issuing %s (collective %u of communicator %016llx)",
+		         hr->call, hr->in_s, hr->last_call ? hr->last_call : "a collective", hr->seq,
+		         (unsigned long long)hr->comm_key);
+	else if (hr->call && hr->fd >= 0)
+		snprintf(buf, n, "in %s (descriptor %d) for %.1f s", hr->call, hr->fd, hr->in_s);
+	else if (hr->call)
+		snprintf(buf, n, "in %s for %.1f s", hr->call, hr->in_s);
+	else if (!hr->clean && (double)(h->end_ns - hr->end_ns) / 1e9 >= 1)
+		snprintf(buf, n, "gone: its trace ends %.1f s before the job's", (double)(h->end_ns - hr->end_ns) / 1e9);
+	else if (hr->last_event)
+		snprintf(buf, n, "in no blocking call ddlprof records (computing, or blocked elsewhere) since its "
+		         "last recorded call, %s, %.1f s before the end", hr->last_event, hr->last_ago_s);
+	else
+		snprintf(buf, n, "in no blocking call ddlprof records (computing, or blocked elsewhere)");
+}
+
+/* The ranks of process indices V[0..N), "rank 0, rank 2". */
+static void ddl_rank_list(const struct ddl_report *r, const int *v, size_t n, FILE *f)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%srank %d", i ? ", " : "", r->procs[v[i]].rank);
+	if (!n)
+		fputs("none", f);
+}
+
+/* The Hang section (hang.c): the stuck collectives, the rank to blame, where each rank was. */
+static void ddl_hang_section(const struct ddl_report *r, FILE *f)
+{
+	const struct ddl_hang *h = &r->hang;
+	if (!h->found)
+		return;
+	char b[32], doing[256], label[96];
+	if (h->calls_only) {
+		fprintf(f, "\nHang: no collective is stuck, but at the end processes had been blocked in one call "
+		        "for a second or more:\n");
+		for (size_t k = 0; k < h->nranks; k++) {
+			ddl_hang_doing(r, &h->ranks[k], doing, sizeof doing);
+			fprintf(f, "    %s: %s%s\n", ddl_label(r, &r->procs[h->ranks[k].proc], label, sizeof label),
+			        doing, h->ranks[k].clean ? " (then exited)" : "");
+		}
+		if (h->blame >= 0)
+			fprintf(f, "  most likely to blame: %s, in no blocking call while the others wait (computing, "
+			        "or stopped in a call ddlprof does not record)\n",
+			        ddl_label(r, &r->procs[h->blame], label, sizeof label));
+		return;
+	}
+	const struct ddl_hangpt *p = &h->pts[h->first];
+	fprintf(f, "\nHang: the job is stuck in %s (collective %u of communicator %016llx, %d ranks, %s); the "
+	        "first rank entered it %.1f s before the end; missing: ", p->op ? p->op : "a collective", p->seq,
+	        (unsigned long long)p->key, p->nranks, ddl_human_bytes(p->bytes, b, sizeof b), p->waiting_s);
+	ddl_rank_list(r, p->missing, p->nmissing, f);
+	fputc('\n', f);
+	if (h->blame >= 0) {
+		const struct ddl_hangrank *hr = NULL;
+		for (size_t k = 0; k < h->nranks; k++)
+			if (h->ranks[k].proc == h->blame)
+				hr = &h->ranks[k];
+		ddl_hang_doing(r, hr, doing, sizeof doing);
+		if (!strcmp(h->blame_why, "missing"))
+			fprintf(f, "  most likely to blame: rank %d, which never entered it and waits in no stuck "
+			        "collective itself; at the end it was %s\n", r->procs[h->blame].rank, doing);
+		else
+			fprintf(f, "  most likely to blame: rank %d, whose trace ended first (%s)\n",
+			        r->procs[h->blame].rank, doing);
+	} else {
+		fprintf(f, "  every member entered it and none left: the collective itself does not complete "
+		        "(its transport, or a peer outside the traced ranks)\n");
+	}
+	fprintf(f, "  stuck collectives, the first cause first:\n");
+	for (size_t k = 0; k < h->npts; k++) {
+		const struct ddl_hangpt *q = &h->pts[(k + (size_t)h->first) % h->npts];
+		if (k && q == p)
+			continue;
+		fprintf(f, "    communicator %016llx (%d of %d ranks traced): %s #%u, %s, waited %.1f s; entered by ",
+		        (unsigned long long)q->key, q->members, q->nranks, q->op ? q->op : "?", q->seq,
+		        ddl_human_bytes(q->bytes, b, sizeof b), q->waiting_s);
+		ddl_rank_list(r, q->inside, q->ninside, f);
+		fputs("; missing ", f);
+		ddl_rank_list(r, q->missing, q->nmissing, f);
+		fputc('\n', f);
+	}
+	fprintf(f, "  at the end:\n");
+	for (size_t k = 0; k < h->nranks; k++) {
+		ddl_hang_doing(r, &h->ranks[k], doing, sizeof doing);
+		fprintf(f, "    %s: %s%s\n", ddl_label(r, &r->procs[h->ranks[k].proc], label, sizeof label), doing,
+		        h->ranks[k].clean ? " (then exited)" : "");
+	}
+	fprintf(f, "  last collective entered / left, per communicator and member:\n");
+	for (size_t a = 0; a < h->nmembers;) {
+		size_t z = a;
+		fprintf(f, "    %016llx:", (unsigned long long)h->members[a].key);
+		while (z < h->nmembers && h->members[z].key == h->members[a].key) {
+			const struct ddl_hmember *m = &h->members[z++];
+			if (m->left)
+				fprintf(f, " rank %d %u/%u", r->procs[m->proc].rank, m->entered, m->left);
+			else
+				fprintf(f, " rank %d %u/-", r->procs[m->proc].rank, m->entered);
+		}
+		fputc('\n', f);
+		a = z;
+	}
+}
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
 	int nomem = 0;
@@ -423,6 +595,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
 	if (pert)
 		fprintf(f, "  PERTURBED: the job's sends were slowed on purpose (--perturb-net %s)\n", pert);
+	ddl_hang_section(r, f);
 	if (r->iterations > 0) {
 		char how[160];
 		if (!strcmp(r->iteration_method, "steps"))
@@ -507,19 +680,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		        "calls or of long waits)\n", r->iteration_names);
 	}
 
-	for (size_t i = 0; i < r->nprocs; i++) {
-		const struct ddl_proc *p = &r->procs[i];
-		if (p->straggler) {
-			char label[96];
-			fprintf(f, "\nStraggler: %s: last to its collectives in %.0f%% of the iterations, it "
-			        "makes the others wait %.3f ms an iteration\n", ddl_label(r, p, label, sizeof label),
-			        p->late_fraction * 100, p->imposed_wait_s * 1e3);
-			if (p->niter && p->per_iter.data_stall > 0.25 * p->imposed_wait_s &&
-			    p->per_iter.data_stall > 0.05 * p->iter_mean_s)
-				fprintf(f, "  it waits %.3f ms an iteration for its data (see Input pipeline)\n",
-				        p->per_iter.data_stall * 1e3);
-		}
-	}
+	ddl_straggler_section(r, f);
 	if (r->has_gpu) {
 		ddl_gpu_section(r, f);
 		nomem |= ddl_kernels_section(r, f) < 0;

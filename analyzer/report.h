@@ -42,8 +42,8 @@ struct ddl_parts {
 };
 
 /*
- * Collectives of one process (gpu.c): NCCL's, gloo's (host collectives),
- * or, where neither library's calls were seen, the program's own
+ * Collectives of one process (gpu.c): NCCL's, gloo's and MPI's (host
+ * collectives), or, where no library's calls were seen, the program's own
  * torch.distributed calls. Bytes are this rank's (count x type size, as
  * the call gave them); intra and inter by the span of the communicator.
  */
@@ -56,16 +56,35 @@ struct ddl_collsum {
 	uint64_t op_count[DDL_COLL_OPS], op_bytes[DDL_COLL_OPS];
 	uint64_t timed;      /* with a device interval */
 	double device_s;     /* device time of collectives (or groups of them) */
-	double host_s;       /* time inside the calls on the host (gloo: the whole operation) */
-	uint64_t nccl, hcoll; /* of count: NCCL's and gloo's */
+	double host_s;       /* time inside the calls on the host (gloo, MPI: the whole operation) */
+	uint64_t nccl, hcoll; /* of count: NCCL's and host collectives (gloo's and MPI's) */
+	uint64_t mpi;        /* of hcoll: MPI's */
 	uint64_t py_calls, py_bytes; /* torch.distributed calls the Python hook saw */
-	const char *source;  /* "nccl", "gloo", "nccl+gloo", "torch" or NULL (none) */
+	const char *source;  /* "nccl", "gloo", "mpi", joined with "+" ("nccl+gloo"), "torch"
+	                      * or NULL (none) */
 };
 /* An operation's name ("allreduce"), by its index; NULL past the last. */
 const char *ddl_coll_op_name(unsigned op);
-/* The operation index of event I of T (an NCCL, gloo or torch.distributed
- * call), or DDL_COLL_OPS when it is none. */
+/* The operation index of event I of T (an NCCL, gloo, MPI or
+ * torch.distributed call; an MPI wait: its start's), or DDL_COLL_OPS when
+ * it is none. */
 unsigned ddl_coll_op_of(const struct ddl_trace *t, size_t i);
+/* The same from an event kind alone (not the Python hook's phases, not MPI's
+ * waits). */
+unsigned ddl_coll_op_kind(unsigned kind);
+/* The name of a phase of the Python hook's (enum ddl_phase): "forward". */
+const char *ddl_phase_name(int phase);
+/* Whether KIND is one of MPI's calls. */
+int ddl_kind_is_mpi(unsigned kind);
+/* Whether every member of the communicator makes a call of KIND alike,
+ * starting it when it is ready (a collective; not a point-to-point call,
+ * not a nonblocking start): what stragglers are found by. */
+int ddl_coll_matched(unsigned kind);
+/* ... and whether it also ends at nearly the same moment on all of them
+ * (gloo's; of MPI's only a barrier: a rank returns from MPI's others once
+ * its own part is done): what clocks align by, with every NCCL call's
+ * device interval. */
+int ddl_coll_ends_together(unsigned kind);
 /* Bytes per element of collective I of T: by NCCL's data type, or as gloo
  * and the Python hook record it; 0 when unknown (no args, a newer type). */
 size_t ddl_coll_elem_size(const struct ddl_trace *t, size_t i);
@@ -107,6 +126,8 @@ struct ddl_commjob {
 	int nhosts;          /* distinct hosts among them */
 	int span;            /* DDL_SPAN_* */
 	const char *how;
+	const char *ranks;   /* MPI's: the members' MPI_COMM_WORLD ranks, as a record lists
+	                      * them (ddlprof-trace(5)); NULL when none does */
 	char hosts[256];     /* comma-separated */
 };
 enum { DDL_SPAN_UNKNOWN = 0, DDL_SPAN_INTRA = 1, DDL_SPAN_INTER = 2 };
@@ -206,11 +227,22 @@ struct ddl_proc {
 	struct ddl_gpusum gpu;
 	int has_gpu;          /* made CUDA or NCCL calls */
 	int gpu_breakdown;    /* per_iter from the device timeline (breakdown_gpu.c) */
-	/* stragglers (align.c): the time per iteration this rank, last to a
-	 * collective, made the others wait; the share of iterations it did so */
+	/* stragglers (stragglers.c), over the analysed iterations of the job's
+	 * reference rank (the lowest with iterations): the collective instances
+	 * it took part in; the time per iteration the others waited at those it
+	 * came last to; the share of iterations in which it was late (it kept
+	 * the others waiting most, standing out, or was waited on by the one
+	 * that did); the verdict: the culprit (late mostly by its own doing), or
+	 * a victim (late mostly because it waited on VICTIM_OF) */
 	size_t coll_instances;
 	double imposed_wait_s, late_fraction;
-	int straggler;
+	int straggler, victim;
+	int victim_of;        /* process index, -1 */
+	int waits_on;         /* the process it waits on most at collectives, -1 none */
+	double waits_on_s;    /* ... per iteration */
+	const char *straggler_cause; /* culprits: "compute", "data" or "other" */
+	double cause_s, cause_others_s; /* culprits: that part per iteration, its own and the
+	                                 * other ranks' median */
 	double comm_s;        /* per iteration: time collectives ran on the device; without
 	                       * device intervals, time the process's traffic was in flight */
 	double overlap_s;     /* ... of which hidden under compute */
@@ -291,6 +323,50 @@ struct ddl_kernel {
 	char *demangled;      /* kernels.c's memory behind name, or NULL */
 };
 
+/* Hangs (hang.c): where a job that did not end cleanly stood at its end. */
+struct ddl_hangpt {        /* a communicator stuck in one collective */
+	uint64_t key;
+	int nranks, members;   /* as its members said; members traced */
+	uint32_t seq;          /* the collective's number in its sequence */
+	const char *op;
+	uint64_t bytes;        /* as the first member to enter it gave them */
+	int64_t since_ns;      /* when the first member entered it */
+	double waiting_s;      /* from then to the job's end */
+	int *inside, *missing; /* process indices: members that entered it, and that never did */
+	size_t ninside, nmissing;
+};
+struct ddl_hangrank {      /* a rank at the end */
+	int proc;
+	int clean;             /* its trace ended with a clean exit */
+	int64_t end_ns;        /* where its trace ends */
+	const char *call;      /* the blocking call it was in longest; NULL none */
+	double in_s;           /* ... for this long at the job's end */
+	int fd;
+	uint64_t comm_key;     /* the collective it is in, or (last) the last it issued */
+	uint32_t seq;
+	int last;
+	const char *last_call;
+	const char *last_event; /* its training thread's last recorded call, NULL none */
+	double last_ago_s;     /* ... ended this long before the job's end */
+};
+struct ddl_hmember;
+struct ddl_hang {
+	int found;
+	int calls_only;        /* no collective stuck: processes blocked in one call each */
+	int64_t end_ns;        /* the job's end: the latest of the ranks' */
+	struct ddl_hangpt *pts;
+	size_t npts;
+	int first;             /* the stuck point entered first: the first cause */
+	int blame;             /* process index of the rank most likely to blame, -1 */
+	const char *blame_why; /* "missing": never entered the first cause's collective;
+	                        * "ended": its trace ended first; "not blocked": in no
+	                        * blocking call while the others were (calls_only) */
+	struct ddl_hangrank *ranks;
+	size_t nranks;
+	struct ddl_hmember *members; /* every member's last collective entered and left */
+	size_t nmembers;
+};
+
 struct ddl_report {
 	const struct ddl_traceset *set;
 	const struct ddl_run *run;
@@ -354,7 +430,11 @@ struct ddl_report {
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
-	int nstragglers;
+	struct ddl_hang hang;          /* hang.c */
+	double hang_count;             /* 1 when a hang was found, for --fail-if */
+	int nstragglers, nvictims;     /* stragglers.c: culprits and victims */
+	int stragglers_measured;       /* collectives of several ranks in analysed iterations */
+	double straggler_count;        /* nstragglers, for --fail-if */
 	/* call sites (callsites.c): top DDL_CALLSITES_TOP by stall, then time */
 	struct ddl_callsite *callsites;
 	size_t ncallsites;
@@ -415,8 +495,8 @@ void ddl_report_inputs(struct ddl_report *r);
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup);
 /* Splits every iteration into the parts of DDL_PARTS (breakdown.c). */
 /* Whether calls of class CLS block the thread that makes them (socket
- * calls and waits, condition variables, file reads): what a CPU job's
- * training thread stalls in (breakdown.c). */
+ * calls and waits, condition variables, file reads, host collectives and
+ * MPI's calls): what a CPU job's training thread stalls in (breakdown.c). */
 int ddl_class_blocks(int cls);
 void ddl_report_breakdown(struct ddl_report *r);
 /* Appends [A, B) of part PART to P's pieces of its shown iteration,
@@ -439,8 +519,21 @@ struct ddl_cmp_opts {
 int ddl_compare(char *const *specs, int nspecs, const struct ddl_cmp_opts *o, FILE *f);
 /* Aligns the hosts' clocks on the ends of shared collectives (align.c). */
 void ddl_report_align(struct ddl_report *r);
-/* Ranks whose collectives start consistently late (align.c); after iterations. */
+/* Ranks that keep the others waiting at collectives, and why (stragglers.c); after the
+ * iterations and the breakdown. */
 void ddl_report_stragglers(struct ddl_report *r);
+/* Where a job that did not end cleanly was stuck, and who to blame (hang.c). */
+void ddl_report_hang(struct ddl_report *r);
+void ddl_hang_free(struct ddl_hang *h);
+/* One member of a communicator at the end (hang.c): the last collective it
+ * entered and left (0: none; left is known for host collectives only). */
+struct ddl_hmember {
+	uint64_t key;
+	int proc;
+	int comm_rank, nranks;
+	uint32_t entered, left;
+	int64_t entered_ns;
+};
 /* CUDA and NCCL summaries, communicators and their spans (gpu.c). */
 void ddl_report_gpu(struct ddl_report *r);
 /*

@@ -453,6 +453,7 @@ void ddl_report_free(struct ddl_report *r)
 	ddl_callsites_free(r);
 	ddl_counters_free(r);
 	ddl_kernels_free(r);
+	ddl_hang_free(&r->hang);
 	ddl_report_correlate_free(r);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].threads);

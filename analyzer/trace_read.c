@@ -225,7 +225,7 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 				return;
 			}
 			struct ddl_comm_info *ci = &t->comms[r.id];
-			char buf[512];
+			char buf[1100]; /* the writer cuts text to 1024 bytes */
 			size_t len = r.len < sizeof buf - 1 ? r.len : sizeof buf - 1;
 			memcpy(buf, text, len);
 			buf[len] = 0;
@@ -244,6 +244,12 @@ static void ddl_read_strings(struct ddl_trace *t, const unsigned char *p, size_t
 			ci->color = color;
 			snprintf(ci->host, sizeof ci->host, "%s", host);
 			snprintf(ci->how, sizeof ci->how, "%s", how[0] ? how : "init");
+			/* the members' global ranks, where the record lists them (MPI's, torch's) */
+			const char *rk = strstr(buf, " ranks=");
+			free(ci->ranks);
+			ci->ranks = NULL;
+			if (rk && !(ci->ranks = ddl_strndup(rk + 7, strcspn(rk + 7, " "))))
+				ddl_nomem(t, off); /* its hosts from its members' records alone */
 		} else if (r.kind == DDL_STR_STREAM) {
 			if (r.id > (1u << 20))
 				continue;
@@ -511,6 +517,42 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		memcpy(&t->end, p, sizeof t->end);
 		t->ended = 1;
 		t->exec_end = c->type == DDL_CHUNK_EXEC;
+		break;
+	case DDL_CHUNK_OPEN:
+		/* the calls open as of this flush: the newest replaces the one before */
+		if (n % (2 * sizeof(struct ddl_event)) || n > 4096 * 2 * sizeof(struct ddl_event)) {
+			ddl_problem(t, off, "open-calls chunk of %zu bytes is not whole calls", n);
+			t->corrupt = 1;
+			return;
+		}
+		free(t->open);
+		t->open = NULL;
+		t->nopen = 0;
+		if (!n)
+			break;
+		if (!(t->open = malloc(n))) {
+			ddl_nomem(t, off);
+			return;
+		}
+		memcpy(t->open, p, n);
+		for (size_t k = 0; k < n / sizeof(struct ddl_event); k += 2) {
+			const struct ddl_event *e = &t->open[k];
+			if (!e->kind || e->kind >= DDL_EV_COUNT || e->kind == DDL_EV_ARGS || !(e->flags & DDL_EVF_ARGS) ||
+			    t->open[k + 1].kind != DDL_EV_ARGS) {
+				ddl_problem(t, off, "open-calls chunk: record %zu is not a call and its args", k / 2);
+				t->corrupt = 1;
+				free(t->open);
+				t->open = NULL;
+				return;
+			}
+		}
+		if (ddl_window_events(t, t->open, n / sizeof(struct ddl_event), off) < 0) {
+			t->corrupt = 1;
+			free(t->open);
+			t->open = NULL;
+			return;
+		}
+		t->nopen = n / sizeof(struct ddl_event) / 2;
 		break;
 	default:
 		break; /* a newer writer's chunk: skip */
@@ -887,6 +929,8 @@ void ddl_trace_free(struct ddl_trace *t)
 			free(tabs[k][i].text);
 		free(tabs[k]);
 	}
+	for (size_t i = 0; i < t->ncomms; i++)
+		free(t->comms[i].ranks);
 	free(t->comms);
 	for (int i = 0; i < t->nproblems; i++)
 		free(t->problems[i]);
@@ -894,6 +938,7 @@ void ddl_trace_free(struct ddl_trace *t)
 	free(t->threads);
 	free(t->meta);
 	free(t->ev);
+	free(t->open);
 	free(t->clk);
 	free(t->path);
 	memset(t, 0, sizeof *t);

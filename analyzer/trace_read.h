@@ -30,7 +30,9 @@ struct ddl_comm_info {
 	uint64_t parent;    /* the parent's key for split and shrink, else 0 */
 	int rank, nranks, dev, color;
 	char host[64];
-	char how[16];       /* init, split, shrink, all, unknown */
+	char how[16];       /* init, split, shrink, all, unknown; gloo, torch, mpi */
+	char *ranks;        /* the members' global ranks as recorded ("0-3,8", "0-6:2", a
+	                     * trailing ",+" when cut short), or NULL: not listed */
 };
 
 struct ddl_stream_info {
@@ -76,6 +78,10 @@ struct ddl_trace {
 	size_t nmodules;
 	struct ddl_idtext *counters; /* DDL_STR_COUNTER, by counter id */
 	size_t ncounters;
+	struct ddl_event *open;    /* the calls its threads were blocked in at the last
+	                            * DDL_CHUNK_OPEN: nopen events, each followed by its
+	                            * args record; dur runs to that flush */
+	size_t nopen;
 	int ended;                 /* an end (or exec) chunk closes the file */
 	struct ddl_end end;
 	int exec_end;              /* the image ended by exec */

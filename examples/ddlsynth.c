@@ -93,6 +93,7 @@ struct ddl_opts {
 	int timeout_s;
 	int fail_rank; /* -1, or the rank that exits on purpose in its second iteration */
 	int slow_rank; /* -1, or a straggler: its kernels take slow_factor times as long */
+	int hang_rank, hang_at; /* -1, or the rank that stops for good before its hang_at-th collective */
 	double slow_factor;
 	int p2p_test;
 	double p2p_mb;
@@ -124,6 +125,8 @@ enum {
 	DDL_OPT_FAIL,
 	DDL_OPT_SLOW_RANK,
 	DDL_OPT_SLOW_FACTOR,
+	DDL_OPT_HANG_RANK,
+	DDL_OPT_HANG_AT,
 	DDL_OPT_P2P,
 	DDL_OPT_P2P_MB,
 };
@@ -152,6 +155,8 @@ static const struct option ddl_longopts[] = {
 	{"timeout", required_argument, NULL, DDL_OPT_TIMEOUT},
 	{"fail-rank", required_argument, NULL, DDL_OPT_FAIL},
 	{"slow-rank", required_argument, NULL, DDL_OPT_SLOW_RANK},
+	{"hang-rank", required_argument, NULL, DDL_OPT_HANG_RANK},
+	{"hang-at", required_argument, NULL, DDL_OPT_HANG_AT},
 	{"slow-factor", required_argument, NULL, DDL_OPT_SLOW_FACTOR},
 	{"p2p-test", no_argument, NULL, DDL_OPT_P2P},
 	{"p2p-mb", required_argument, NULL, DDL_OPT_P2P_MB},
@@ -194,6 +199,9 @@ static const char ddl_help[] =
 	"  --fail-rank R           rank R exits with status 3 in its second step (tests)\n"
 	"  --slow-rank R           rank R is a straggler: its kernels take --slow-factor\n"
 	"                          (default 1.5) times their planned time (tests)\n"
+	"  --hang-rank R           rank R stops for good before its collective number\n"
+	"  --hang-at N             N (from 1; default 1): the others wait in theirs, the\n"
+	"                          job hangs until --timeout or a signal (tests, demos)\n"
 	"  --p2p-test              only measure the device-to-device ring bandwidth of\n"
 	"                          this machine's GPUs (--p2p-mb per copy, 64) and exit\n"
 	"  -q, --quiet             no summary lines\n"
@@ -260,6 +268,8 @@ static void ddl_opts_default(struct ddl_opts *o)
 	o->iterations = 20;
 	o->timeout_s = 300;
 	o->fail_rank = -1;
+	o->hang_rank = -1;
+	o->hang_at = 1;
 	o->slow_rank = -1;
 	o->slow_factor = 1.5;
 	o->intra_gbps = o->net_gbps = o->pcie_gbps = -1;
@@ -293,6 +303,8 @@ static void ddl_opt_set(struct ddl_opts *o, int c, const char *name, const char 
 	case DDL_OPT_TIMEOUT: o->timeout_s = ddl_opt_int(name, v, 0, 1000000); break;
 	case DDL_OPT_FAIL: o->fail_rank = ddl_opt_int(name, v, 0, DDL_MAX_RANKS - 1); break;
 	case DDL_OPT_SLOW_RANK: o->slow_rank = ddl_opt_int(name, v, 0, DDL_MAX_RANKS - 1); break;
+	case DDL_OPT_HANG_RANK: o->hang_rank = ddl_opt_int(name, v, 0, DDL_MAX_RANKS - 1); break;
+	case DDL_OPT_HANG_AT: o->hang_at = ddl_opt_int(name, v, 1, 1 << 30); break;
 	case DDL_OPT_SLOW_FACTOR: o->slow_factor = ddl_opt_num(name, v, 1, 100, 0); break;
 	case DDL_OPT_P2P: o->p2p_test = 1; break;
 	case DDL_OPT_P2P_MB: o->p2p_mb = ddl_opt_num(name, v, 1e-3, 1e5, 0); break;
@@ -319,6 +331,8 @@ static void ddl_opts_check(struct ddl_opts *o)
 		ddl_usage_error("--slow-rank %d: there are only %d ranks", o->slow_rank, o->ranks);
 	if (o->fail_rank >= o->ranks)
 		ddl_usage_error("--fail-rank %d: there are only %d ranks", o->fail_rank, o->ranks);
+	if (o->hang_rank >= o->ranks)
+		ddl_usage_error("--hang-rank %d: there are only %d ranks", o->hang_rank, o->ranks);
 	if (o->plan_json && !*o->plan_json)
 		ddl_usage_error("--plan-json: empty file name");
 }
@@ -1178,6 +1192,8 @@ struct ddl_rank {
 	void *input_h;   /* pinned */
 	ncclComm_t nc[DDL_COMM_KINDS];
 	int nc_rank[DDL_COMM_KINDS];
+	long colls;      /* collectives issued so far */
+	long hang_at;    /* --hang-at on the --hang-rank, else 0 */
 };
 
 /* Is rank r the one that creates the unique id of its instance of kind k? */
@@ -1301,9 +1317,16 @@ static void ddl_rank_alloc(struct ddl_rank *R)
 	}
 }
 
-/* One planned collective, in place on its bucket, on the communication stream. */
+/* One planned collective, in place on its bucket, on the communication
+ * stream; or, for --hang-rank before its --hang-at-th, a stop for good. */
 static void ddl_rank_coll(struct ddl_rank *R, const struct ddl_coll *c)
 {
+	if (++R->colls == R->hang_at) {
+		fprintf(stderr, "ddlsynth: rank %d: stopping before its collective %ld for good (--hang-rank)\n",
+		        R->rank, R->colls);
+		for (;;)
+			pause();
+	}
 	float *buf = R->grad[c->bucket];
 	ncclComm_t comm = R->nc[c->comm];
 	/* hierarchical: this rank's slice of the bucket after the reduce-scatter */
@@ -1492,6 +1515,7 @@ static int ddl_rank_run(const struct ddl_opts *o, const struct ddl_env *e)
 		ddl_die("writing %s: %s", o->plan_json, strerror(-rc));
 	ddl_rank_comms(&R, &st);
 	ddl_rank_alloc(&R);
+	R.hang_at = R.rank == o->hang_rank ? o->hang_at : 0;
 
 	double mean, lo, hi;
 	ddl_rank_loop(&R, o, &mean, &lo, &hi);

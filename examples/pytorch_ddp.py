@@ -13,7 +13,9 @@ Options: --steps, --layers, --width, --batch, --threads; --workers N feeds
 the steps from a DataLoader with N worker processes whose samples each
 cost --sample-ms of CPU to make (0 workers and no --sample-ms: one batch
 made up front, no loader); --markers names each step "train_step" through
-ddlprof's marker API (ctypes; a no-op without ddlprof).
+ddlprof's marker API (ctypes; a no-op without ddlprof); --hang-rank R
+--hang-at N: rank R stops for good before step N's backward, so that the
+others wait in that step's all-reduce (a hang, for tests and demos).
 """
 import argparse
 import ctypes
@@ -53,6 +55,8 @@ def main():
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--sample-ms", type=float, default=0)
     ap.add_argument("--markers", action="store_true")
+    ap.add_argument("--hang-rank", type=int, default=-1)
+    ap.add_argument("--hang-at", type=int, default=1)
     args = ap.parse_args()
 
     # The marker API is in libddlprof.so, present only under ddlprof.
@@ -83,7 +87,7 @@ def main():
         y = torch.randn(args.batch, args.width, device=dev)
 
     times, waits = [], []
-    for _ in range(args.steps):
+    for step in range(1, args.steps + 1):
         t0 = time.perf_counter()
         if push:
             push(b"train_step")
@@ -92,6 +96,11 @@ def main():
         waits.append(time.perf_counter() - t0)
         opt.zero_grad()
         loss = ((ddp(x) - y) ** 2).mean()
+        if rank == args.hang_rank and step == args.hang_at:
+            print("pytorch_ddp: rank %d: stopping before step %d's backward for good (--hang-rank)"
+                  % (rank, step), flush=True)
+            while True:
+                time.sleep(3600)
         loss.backward()
         opt.step()
         if cuda:

@@ -50,7 +50,8 @@ static void ddl_usage(void)
 	printf("usage: ddlprof [-q] [-o DIR] [--trace LIST] [--run-id ID] [--python on|off]\n"
 	       "               [--data real|synthetic] [--flush-ms N] [--compress MODE]\n"
 	       "               [--perturb-net SPEC] [--kernel-sample N] [--cupti MODE]\n"
-	       "               [--backtrace DEPTH] [--papi EVENTS] [--] COMMAND [ARGS...]\n"
+	       "               [--backtrace DEPTH] [--papi EVENTS] [--hang-timeout SECONDS]\n"
+	       "               [--] COMMAND [ARGS...]\n"
 	       "Run COMMAND with its communication, GPU and data loading calls traced.\n");
 	ddl_cli_help(stdout, ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0]);
 	printf("See ddlprof(1).\n");
@@ -66,7 +67,8 @@ static int ddl_valid_trace(const char *list)
 	int n = 0;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
 		if (strcmp(t, "all") && strcmp(t, "socket") && strcmp(t, "cuda") && strcmp(t, "nccl") &&
-		    strcmp(t, "nvtx") && strcmp(t, "gloo") && strcmp(t, "file") && strcmp(t, "python"))
+		    strcmp(t, "nvtx") && strcmp(t, "gloo") && strcmp(t, "mpi") && strcmp(t, "file") &&
+		    strcmp(t, "python"))
 			return 0;
 	return n > 0;
 }
@@ -498,7 +500,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = "ddlprof-trace", *trace = NULL, *run_id = NULL, *flush = NULL, *perturb = NULL;
 	const char *ksample = NULL, *cupti = NULL, *backtrace = NULL, *papi = NULL, *compress = NULL;
-	const char *python = NULL, *data = NULL;
+	const char *python = NULL, *data = NULL, *hang = NULL;
 	int quiet = 0, c;
 	struct ddl_cli cli;
 	ddl_cli_init(&cli, "ddlprof", ddl_opts, sizeof ddl_opts / sizeof ddl_opts[0], 1);
@@ -517,6 +519,7 @@ int main(int argc, char **argv)
 		case DDL_LAUNCH_O_COMPRESS: compress = optarg; break;
 		case DDL_LAUNCH_O_PYTHON: python = optarg; break;
 		case DDL_LAUNCH_O_DATA: data = optarg; break;
+		case DDL_LAUNCH_O_HANG_TIMEOUT: hang = optarg; break;
 		case DDL_LAUNCH_O_HELP: ddl_usage(); return 0;
 		case DDL_LAUNCH_O_VERSION: printf("ddlprof %s\n", DDLPROF_VERSION); return 0;
 		default: return DDL_EXIT_OWN; /* said by ddl_cli_next */
@@ -528,7 +531,7 @@ int main(int argc, char **argv)
 	}
 	if (trace && !ddl_valid_trace(trace)) {
 		ddl_cli_usage("ddlprof", "--trace '%s': use a comma list of all, socket, cuda, nccl, nvtx, "
-		              "gloo, file, python", trace);
+		              "gloo, mpi, file, python", trace);
 		return DDL_EXIT_OWN;
 	}
 	if (run_id && !ddl_runid_valid(run_id)) {
@@ -571,6 +574,10 @@ int main(int argc, char **argv)
 	if (papi && !ddl_valid_papi(papi)) {
 		ddl_cli_usage("ddlprof", "--papi '%s': a comma list of 1 to %d PAPI event names, such as "
 		              "perf::TASK-CLOCK,PAPI_TOT_INS", papi, DDL_PAPI_MAX);
+		return DDL_EXIT_OWN;
+	}
+	if (hang && !ddl_valid_long(hang, 1, 1000000)) {
+		ddl_cli_usage("ddlprof", "--hang-timeout '%s': a whole number of seconds in 1..1000000", hang);
 		return DDL_EXIT_OWN;
 	}
 	if (flush && !ddl_valid_long(flush, 1, 60000)) {
@@ -626,6 +633,7 @@ int main(int argc, char **argv)
 	    setenv("DDLPROF_COMMAND_PID", cpid, 1) ||
 	    setenv("DDLPROF_RUN_ID", id, 1) || (trace && setenv("DDLPROF_TRACE", trace, 1)) ||
 	    (flush && setenv("DDLPROF_FLUSH_MS", flush, 1)) ||
+	    (hang && setenv("DDLPROF_HANG_TIMEOUT", hang, 1)) ||
 	    (compress && setenv("DDLPROF_COMPRESS", compress, 1)) ||
 	    (perturb && setenv("DDLPROF_PERTURB_NET", perturb, 1)) ||
 	    (ksample && setenv("DDLPROF_KERNEL_SAMPLE", ksample, 1)) ||

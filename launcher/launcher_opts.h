@@ -11,7 +11,7 @@
 	X(DDL_LAUNCH_O_OUTPUT, "output", 'o', "DIR", \
 	  "trace directory (default ddlprof-trace), created 0700") \
 	X(DDL_LAUNCH_O_TRACE, "trace", 0, "LIST", \
-	  "families to trace: all, socket, cuda, nccl, nvtx, gloo, file, python (default all)") \
+	  "families to trace: all, socket, cuda, nccl, nvtx, gloo, mpi, file, python (default all)") \
 	X(DDL_LAUNCH_O_RUN_ID, "run-id", 0, "ID", \
 	  "run id shared by every rank (default: the scheduler's job id)") \
 	X(DDL_LAUNCH_O_FLUSH_MS, "flush-ms", 0, "N", \
@@ -39,6 +39,10 @@
 	  "real (default), or synthetic: each DataLoader serves its first batch again in place " \
 	  "of loading, to measure the step without data stall (compare with ddlprof-report " \
 	  "--compare)") \
+	X(DDL_LAUNCH_O_HANG_TIMEOUT, "hang-timeout", 0, "SECONDS", \
+	  "watchdog: a process blocked in one collective or blocking call this long says so on " \
+	  "stderr, once, with the call and its communicator, and records it; the job goes on " \
+	  "(1..1000000; default off)") \
 	X(DDL_LAUNCH_O_QUIET, "quiet", 'q', NULL, \
 	  "no messages from the launcher (the library still reports failures, one line each)") \
 	DDL_CLI_HELP_VERSION(X, DDL_LAUNCH)

@@ -104,6 +104,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 	c->trace_nvtx = 1;
 	c->trace_gloo = 1;
 	c->trace_file = 1;
+	c->trace_mpi = 1;
 	c->kernel_sample = 0; /* kernel segments, not sampled pairs */
 	c->cupti = -1;
 
@@ -136,6 +137,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 		c->ring_events = 4096;
 	unsigned ring = c->ring_events;
 	rc |= ddl_parse_uint("DDLPROF_FLUSH_MS", 1, 60000, &c->flush_ms);
+	rc |= ddl_parse_uint("DDLPROF_HANG_TIMEOUT", 0, 1000000, &c->hang_timeout_s);
 	rc |= ddl_parse_uint("DDLPROF_BUFFER_EVENTS", 64, 1u << 24, &ring);
 	while (ring & (ring - 1))
 		ring += ring & -ring; /* round up to a power of two */
@@ -194,6 +196,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 			{"nvtx", offsetof(struct ddl_settings, trace_nvtx)},
 			{"gloo", offsetof(struct ddl_settings, trace_gloo)},
 			{"file", offsetof(struct ddl_settings, trace_file)},
+			{"mpi", offsetof(struct ddl_settings, trace_mpi)},
 			{"python", 0}, /* the launcher's: the Python hook, not this library */
 		};
 		enum { NFAM = sizeof fams / sizeof fams[0] };
@@ -210,7 +213,7 @@ static int ddl_settings_load(struct ddl_settings *c)
 				}
 			if (!known) {
 				ddl_warn("DDLPROF_TRACE: unknown family '%.40s' (known: all, socket, cuda, "
-				         "nccl, nvtx, gloo, file, python); profiling is off", tok);
+				         "nccl, nvtx, gloo, mpi, file, python); profiling is off", tok);
 				rc = -EINVAL;
 			}
 		}
@@ -401,6 +404,7 @@ void ddl_init(void)
 	                                 (ddl_g.cfg.trace_cuda ? DDL_FAM_CUDA : 0) |
 	                                 (ddl_g.cfg.trace_nccl ? DDL_FAM_NCCL : 0) |
 	                                 (ddl_g.cfg.trace_gloo ? DDL_FAM_GLOO : 0) |
+	                                 (ddl_g.cfg.trace_mpi ? DDL_FAM_MPI : 0) |
 	                                 (ddl_g.cfg.trace_file ? DDL_FAM_FILE : 0) | DDL_FAM_MARK);
 }
 

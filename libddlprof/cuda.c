@@ -459,7 +459,9 @@ static inline cudaError_t ddl_memcpy(ddl_memcpy_fn real, cudaStream_t s, void *d
 	c.a.bytes = n;
 	c.a.op = (uint8_t)k;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_CUDA_MEMCPY, t0, ddl_gtls.dev, c.sid);
 	cudaError_t r = real(d, src, n, k);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_call_end(&c, DDL_EV_CUDA_MEMCPY, DDL_EV_DEV_MEMCPY, t0, t1, r);
 	return r;
@@ -589,7 +591,9 @@ static inline cudaError_t ddl_stream_sync(ddl_stream_sync_fn real, cudaStream_t 
 	struct ddl_call c;
 	ddl_call_begin(&c, t, s, 0);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_CUDA_STREAM_SYNC, t0, ddl_gtls.dev, c.sid);
 	cudaError_t r = real(s);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_sync_end(&c, DDL_EV_CUDA_STREAM_SYNC, t0, t1, r);
 	return r;
@@ -623,7 +627,9 @@ DDL_EXPORT cudaError_t cudaDeviceSynchronize(void)
 	struct ddl_call c;
 	ddl_call_begin(&c, t, NULL, 0);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_CUDA_DEVICE_SYNC, t0, ddl_gtls.dev, 0);
 	cudaError_t r = real();
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_sync_end(&c, DDL_EV_CUDA_DEVICE_SYNC, t0, t1, r);
 	return r;
@@ -640,7 +646,9 @@ DDL_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e)
 	struct ddl_call c;
 	ddl_call_begin(&c, t, NULL, 0);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_CUDA_EVENT_SYNC, t0, ddl_gtls.dev, 0);
 	cudaError_t r = real(e);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_sync_end(&c, DDL_EV_CUDA_EVENT_SYNC, t0, t1, r);
 	return r;

@@ -174,6 +174,7 @@ struct ddl_settings {
 	int trace_nvtx;          /* "nvtx" in DDLPROF_TRACE: NVTX injection (nvtx.c) */
 	int trace_gloo;          /* "gloo" in DDLPROF_TRACE: gloo's collectives (gloo.c) */
 	int trace_file;          /* "file" in DDLPROF_TRACE: reads and opens of files */
+	int trace_mpi;           /* "mpi" in DDLPROF_TRACE: MPI's calls (mpi.c) */
 	unsigned kernel_sample;  /* DDLPROF_KERNEL_SAMPLE: time 1 launch in N (0 never) */
 	int cupti;               /* DDLPROF_CUPTI: -1 auto (when a GPU is present), 0, 1 */
 	int clock;               /* DDLPROF_CLOCK: 0 auto, or enum ddl_clock_source */
@@ -182,6 +183,7 @@ struct ddl_settings {
 	int writer;              /* DDLPROF_WRITER: enum ddl_writer_mode */
 	int as_limited;          /* RLIMIT_AS is set (ulimit -v): smaller buffers */
 	long command_pid;        /* DDLPROF_COMMAND_PID: the pid of the launcher's command, or 0 */
+	unsigned hang_timeout_s; /* DDLPROF_HANG_TIMEOUT: the watchdog's limit, 0 off (writer.c) */
 };
 
 /* Who writes the trace: a thread of the library's (the writer), or, where a
@@ -197,6 +199,7 @@ enum ddl_writer_mode { DDL_WRITER_AUTO = 0, DDL_WRITER_THREAD = 1, DDL_WRITER_IN
 #define DDL_FAM_NCCL  16u /* NCCL calls */
 #define DDL_FAM_GLOO  32u /* gloo's collectives (gloo.c) */
 #define DDL_FAM_FILE  64u /* reads and opens of regular files (file.c, socket.c) */
+#define DDL_FAM_MPI  128u /* MPI's calls (mpi.c) */
 /* The Python hook's entry points (python.c): recorded whenever markers
  * are, but no marker event of the API's, so no counter reading (--papi) */
 #define DDL_FAM_PY    (DDL_FAM_MARK | 0x80000000u)
@@ -238,6 +241,28 @@ static inline uint64_t ddl_clock_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The call a thread is blocked in, for the hang report and the watchdog
+ * (writer.c): written by the owner before a blocking call and cleared
+ * after it, read by the writer. kind last, with release: a reader that
+ * sees it sees the rest (and checks that t0 has not moved since). The
+ * NCCL wrappers keep the thread's last collective (kind, communicator,
+ * sequence) beside it, so that a wait on the device can say what it waits
+ * for.
+ */
+struct ddl_open {
+	_Atomic uint64_t t0;
+	_Atomic uint32_t kind;    /* enum ddl_event_kind; 0 none */
+	_Atomic int32_t fd;
+	_Atomic uint32_t peer;
+	_Atomic uint32_t comm;    /* host collectives: DDL_STR_COMM id, 0 none */
+	_Atomic uint32_t seq;     /* ... and their number in its sequence */
+	_Atomic uint64_t bytes;   /* ... and this rank's bytes */
+	_Atomic uintptr_t sp;     /* the frame of the call that opened it */
+	_Atomic uint32_t last_kind; /* the last collective the thread issued (NCCL) */
+	_Atomic uint32_t last_comm, last_seq;
+};
+
 /* ---- thread.c: per-thread single-producer rings ---- */
 struct ddl_thread {
 	/* owner's cache line */
@@ -267,6 +292,13 @@ struct ddl_thread {
 	 * this thread creates next (a torch process group), 0 none */
 	uint64_t gloo_key;
 	unsigned gloo_key_n;
+	/* mpi.c: the nonblocking MPI operations this thread started that are
+	 * in flight (struct ddl_mpi_reqtab), mapped on the first; kept with the
+	 * ring, and started anew by the next thread that takes it */
+	void *_Atomic mpi_reqs;
+	/* the blocking call the thread is in (ddl_open_enter): the writer
+	 * reads it for the trace's open calls and the hang watchdog */
+	_Alignas(64) struct ddl_open open;
 };
 
 extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
@@ -422,6 +454,70 @@ static inline void ddl_ring_put_args(struct ddl_thread *t, unsigned kind, unsign
 	t->busy = 0;
 }
 
+/*
+ * The blocking call T is about to make (KIND from T0; FD and PEER as its
+ * event will have them), and its end: 1 when it is the thread's open call,
+ * 0 when the thread is already in one (a wait inside a wait: a CUDA
+ * synchronisation's condition variable), which stays. A call whose frame
+ * is not below the open one's cannot be inside it: that one was left by a
+ * jump (a signal handler's longjmp) and is replaced. Relaxed stores, one
+ * with release: a handful of plain stores beside the call's own record.
+ */
+static inline int ddl_open_take(struct ddl_thread *t)
+{
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	if (atomic_load_explicit(&t->open.kind, memory_order_relaxed) &&
+	    sp < atomic_load_explicit(&t->open.sp, memory_order_relaxed))
+		return 0;
+	atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->open.sp, sp, memory_order_relaxed);
+	return 1;
+}
+
+/* The open call's fields, kind last; 1, or 0 when the thread is in one already. */
+static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd, uint32_t peer,
+                               uint32_t comm, uint32_t seq, uint64_t bytes)
+{
+	if (!ddl_open_take(t))
+		return 0;
+	atomic_store_explicit(&t->open.t0, t0, memory_order_relaxed);
+	atomic_store_explicit(&t->open.fd, fd, memory_order_relaxed);
+	atomic_store_explicit(&t->open.peer, peer, memory_order_relaxed);
+	atomic_store_explicit(&t->open.comm, comm, memory_order_relaxed);
+	atomic_store_explicit(&t->open.seq, seq, memory_order_relaxed);
+	atomic_store_explicit(&t->open.bytes, bytes, memory_order_relaxed);
+	atomic_store_explicit(&t->open.kind, kind, memory_order_release);
+	return 1;
+}
+
+static inline int ddl_open_enter(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd,
+                                 uint32_t peer)
+{
+	return ddl_open_set(t, kind, t0, fd, peer, 0, 0, 0);
+}
+
+/* As ddl_open_enter, for a host collective on communicator COMM (its SEQ-th, of BYTES). */
+static inline int ddl_open_enter_coll(struct ddl_thread *t, unsigned kind, uint64_t t0, uint32_t comm,
+                                      uint32_t seq, uint64_t bytes)
+{
+	return ddl_open_set(t, kind, t0, -1, 0, comm, seq, bytes);
+}
+
+/* The end of a call ddl_open_enter returned MINE for. */
+static inline void ddl_open_leave(struct ddl_thread *t, int mine)
+{
+	if (mine)
+		atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
+}
+
+/* The collective T issued last (NCCL: queued on the device, not waited in). */
+static inline void ddl_open_issued(struct ddl_thread *t, unsigned kind, uint32_t comm, uint32_t seq)
+{
+	atomic_store_explicit(&t->open.last_comm, comm, memory_order_relaxed);
+	atomic_store_explicit(&t->open.last_seq, seq, memory_order_relaxed);
+	atomic_store_explicit(&t->open.last_kind, kind, memory_order_release);
+}
+
 /* ---- unwind.c: call stacks of communication calls (ddlprof --backtrace) ---- */
 extern unsigned ddl_bt_depth DDL_HIDDEN; /* frames to record; 0 = off */
 /*
@@ -512,6 +608,12 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 /* A new communicator id for DDL_STR_COMM (NCCL, gloo, torch groups): 1, 2, ... */
 uint32_t ddl_id_wait(_Atomic uint32_t *id) DDL_HIDDEN;
 uint32_t ddl_comm_id_new(void) DDL_HIDDEN;
+/* The next number in communicator COMM's sequence of collectives (args.aux),
+ * and in its point-to-point sequence with PEER (a rank of COMM) one way. */
+uint32_t ddl_comm_seq_next(uint32_t comm) DDL_HIDDEN;
+/* The key of communicator id COMM (as its DDL_STR_COMM says), 0 unknown. */
+uint64_t ddl_comm_key_of(uint32_t comm) DDL_HIDDEN;
+uint32_t ddl_p2p_seq_next(uint32_t comm, int peer, int recv) DDL_HIDDEN;
 
 /* ---- socket.c ---- */
 void ddl_socket_init(void) DDL_HIDDEN;
@@ -531,6 +633,9 @@ void ddl_fd_opened(int fd, int data) DDL_HIDDEN;
 
 /* ---- gloo.c ---- */
 void ddl_gloo_after_fork_child(void) DDL_HIDDEN;
+
+/* ---- mpi.c ---- */
+void ddl_mpi_after_fork_child(void) DDL_HIDDEN;
 
 /* ---- marker.c ---- */
 /* Interns a name (marker, kernel) into the string table: its id, 0 if full. */

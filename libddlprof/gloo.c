@@ -351,6 +351,16 @@ static int ddl_gloo_describe(int op, uintptr_t opts, struct ddl_args *a)
 	return 0;
 }
 
+struct ddl_gloo_open {
+	struct ddl_thread *t;
+	int mine;
+};
+
+static void ddl_gloo_left(struct ddl_gloo_open *o)
+{
+	ddl_open_leave(o->t, o->mine);
+}
+
 /* The wrappers' one body: OP's real function (CALLER's) run on OPTS, timed and recorded. */
 static void ddl_gloo_call(int op, unsigned kind, void *opts, const void *caller)
 {
@@ -372,7 +382,12 @@ static void ddl_gloo_call(int op, unsigned kind, void *opts, const void *caller)
 		ddl_meta("gloo_layout", "unknown");
 		t->busy = 0;
 	}
+	a.aux = ddl_comm_seq_next(a.comm);
 	uint64_t t0 = ddl_clock_now();
+	/* open while it runs; closed also when it throws (the cleanup runs as
+	 * the exception unwinds this frame) */
+	struct ddl_gloo_open open __attribute__((cleanup(ddl_gloo_left))) = {
+		t, ddl_open_enter_coll(t, kind, t0, a.comm, a.aux, a.bytes)};
 	real(opts); /* may throw: then nothing is recorded */
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_args_call(t, kind, 0, t0, t1, 0, -1, 0, &a);

@@ -39,6 +39,7 @@ static void ddl_atfork_child(void)
 	ddl_unwind_after_fork_child();
 	ddl_papi_after_fork_child();
 	ddl_gloo_after_fork_child();
+	ddl_mpi_after_fork_child();
 	if (!atomic_load(&ddl_g.enabled))
 		return;
 	int rc = ddl_writer_start();

@@ -2,7 +2,7 @@
  * The tables of real functions behind every wrapper. The libc families'
  * (DDL_HOOKS, ddl.h) are resolved once with dlsym(RTLD_NEXT), on the first
  * wrapped call or in the constructor, whichever comes first; the GPU
- * families' (gpu.h) entry by entry on first use. ddl_real_set() lets tests
+ * families' (gpu.h) and MPI's (mpi.h) entry by entry on first use. ddl_real_set() lets tests
  * and benchmarks point any entry at a fake so the wrapper's own cost can be
  * measured without the kernel's noise, and the wrappers tested without the
  * library they wrap; ddl_real_entry() lists the entries.
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ddl.h"
+#include "mpi.h"
 #ifdef DDL_HAVE_CUDA
 #include "gpu.h"
 #endif
@@ -47,15 +48,19 @@ void ddl_real_resolve(void)
 	}
 }
 
-/* Entry I of all the tables (libc's first), or NULL past the last. */
+/* Entry I of all the tables (libc's first, MPI's last), or NULL past the last. */
 static const struct ddl_hook_entry *ddl_real_at(size_t i)
 {
 	if (i < ddl_libc_nhooks)
 		return &ddl_libc_hooks[i];
+	i -= ddl_libc_nhooks;
 #ifdef DDL_HAVE_CUDA
-	if (i - ddl_libc_nhooks < ddl_gpu_nhooks)
-		return &ddl_gpu_hooks[i - ddl_libc_nhooks];
+	if (i < ddl_gpu_nhooks)
+		return &ddl_gpu_hooks[i];
+	i -= ddl_gpu_nhooks;
 #endif
+	if (i < ddl_mpi_nhooks)
+		return &ddl_mpi_hooks[i];
 	return NULL;
 }
 
@@ -91,8 +96,10 @@ DDL_EXPORT const char *ddl_real_entry(unsigned i, const char **family, void **cu
 		return NULL;
 	*family = e->family;
 	*cur = __atomic_load_n(e->slot, __ATOMIC_ACQUIRE);
+	if (!*cur && !strcmp(e->family, "mpi"))
+		*cur = ddl_mpi_next_slot(e->slot, e->name);
 #ifdef DDL_HAVE_CUDA
-	if (!*cur && i >= ddl_libc_nhooks)
+	else if (!*cur && i >= ddl_libc_nhooks)
 		*cur = ddl_gpu_next_slot(e->slot, e->name);
 #endif
 	return e->name;

@@ -442,7 +442,9 @@ DDL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 		return ddl_real.send(fd, buf, len, flags);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_SEND, t0, fd, 0);
 	ssize_t r = ddl_real.send(fd, buf, len, flags);
+	ddl_open_leave(t, open);
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
@@ -460,7 +462,9 @@ DDL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		return ddl_real.sendto(fd, buf, len, flags, to, tolen);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_SENDTO, t0, fd, 0);
 	ssize_t r = ddl_real.sendto(fd, buf, len, flags, to, tolen);
+	ddl_open_leave(t, open);
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
@@ -478,7 +482,9 @@ DDL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		return ddl_real.sendmsg(fd, msg, flags);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_SENDMSG, t0, fd, 0);
 	ssize_t r = ddl_real.sendmsg(fd, msg, flags);
+	ddl_open_leave(t, open);
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
@@ -496,7 +502,9 @@ DDL_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 		return ddl_real.sendmmsg(fd, vec, n, flags);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_SENDMMSG, t0, fd, 0);
 	int r = ddl_real.sendmmsg(fd, vec, n, flags);
+	ddl_open_leave(t, open);
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)ddl_mmsg_bytes(vec, r));
 	uint64_t t1 = ddl_clock_now();
@@ -517,7 +525,9 @@ DDL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 		return ddl_real.recv(fd, buf, len, flags);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_RECV, t0, fd, 0);
 	ssize_t r = ddl_real.recv(fd, buf, len, flags);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
@@ -534,7 +544,9 @@ DDL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 	}
 	socklen_t cap = from && fromlen ? *fromlen : 0;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_RECVFROM, t0, fd, 0);
 	ssize_t r = ddl_real.recvfrom(fd, buf, len, flags, from, fromlen);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_got_peer(fd, from, fromlen, cap) : ddl_fd_peer(fd);
 	ddl_ring_put_call(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
@@ -551,7 +563,9 @@ DDL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	}
 	socklen_t cap = msg ? msg->msg_namelen : 0;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_RECVMSG, t0, fd, 0);
 	ssize_t r = ddl_real.recvmsg(fd, msg, flags);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_msg_peer(fd, msg, cap) : ddl_fd_peer(fd);
 	ddl_ring_put_call(t, DDL_EV_RECVMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
@@ -569,7 +583,9 @@ DDL_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags,
 	}
 	socklen_t cap = vec && n ? vec[0].msg_hdr.msg_namelen : 0;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_RECVMMSG, t0, fd, 0);
 	int r = ddl_real.recvmmsg(fd, vec, n, flags, timeout);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r > 0 ? ddl_msg_peer(fd, &vec[0].msg_hdr, cap) : ddl_fd_peer(fd);
 	ddl_ring_put_call(t, DDL_EV_RECVMMSG, ddl_peek(flags), t0, t1, r < 0 ? -errno : ddl_mmsg_bytes(vec, r), fd, peer);
@@ -591,7 +607,9 @@ DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 		return ddl_real.read(fd, buf, len);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_READ, t0, fd, 0);
 	ssize_t r = ddl_real.read(fd, buf, len);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	if (fam == DDL_FAM_FILE)
 		ddl_ring_put(t, DDL_EV_FILE_READ, 0, t0, t1, r < 0 ? -errno : r, fd, 0);
@@ -612,7 +630,9 @@ DDL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 		return ddl_real.write(fd, buf, len);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_WRITE, t0, fd, 0);
 	ssize_t r = ddl_real.write(fd, buf, len);
+	ddl_open_leave(t, open);
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
@@ -633,7 +653,9 @@ DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 		return ddl_real.readv(fd, iov, n);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_READV, t0, fd, 0);
 	ssize_t r = ddl_real.readv(fd, iov, n);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	if (fam == DDL_FAM_FILE)
 		ddl_ring_put(t, DDL_EV_FILE_READ, 0, t0, t1, r < 0 ? -errno : r, fd, 0);
@@ -654,7 +676,9 @@ DDL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 		return ddl_real.writev(fd, iov, n);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_WRITEV, t0, fd, 0);
 	ssize_t r = ddl_real.writev(fd, iov, n);
+	ddl_open_leave(t, open);
 	if (ddl_unlikely(ddl_perturb_on) && r > 0)
 		ddl_perturb((uint64_t)r);
 	uint64_t t1 = ddl_clock_now();
@@ -679,7 +703,9 @@ DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 		return ddl_real.__read_chk(fd, buf, len, buflen);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_READ, t0, fd, 0);
 	ssize_t r = ddl_real.__read_chk(fd, buf, len, buflen);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	if (fam == DDL_FAM_FILE)
 		ddl_ring_put(t, DDL_EV_FILE_READ, 0, t0, t1, r < 0 ? -errno : r, fd, 0);
@@ -697,7 +723,9 @@ DDL_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int 
 		return ddl_real.__recv_chk(fd, buf, len, buflen, flags);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_RECV, t0, fd, 0);
 	ssize_t r = ddl_real.__recv_chk(fd, buf, len, buflen, flags);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_RECV, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, ddl_fd_peer(fd));
 	return r;
@@ -714,7 +742,9 @@ DDL_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, 
 	}
 	socklen_t cap = from && fromlen ? *fromlen : 0;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_RECVFROM, t0, fd, 0);
 	ssize_t r = ddl_real.__recvfrom_chk(fd, buf, len, buflen, flags, from, fromlen);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = r >= 0 ? ddl_got_peer(fd, from, fromlen, cap) : ddl_fd_peer(fd);
 	ddl_ring_put_call(t, DDL_EV_RECVFROM, ddl_peek(flags), t0, t1, r < 0 ? -errno : r, fd, peer);
@@ -732,7 +762,9 @@ DDL_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return ddl_real.connect(fd, addr, len);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_CONNECT, t0, fd, 0);
 	int r = ddl_real.connect(fd, addr, len);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	/* the kernel read the address unless it said EFAULT */
 	uint32_t peer = r == 0 || errno != EFAULT ? ddl_peer_intern(addr, len) : 0;
@@ -763,7 +795,9 @@ DDL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	}
 	socklen_t cap = addr && len ? *len : 0;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_ACCEPT, t0, fd, 0);
 	int r = ddl_real.accept(fd, addr, len);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = ddl_accepted(r, addr, len, cap);
 	ddl_ring_put_call(t, DDL_EV_ACCEPT, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
@@ -780,7 +814,9 @@ DDL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	}
 	socklen_t cap = addr && len ? *len : 0;
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_ACCEPT4, t0, fd, 0);
 	int r = ddl_real.accept4(fd, addr, len, flags);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	uint32_t peer = ddl_accepted(r, addr, len, cap);
 	ddl_ring_put_call(t, DDL_EV_ACCEPT4, 0, t0, t1, r < 0 ? -errno : r, fd, peer);
@@ -844,7 +880,9 @@ DDL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 		return ddl_real.poll(fds, n, timeout);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_POLL, t0, (int)n, 0);
 	int r = ddl_real.poll(fds, n, timeout);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
@@ -860,7 +898,9 @@ DDL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
 		return ddl_real.ppoll(fds, n, tmo, mask);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_PPOLL, t0, (int)n, 0);
 	int r = ddl_real.ppoll(fds, n, tmo, mask);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
@@ -876,7 +916,9 @@ DDL_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 	}
 	unsigned f = ddl_fdset_flag(nfds, rd, wr); /* before: the call rewrites the sets */
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_SELECT, t0, nfds, 0);
 	int r = ddl_real.select(nfds, rd, wr, ex, tmo);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_SELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
 	return r;
@@ -893,7 +935,9 @@ DDL_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struc
 	}
 	unsigned f = ddl_fdset_flag(nfds, rd, wr);
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_PSELECT, t0, nfds, 0);
 	int r = ddl_real.pselect(nfds, rd, wr, ex, tmo, mask);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_PSELECT, f, t0, t1, r < 0 ? -errno : r, nfds, 0);
 	return r;
@@ -908,7 +952,9 @@ DDL_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout
 		return ddl_real.epoll_wait(epfd, ev, max, timeout);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_EPOLL_WAIT, t0, epfd, 0);
 	int r = ddl_real.epoll_wait(epfd, ev, max, timeout);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_EPOLL_WAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
 	return r;
@@ -924,7 +970,9 @@ DDL_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 		return ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_EPOLL_PWAIT, t0, epfd, 0);
 	int r = ddl_real.epoll_pwait(epfd, ev, max, timeout, mask);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_EPOLL_PWAIT, ddl_epoll_flag(epfd), t0, t1, r < 0 ? -errno : r, epfd, 0);
 	return r;
@@ -939,7 +987,9 @@ DDL_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdsl
 		return ddl_real.__poll_chk(fds, n, timeout, fdslen);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_POLL, t0, (int)n, 0);
 	int r = ddl_real.__poll_chk(fds, n, timeout, fdslen);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_POLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;
@@ -955,7 +1005,9 @@ DDL_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *
 		return ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_PPOLL, t0, (int)n, 0);
 	int r = ddl_real.__ppoll_chk(fds, n, tmo, mask, fdslen);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_PPOLL, r >= 0 ? ddl_pollfds_flag(fds, n) : 0, t0, t1, r < 0 ? -errno : r, (int)n, 0);
 	return r;

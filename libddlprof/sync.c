@@ -18,7 +18,9 @@ DDL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 		return ddl_real.pthread_cond_wait(c, m);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_COND_WAIT, t0, -1, 0);
 	int r = ddl_real.pthread_cond_wait(c, m);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_COND_WAIT, 0, t0, t1, r, -1, 0);
 	return r;
@@ -34,7 +36,9 @@ DDL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 		return ddl_real.pthread_cond_timedwait(c, m, abstime);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_COND_TIMEDWAIT, t0, -1, 0);
 	int r = ddl_real.pthread_cond_timedwait(c, m, abstime);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_COND_TIMEDWAIT, 0, t0, t1, r, -1, 0);
 	return r;
@@ -52,7 +56,9 @@ DDL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clo
 		return ddl_real.pthread_cond_clockwait(c, m, clock, abstime);
 	}
 	uint64_t t0 = ddl_clock_now();
+	int open = ddl_open_enter(t, DDL_EV_COND_CLOCKWAIT, t0, -1, 0);
 	int r = ddl_real.pthread_cond_clockwait(c, m, clock, abstime);
+	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
 	ddl_ring_put_call(t, DDL_EV_COND_CLOCKWAIT, 0, t0, t1, r, -1, 0);
 	return r;

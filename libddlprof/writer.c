@@ -95,7 +95,141 @@ static struct {
 	int (*lz_compress)(void *, const char *, char *, int, int, int);
 	void *zbuf;             /* compressed output, room for a full stage: mapped with it */
 	size_t zcap;
+	/* the open calls last written (DDL_CHUNK_OPEN): their signature */
+	uint64_t open_sig;
 } ddl_w;
+
+/*
+ * Open calls (DDL_CHUNK_OPEN): the blocking calls threads have been in for
+ * DDL_OPEN_MIN_NS or more, as of a flush: an event and its args record
+ * each. Written when the set changes, so that a trace cut short (SIGKILL)
+ * says what every thread was waiting in. With --hang-timeout, a call open
+ * that long is said on standard error, once (the watchdog).
+ */
+#define DDL_OPEN_MIN_NS 1000000000LL
+#define DDL_OPEN_MAX    128
+static struct ddl_event ddl_open_buf[2 * DDL_OPEN_MAX];
+static struct ddl_said {
+	uint16_t idx;
+	uint64_t t0;
+} ddl_hang_said[DDL_OPEN_MAX];
+static int ddl_nhang_said;
+
+static const char *ddl_kind_name(unsigned kind)
+{
+	static const char *const names[] = {
+#define DDL_X_NAME(n, str, c) [DDL_EV_##n] = str,
+		DDL_EVENT_KINDS(DDL_X_NAME)
+#undef DDL_X_NAME
+	};
+	return kind < sizeof names / sizeof names[0] && names[kind] ? names[kind] : "a call";
+}
+
+/* Whether the open call of thread IDX from T0 was said by the watchdog; notes it. */
+static int ddl_hang_once(uint16_t idx, uint64_t t0)
+{
+	for (int i = 0; i < ddl_nhang_said; i++)
+		if (ddl_hang_said[i].idx == idx) {
+			if (ddl_hang_said[i].t0 == t0)
+				return 1;
+			ddl_hang_said[i].t0 = t0;
+			return 0;
+		}
+	if (ddl_nhang_said < DDL_OPEN_MAX)
+		ddl_hang_said[ddl_nhang_said++] = (struct ddl_said){idx, t0};
+	return 0;
+}
+
+/* One line on stderr for a call open past --hang-timeout. */
+static void ddl_hang_say(const struct ddl_thread *t, const struct ddl_event *e, const struct ddl_args *a,
+                         double secs)
+{
+	char what[192] = "";
+	unsigned long long key = (unsigned long long)ddl_comm_key_of(a->comm);
+	if (a->comm && !(a->flags & DDL_ARGF_LASTCOLL))
+		snprintf(what, sizeof what, ", collective %u of communicator %016llx", a->aux, key);
+	else if (a->comm)
+		snprintf(what, sizeof what, "; its last collective: %s, number %u of communicator %016llx",
+		         ddl_kind_name(a->corr), a->aux, key);
+	else if (e->fd >= 0)
+		snprintf(what, sizeof what, " (descriptor %d)", e->fd);
+	char rank[32] = "";
+	if (ddl_g.rank >= 0)
+		snprintf(rank, sizeof rank, "rank %d, ", ddl_g.rank);
+	ddl_warn("hang? %sthread %d: in %s for %.1f s%s (--hang-timeout %u); the job goes on", rank,
+	         (int)t->tid, ddl_kind_name(e->kind), secs, what, ddl_g.cfg.hang_timeout_s);
+}
+
+/* Whether the watchdog speaks of an open call of KIND on thread T: a
+ * collective or a wait on the device anywhere; a socket call, poll or
+ * condition variable on the main thread only (the library's and runtimes'
+ * worker pools idle in those for as long as they like). */
+static int ddl_hang_watched(const struct ddl_thread *t, unsigned kind)
+{
+	static const unsigned char cls[] = {
+#define DDL_X_CLASS(n, str, c) [DDL_EV_##n] = c,
+		DDL_EVENT_KINDS(DDL_X_CLASS)
+#undef DDL_X_CLASS
+	};
+	unsigned c = kind < sizeof cls ? cls[kind] : 0;
+	if (c == DDL_CLASS_HCOLL || c == DDL_CLASS_GPUSYNC || c == DDL_CLASS_COPY || c == DDL_CLASS_COLL)
+		return 1;
+	return t->tid == ddl_g.pid;
+}
+
+/*
+ * Fills ddl_open_buf with the calls open DDL_OPEN_MIN_NS or more, now;
+ * returns how many records (two a call) and sets *SIG to a signature of
+ * the set. With --hang-timeout, says the calls open that long (once each).
+ */
+static size_t ddl_open_scan(uint64_t *sig, int say)
+{
+	uint64_t now = ddl_clock_now();
+	double tpn = ddl_clock_ticks_per_ns();
+	uint64_t min = (uint64_t)(DDL_OPEN_MIN_NS * tpn);
+	uint64_t hang = ddl_g.cfg.hang_timeout_s ? (uint64_t)(ddl_g.cfg.hang_timeout_s * 1e9 * tpn) : 0;
+	size_t n = 0;
+	*sig = 0;
+	for (struct ddl_thread *t = ddl_threads_first(); t && n < 2 * DDL_OPEN_MAX; t = t->next) {
+		unsigned kind = atomic_load_explicit(&t->open.kind, memory_order_acquire);
+		uint64_t t0 = atomic_load_explicit(&t->open.t0, memory_order_relaxed);
+		if (!kind || now < t0 || now - t0 < min || atomic_load(&t->dead))
+			continue;
+		struct ddl_event *e = &ddl_open_buf[n];
+		struct ddl_args *a = (struct ddl_args *)&ddl_open_buf[n + 1];
+		memset(e, 0, 2 * sizeof *e);
+		ddl_event_fill(e, kind, DDL_EVF_ARGS, t->tidbits, t0, now, 0,
+		               atomic_load_explicit(&t->open.fd, memory_order_relaxed),
+		               atomic_load_explicit(&t->open.peer, memory_order_relaxed));
+		a->kind = DDL_EV_ARGS;
+		a->peer = -1;
+		a->comm = atomic_load_explicit(&t->open.comm, memory_order_relaxed);
+		a->aux = atomic_load_explicit(&t->open.seq, memory_order_relaxed);
+		a->bytes = a->comm ? atomic_load_explicit(&t->open.bytes, memory_order_relaxed) : 0;
+		unsigned last = atomic_load_explicit(&t->open.last_kind, memory_order_acquire);
+		if (!a->comm && last) {
+			a->comm = atomic_load_explicit(&t->open.last_comm, memory_order_relaxed);
+			a->aux = atomic_load_explicit(&t->open.last_seq, memory_order_relaxed);
+			a->corr = last;
+			a->flags = DDL_ARGF_LASTCOLL;
+		}
+		/* the thread may have left the call (and entered another) meanwhile */
+		if (atomic_load_explicit(&t->open.kind, memory_order_acquire) != kind ||
+		    atomic_load_explicit(&t->open.t0, memory_order_relaxed) != t0)
+			continue;
+		*sig = (*sig ^ ((uint64_t)t->idx << 40 ^ t0 ^ (uint64_t)kind << 56)) * 0x100000001b3ull;
+		if (say && hang && now - t0 >= hang && ddl_hang_watched(t, kind) && !ddl_hang_once(t->idx, t0)) {
+			char v[96];
+			snprintf(v, sizeof v, "%s thread=%d t0=%llu", ddl_kind_name(kind), (int)t->tid,
+			         (unsigned long long)t0);
+			ddl_meta("hang", v);
+			ddl_hang_say(t, e, a, (double)(now - t0) / tpn / 1e9);
+		}
+		n += 2;
+	}
+	return n;
+}
+
 
 #define DDL_STAGE_BYTES (ddl_stage_events * sizeof(struct ddl_event))
 
@@ -275,7 +409,7 @@ static void ddl_header_fill(struct ddl_file_header *h)
 	              (ddl_w.codec == DDL_CHUNKF_LZ4 ? DDL_FEAT_LZ4 : 0) |
 	              (ddl_g.cfg.trace_socket ? DDL_FEAT_SOCKET : 0) |
 	              (ddl_g.cfg.trace_cuda ? DDL_FEAT_CUDA : 0) | (ddl_g.cfg.trace_nccl ? DDL_FEAT_NCCL : 0) |
-	              (ddl_g.cfg.trace_file ? DDL_FEAT_FILE : 0);
+	              (ddl_g.cfg.trace_file ? DDL_FEAT_FILE : 0) | (ddl_g.cfg.trace_mpi ? DDL_FEAT_MPI : 0);
 	h->pid = (uint32_t)getpid();
 	h->ppid = (uint32_t)ddl_g.ppid;
 	h->rank = ddl_g.rank;
@@ -422,26 +556,33 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 {
 	if (ddl_w.broken)
 		return -EIO;
+	/* the calls its threads are blocked in, a second or more */
+	uint64_t open_sig;
+	size_t nopen = ddl_open_scan(&open_sig, compress && !ddl_w.inline_mode);
 	if (!ddl_w.created) {
 		/* A process that recorded nothing leaves no file: shell scripts
 		 * and helpers around the job would only add noise. But the
 		 * command the launcher started (same pid after its exec) leaves
 		 * one at its end, with header, command line and exit, so that
-		 * a run which did nothing we record still shows what ran. Not
+		 * a run which did nothing we record still shows what ran; and
+		 * so does one blocked in a call from the start (a hang). Not
 		 * at exec: the next image, the same process, leaves it. */
-		if (!ddl_rings_pending() &&
+		if (!ddl_rings_pending() && !nopen &&
 		    !(end_type == DDL_CHUNK_END && ddl_g.cfg.command_pid == (long)getpid()))
 			return 0;
 		int rc = ddl_file_create();
 		if (rc < 0)
 			return rc;
 	}
-	/* An idle process appends nothing, but a clock sample every 10 s. */
+	/* An idle process appends nothing, but a clock sample every second
+	 * (its heartbeat: a trace cut short by SIGKILL shows how long the
+	 * process lived on, blocked or computing, after its last call), and
+	 * the calls its threads are blocked in when those change. */
 	struct ddl_clock_sample s;
 	ddl_clock_sample(&s);
-	if (!end_type && !ddl_rings_pending() &&
+	if (!end_type && !ddl_rings_pending() && open_sig == ddl_w.open_sig &&
 	    __atomic_load_n(&ddl_str.len, __ATOMIC_RELAXED) == ddl_str.done &&
-	    s.mono_ns - ddl_w.last_sample_ns < 10000000000LL) {
+	    s.mono_ns - ddl_w.last_sample_ns < 1000000000LL) {
 		ddl_threads_reap();
 		return 0;
 	}
@@ -493,6 +634,11 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 		rc = ddl_chunk_write(fd, DDL_CHUNK_EVENTS, ddl_w.stage, n * sizeof(struct ddl_event),
 		                     compress);
 		ddl_w.events += n;
+	}
+	if (rc == 0 && open_sig != ddl_w.open_sig) {
+		rc = ddl_chunk_write(fd, DDL_CHUNK_OPEN, ddl_open_buf, nopen * sizeof(struct ddl_event), 0);
+		if (rc == 0)
+			ddl_w.open_sig = open_sig;
 	}
 	if (rc == 0 && end_type) {
 		struct ddl_end e = {ddl_w.events, dropped, reason, value};
@@ -939,6 +1085,8 @@ void ddl_writer_after_fork_child(void)
 	atomic_store(&ddl_w.sig_req, 0);
 	atomic_store(&ddl_w.sig_flushed_ns, 0); /* the child's own first fault flushes */
 	ddl_w.finished = 0;
+	ddl_w.open_sig = 0; /* a new file: its open calls are its own */
+	ddl_nhang_said = 0;
 }
 
 /*

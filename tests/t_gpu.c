@@ -407,8 +407,8 @@ static int ddl_hook_lines(const char *file)
 }
 
 /*
- * Every entry of the tables of real functions (libc's and the GPU
- * families') can be faked with ddl_real_set; CUDA runtime, driver, NCCL and
+ * Every entry of the tables of real functions (libc's, the GPU families'
+ * and MPI's) can be faked with ddl_real_set; CUDA runtime, driver, NCCL and
  * socket wrappers, their real functions faked, hand the fakes the program's
  * arguments, the program the fakes' results, and the trace the calls.
  */
@@ -423,8 +423,10 @@ int test_gpu_fake_tables(void)
 	struct ddl_run_result r;
 	CHECK(trun(argv, NULL, 60, &r) == 0, "fakegpu did not run");
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fakegpu: status %d\n%s", r.status, r.err);
-	int want = ddl_hook_lines("libddlprof/ddl.h") + ddl_hook_lines("libddlprof/gpu.h"), got = 0;
-	const char *fams[] = {"socket", "process", "thread", "file", "cuda-runtime", "cuda-driver", "nccl"};
+	int want = ddl_hook_lines("libddlprof/ddl.h") + ddl_hook_lines("libddlprof/gpu.h") +
+	           ddl_hook_lines("libddlprof/mpi.h"), got = 0;
+	const char *fams[] = {"socket", "process", "thread", "file", "cuda-runtime", "cuda-driver", "nccl",
+	                      "mpi"};
 	for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
 		char key[64];
 		snprintf(key, sizeof key, "family %s ", fams[i]);
@@ -434,8 +436,9 @@ int test_gpu_fake_tables(void)
 		CHECK(n > 0, "family %s has no entries", fams[i]);
 		got += n;
 	}
-	fprintf(stderr, "    %d entries in 7 families faked, %d in the sources' X-lists\n", got, want);
-	CHECK(got == want, "%d entries in the tables, %d in the X-lists of ddl.h and gpu.h", got, want);
+	fprintf(stderr, "    %d entries in 8 families faked, %d in the sources' X-lists\n", got, want);
+	CHECK(got == want, "%d entries in the tables, %d in the X-lists of ddl.h, gpu.h and mpi.h", got,
+	      want);
 	CHECK(strstr(r.out, "calls launch=5 memcpy=2 sync=1 culaunch=3 allreduce=4 send=1"),
 	      "the fakes were not called as the program called the wrappers:\n%s", r.out);
 	trun_free(&r);
@@ -829,7 +832,35 @@ int test_gpu_synth_parts_vs_plan(void)
 	return DDL_PASS;
 }
 
-/* A rank whose kernels take 1.5 times as long is the straggler; an even job has none. */
+/* The rank of JSON array A at I, or -1. */
+static long long ddl_jat(json_t *a, size_t i)
+{
+	json_t *x = json_array_get(a, i);
+	return json_is_integer(x) ? (long long)json_integer_value(x) : -1;
+}
+
+/* The text report of DIR holds TEXT_NEEDLE, and its HTML page HTML_NEEDLE. */
+static int ddl_outputs_say(const char *dir, const char *text_needle, const char *html_needle)
+{
+	char *const targ[] = {(char *)tbuild("bin/ddlprof-report"), (char *)dir, NULL};
+	char *const harg[] = {(char *)tbuild("bin/ddlprof-report"), "--html", (char *)dir, NULL};
+	struct ddl_run_result t, h;
+	int ok = trun(targ, NULL, 60, &t) == 0 && trun(harg, NULL, 60, &h) == 0;
+	ok = ok && t.out && strstr(t.out, text_needle) && h.out && strstr(h.out, html_needle);
+	if (!ok)
+		fprintf(stderr, "    text report:\n%s\n", t.out ? t.out : "");
+	trun_free(&t);
+	trun_free(&h);
+	return ok;
+}
+
+/*
+ * A rank whose kernels take longer is the straggler, by its own compute,
+ * and every other rank waits on it most; also in a hierarchical
+ * all-reduce, where the leader of its host starts the step across hosts
+ * late only because it is queued behind the reduce that waits on the slow
+ * rank (the leader is not to blame). An even job has no straggler.
+ */
 int test_gpu_straggler(void)
 {
 	static const char *const slow[] = {"--ranks", "4", "--ranks-per-host", "2", "--layers", "3",
@@ -837,31 +868,80 @@ int test_gpu_straggler(void)
 	                                   "--bucket-mb", "1", "--iterations", "10", "--overlap", "off",
 	                                   "--net-gbps", "0.5", "--markers", "--slow-rank", "2",
 	                                   "--slow-factor", "1.5", NULL};
+	static const char *const hier[] = {"--ranks", "4", "--ranks-per-host", "2", "--layers", "3",
+	                                   "--params-per-layer", "200k", "--compute-ms", "10",
+	                                   "--bucket-mb", "1", "--iterations", "10", "--overlap", "off",
+	                                   "--net-gbps", "0.5", "--intra-gbps", "1", "--allreduce",
+	                                   "hierarchical", "--markers", "--slow-rank", "3",
+	                                   "--slow-factor", "2", NULL};
 	static const char *const even[] = {"--ranks", "4", "--ranks-per-host", "2", "--layers", "3",
 	                                   "--params-per-layer", "200k", "--compute-ms", "3",
 	                                   "--bucket-mb", "1", "--iterations", "10", "--overlap", "off",
 	                                   "--net-gbps", "0.5", "--markers", NULL};
-	const char *const *runs[2] = {slow, even};
-	for (int k = 0; k < 2; k++) {
+	static const char *const names[3] = {"slow rank 2", "hierarchical, slow rank 3", "even"};
+	const char *const *runs[3] = {slow, hier, even};
+	static const int culprit[3] = {2, 3, -1}, victim[3] = {-1, -1, -1};
+	for (int k = 0; k < 3; k++) {
 		struct ddl_synth s;
 		int rc = ddl_synth_run(&s, runs[k]);
 		if (rc != DDL_PASS) {
 			ddl_synth_free(&s);
 			return rc;
 		}
-		json_t *st = json_object_get(json_object_get(s.rep, "job"), "stragglers");
+		json_t *job = json_object_get(s.rep, "job");
+		json_t *st = json_object_get(job, "stragglers"), *vi = json_object_get(job, "straggler_victims");
 		size_t i;
 		json_t *r;
-		json_array_foreach(json_object_get(s.rep, "ranks"), i, r)
-			fprintf(stderr, "    %s: rank %lld makes the others wait %.2f ms an iteration\n",
-			        k ? "even" : "slow rank 2", (long long)ddl_jint(r, "rank"),
-			        ddl_jnum(r, "imposed_wait_s") * 1e3);
-		if (k == 0)
-			CHECK(json_array_size(st) == 1 && json_integer_value(json_array_get(st, 0)) == 2,
-			      "stragglers: %zu, first %lld", json_array_size(st),
-			      (long long)json_integer_value(json_array_get(st, 0)));
+		json_array_foreach(json_object_get(s.rep, "ranks"), i, r) {
+			long long rank = ddl_jint(r, "rank");
+			const char *kind = json_string_value(json_object_get(r, "straggler_kind"));
+			json_t *on = json_object_get(r, "waits_on");
+			long long on_rank = json_is_object(on) ? ddl_jint(on, "rank") : -1;
+			fprintf(stderr, "    %s: rank %lld makes the others wait %.2f ms an iteration, late in %.0f%%, "
+			        "%s, waits most on rank %lld\n", names[k], rank, ddl_jnum(r, "imposed_wait_s") * 1e3,
+			        ddl_jnum(r, "late_fraction") * 100, kind ? kind : "on time", on_rank);
+			if (rank == culprit[k]) {
+				CHECK(kind && !strcmp(kind, "culprit"), "%s: rank %lld is %s", names[k], rank,
+				      kind ? kind : "on time");
+				const char *part = json_string_value(tjget(r, "straggler_cause.part"));
+				CHECK(part && !strcmp(part, "compute"), "%s: the straggler's cause is %s", names[k],
+				      part ? part : "?");
+				CHECK(ddl_jnum(r, "late_fraction") >= 0.5, "%s: the straggler is late in %.2f", names[k],
+				      ddl_jnum(r, "late_fraction"));
+			} else if (rank == victim[k]) {
+				CHECK(kind && !strcmp(kind, "victim") && ddl_jint(r, "victim_of") == culprit[k],
+				      "%s: rank %lld is %s", names[k], rank, kind ? kind : "on time");
+			} else {
+				/* nothing that says late about a rank that is on time */
+				CHECK(!kind && ddl_jnum(r, "late_fraction") < 0.5, "%s: rank %lld is %s, late in %.2f",
+				      names[k], rank, kind ? kind : "on time", ddl_jnum(r, "late_fraction"));
+			}
+			/* every other rank waits on the straggler most */
+			if (culprit[k] >= 0 && rank != culprit[k])
+				CHECK(on_rank == culprit[k], "%s: rank %lld waits most on rank %lld", names[k], rank,
+				      on_rank);
+		}
+		CHECK(json_array_size(st) == (culprit[k] >= 0) && ddl_jat(st, 0) == culprit[k],
+		      "%s: %zu stragglers, first %lld", names[k], json_array_size(st), ddl_jat(st, 0));
+		CHECK(json_array_size(vi) == (victim[k] >= 0) && ddl_jat(vi, 0) == victim[k],
+		      "%s: %zu victims, first %lld", names[k], json_array_size(vi), ddl_jat(vi, 0));
+		/* the text and the page say the same */
+		char text[64];
+		snprintf(text, sizeof text, "rank %d: late to its collectives", culprit[k]);
+		if (k < 2)
+			CHECK(ddl_outputs_say(s.tdir, text, "<b>straggler</b>"), "%s: the text or the page does "
+			      "not name rank %d", names[k], culprit[k]);
 		else
-			CHECK(json_array_size(st) == 0, "an even job has %zu stragglers", json_array_size(st));
+			CHECK(ddl_outputs_say(s.tdir, "Where an iteration", "No straggler:"),
+			      "%s: the page finds a straggler", names[k]);
+		/* and the CI gate */
+		char *const gate[] = {(char *)tbuild("bin/ddlprof-report"), "--fail-if", "stragglers>0", "-o",
+		                      s.plan_path, "--force", s.tdir, NULL};
+		struct ddl_run_result g;
+		CHECK(trun(gate, NULL, 60, &g) == 0 && WIFEXITED(g.status) &&
+		      WEXITSTATUS(g.status) == (culprit[k] >= 0 ? 3 : 0), "%s: --fail-if stragglers>0: status "
+		      "%#x, %s", names[k], g.status, g.err ? g.err : "");
+		trun_free(&g);
 		ddl_synth_free(&s);
 	}
 	return DDL_PASS;

@@ -472,7 +472,7 @@ static int it_mpi_hosts(const char *args)
 	trun_free(&r);
 	double own[2] = {s, NAN}; /* rank 0 prints its time */
 	json_t *rep = treport(t, NULL), *all = it_report_all(t);
-	int rc = it_check(rep, all, "mpi_allreduce on two hosts", "socket", 0, 2, steps, own, NULL);
+	int rc = it_check(rep, all, "mpi_allreduce on two hosts", "collectives", 0, 2, steps, own, NULL);
 	CHECK(rc != DDL_PASS || json_integer_value(tjget(rep, "job.hosts")) == 2, "not two hosts");
 	json_decref(all);
 	json_decref(rep);
@@ -515,8 +515,7 @@ static int it_mpi_once(const char *args)
 	trun_free(&r);
 	double own[2] = {s, NAN}; /* rank 0 prints its time */
 	json_t *rep = treport(t, NULL), *all = it_report_all(t);
-	/* MPI's own calls are not recorded here: Open MPI's TCP traffic is */
-	int rc = it_check(rep, all, "mpi_allreduce", "socket", 0, 2, steps, own, NULL);
+	int rc = it_check(rep, all, "mpi_allreduce", "collectives", 0, 2, steps, own, NULL);
 	json_decref(all);
 	json_decref(rep);
 	trm(dir);

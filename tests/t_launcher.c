@@ -322,6 +322,7 @@ int test_report_fail_if(void)
 		{t, "iteration_mean_ms>500", 0, NULL},
 		{t, "compute_pct<=100", 3, "compute_pct is"},
 		{k, "iteration_p99_ms>1", 3, "was not measured"},
+		{t, "stragglers>0", 3, "stragglers was not measured"}, /* no collectives */
 		{t, "network_stall>1", 2, "METRIC OP NUMBER"},
 		{t, "idle_pct>>1", 2, "METRIC OP NUMBER"},
 	};

@@ -247,6 +247,61 @@ static int ddl_count_chrome(json_t *events, struct ddl_counts *c, int *nprocs, i
 	return DDL_PASS;
 }
 
+struct ddl_slice {
+	long pid, tid;
+	long long a, b; /* ns */
+};
+
+static int ddl_slice_cmp(const void *x, const void *y)
+{
+	const struct ddl_slice *p = x, *q = y;
+	if (p->pid != q->pid)
+		return p->pid < q->pid ? -1 : 1;
+	if (p->tid != q->tid)
+		return p->tid < q->tid ? -1 : 1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return p->b > q->b ? -1 : p->b < q->b; /* the enclosing one first */
+}
+
+/* No two complete events on one track overlap unless one holds the other
+ * (Perfetto moves such to an overflow track and logs
+ * slice_spill_overlapping_complete_event). */
+static int ddl_chrome_nests(json_t *events)
+{
+	size_t n = 0, i;
+	json_t *e;
+	struct ddl_slice *v = calloc(json_array_size(events) + 1, sizeof *v);
+	CHECK(v, "out of memory");
+	json_array_foreach(events, i, e)
+		if (!strcmp(ddl_jstr(e, "ph"), "X")) {
+			long long a = llround(json_number_value(json_object_get(e, "ts")) * 1000);
+			v[n++] = (struct ddl_slice){(long)json_integer_value(json_object_get(e, "pid")),
+			                            (long)json_integer_value(json_object_get(e, "tid")), a,
+			                            a + llround(json_number_value(json_object_get(e, "dur")) * 1000)};
+		}
+	qsort(v, n, sizeof *v, ddl_slice_cmp);
+	enum { DEPTH = 64 };
+	long long open[DEPTH];
+	int depth = 0;
+	size_t bad = 0, first = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (k && (v[k].pid != v[k - 1].pid || v[k].tid != v[k - 1].tid))
+			depth = 0;
+		while (depth && open[depth - 1] <= v[k].a)
+			depth--;
+		if (depth && v[k].b > open[depth - 1] && !bad++)
+			first = k;
+		if (depth < DEPTH)
+			open[depth++] = v[k].b;
+	}
+	struct ddl_slice f = bad ? v[first] : (struct ddl_slice){0};
+	free(v);
+	CHECK(!bad, "%zu complete events overlap another on their track without nesting; the first on pid "
+	      "%ld tid %ld at %lld ns", bad, f.pid, f.tid, f.a);
+	return DDL_PASS;
+}
+
 /* The JSON report's iterations for OS pid PID, or -1 when it is not a rank. */
 static long ddl_rank_iters(json_t *rep, long pid)
 {
@@ -274,7 +329,7 @@ static int ddl_check_chrome(const char *dir, json_t *rep, int kernel)
 	if (ddl_count_dump(dump, &want) != DDL_PASS)
 		return DDL_FAIL;
 	int nprocs, kernels;
-	if (ddl_count_chrome(events, &got, &nprocs, &kernels) != DDL_PASS)
+	if (ddl_count_chrome(events, &got, &nprocs, &kernels) != DDL_PASS || ddl_chrome_nests(events) != DDL_PASS)
 		return DDL_FAIL;
 	CHECK(nprocs == (int)json_array_size(json_object_get(rep, "processes")),
 	      "%d processes in the trace, %zu in the report", nprocs,

@@ -319,6 +319,26 @@ int test_synth_timeout(void)
 	return DDL_PASS;
 }
 
+/* --hang-rank: that rank stops before its --hang-at-th collective and says
+ * so; the others wait in theirs until --timeout stops the job. */
+int test_synth_hang(void)
+{
+	if (!ddl_synth_path())
+		return DDL_SKIP;
+	char *args[] = {"--ranks", "2", "--layers", "2", "--params-per-layer", "1000", "--compute-ms", "2",
+	                "--iterations", "50", "--hang-rank", "1", "--hang-at", "4", "--timeout", "2", NULL};
+	struct ddl_run_result r;
+	time_t t0 = time(NULL);
+	CHECK(ddl_synth_run(args, 30, &r) == 0, "ddlsynth did not stop by itself");
+	CHECK(ddl_exit_code(&r) == 124, "exit status %#x, expected 124; stderr: %s", r.status, r.err);
+	CHECK(time(NULL) - t0 >= 1 && time(NULL) - t0 <= 6, "took %ld s to stop after a 2 s limit",
+	      (long)(time(NULL) - t0));
+	CHECK(strstr(r.err, "rank 1: stopping before its collective 4 for good"), "stderr: %s", r.err);
+	CHECK(!strstr(r.out, "mean step"), "a rank finished its steps: %s", r.out);
+	trun_free(&r);
+	return DDL_PASS;
+}
+
 /* Bad command lines: exit 2, one line on stderr, nothing run. */
 int test_synth_bad_flags(void)
 {
@@ -337,6 +357,8 @@ int test_synth_bad_flags(void)
 		{"--ranks", "3", "--ranks-per-host", "2", "--allreduce", "hierarchical"},
 		{"--ranks", "2", "--ranks-per-host", "4"},
 		{"--params-per-layer", "1X"},
+		{"--ranks", "2", "--hang-rank", "2"},
+		{"--hang-rank", "0", "--hang-at", "0"},
 		{"stray"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -119,6 +119,13 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(synth_overlap) \
 	X(synth_rank_fails) \
 	X(synth_timeout) \
+	X(synth_hang) \
+	X(hang_synth_flat) \
+	X(hang_synth_hierarchical) \
+	X(hang_watchdog) \
+	X(hang_none_when_killed) \
+	X(hang_torch) \
+	X(hang_blocked_call) \
 	X(synth_bad_flags) \
 	X(synth_plan_no_overwrite) \
 	X(gpu_real_runtime_unchanged) \
@@ -170,6 +177,12 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(rec_slurm_errors) \
 	X(mpi_loopback) \
 	X(mpi_two_hosts) \
+	X(mpi_collectives_loopback) \
+	X(mpi_collectives_two_hosts) \
+	X(mpi_iterations) \
+	X(mpi_hang) \
+	X(mpi_straggler) \
+	X(mpi_transparent) \
 	X(report_out_tcpring) \
 	X(report_out_synth) \
 	X(report_out_hostile_names) \

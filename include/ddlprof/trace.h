@@ -1,5 +1,5 @@
 /*
- * ddlprof trace format, version 1: the one definition shared by the writer
+ * ddlprof trace format, version 5: the one definition shared by the writer
  * (libddlprof) and every reader (analyzer/trace_read.c). man/ddlprof-trace.5
  * is the prose specification of the same bytes.
  *
@@ -25,9 +25,12 @@
  * additions never need it. Readers refuse files whose min_reader is above
  * their own DDL_FORMAT_VERSION and read every older file.
  */
-#define DDL_FORMAT_VERSION    4 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4); 4: gloo
+#define DDL_FORMAT_VERSION    5 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4); 4: gloo
                                  * collectives, file reads, the Python hook's steps
-                                 * and phases (new kinds and classes, DDL_FEAT_FILE) */
+                                 * and phases (new kinds and classes, DDL_FEAT_FILE);
+                                 * 5: MPI calls (new kinds, classes HWAIT and HCOMM,
+                                 * DDL_FEAT_MPI, args.aux of host collectives); the
+                                 * open calls (DDL_CHUNK_OPEN, DDL_ARGF_LASTCOLL) */
 #define DDL_FORMAT_MIN_READER 1 /* for zstd and raw files */
 /* LZ4 files: a reader of version 1 or 2 would skip every events chunk and
  * show an empty job as damaged; it refuses the file instead, saying why. */
@@ -51,6 +54,7 @@
 #define DDL_FEAT_NCCL   (1u << 3) /* NCCL interception was on */
 #define DDL_FEAT_LZ4    (1u << 4) /* some chunks may be LZ4-compressed (version 3) */
 #define DDL_FEAT_FILE   (1u << 5) /* file reads were recorded (version 4) */
+#define DDL_FEAT_MPI    (1u << 6) /* MPI interception was on (version 5) */
 
 enum ddl_clock_source {
 	DDL_CLOCK_MONOTONIC = 1, /* ticks are CLOCK_MONOTONIC nanoseconds */
@@ -89,6 +93,8 @@ enum ddl_chunk_type {
 	DDL_CHUNK_CLOCK = 3,    /* array of struct ddl_clock_sample */
 	DDL_CHUNK_END = 4,      /* struct ddl_end: written on a clean close */
 	DDL_CHUNK_EXEC = 5,     /* struct ddl_end: the image called exec */
+	DDL_CHUNK_OPEN = 6,     /* the calls threads are blocked in (version 5): events,
+	                         * each with its args record; the last one read holds */
 };
 
 #define DDL_CHUNKF_ZSTD 1u /* payload is one zstd frame of raw_size bytes */
@@ -131,6 +137,10 @@ enum ddl_class {
 	DDL_CLASS_STEP,     /* the Python hook: one optimizer step, the iteration's end */
 	DDL_CLASS_PHASE,    /* the Python hook: a phase of the training thread (data
 	                     * wait, forward, backward, ...) or of a loader worker */
+	DDL_CLASS_HWAIT,    /* a wait for host operations started before (MPI_Wait and
+	                     * kin): the time is the wait's, the bytes the start's (version 5) */
+	DDL_CLASS_HCOMM,    /* a host library's start, end and communicator calls (MPI_Init,
+	                     * MPI_Comm_split, ...) (version 5) */
 };
 
 #define DDL_EVENT_KINDS(X) \
@@ -229,7 +239,36 @@ enum ddl_class {
 	X(FILE_PREAD, "file_pread", DDL_CLASS_FILE) \
 	X(FILE_OPEN, "file_open", DDL_CLASS_FILE) \
 	X(PY_STEP, "step", DDL_CLASS_STEP) \
-	X(PY_PHASE, "phase", DDL_CLASS_PHASE)
+	X(PY_PHASE, "phase", DDL_CLASS_PHASE) \
+	X(MPI_INIT, "MPI_Init", DDL_CLASS_HCOMM) \
+	X(MPI_INIT_THREAD, "MPI_Init_thread", DDL_CLASS_HCOMM) \
+	X(MPI_FINALIZE, "MPI_Finalize", DDL_CLASS_HCOMM) \
+	X(MPI_ALLREDUCE, "MPI_Allreduce", DDL_CLASS_HCOLL) \
+	X(MPI_IALLREDUCE, "MPI_Iallreduce", DDL_CLASS_HCOLL) \
+	X(MPI_REDUCE, "MPI_Reduce", DDL_CLASS_HCOLL) \
+	X(MPI_BCAST, "MPI_Bcast", DDL_CLASS_HCOLL) \
+	X(MPI_ALLGATHER, "MPI_Allgather", DDL_CLASS_HCOLL) \
+	X(MPI_ALLGATHERV, "MPI_Allgatherv", DDL_CLASS_HCOLL) \
+	X(MPI_REDUCE_SCATTER, "MPI_Reduce_scatter", DDL_CLASS_HCOLL) \
+	X(MPI_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block", DDL_CLASS_HCOLL) \
+	X(MPI_ALLTOALL, "MPI_Alltoall", DDL_CLASS_HCOLL) \
+	X(MPI_ALLTOALLV, "MPI_Alltoallv", DDL_CLASS_HCOLL) \
+	X(MPI_BARRIER, "MPI_Barrier", DDL_CLASS_HCOLL) \
+	X(MPI_SEND, "MPI_Send", DDL_CLASS_HCOLL) \
+	X(MPI_RECV, "MPI_Recv", DDL_CLASS_HCOLL) \
+	X(MPI_ISEND, "MPI_Isend", DDL_CLASS_HCOLL) \
+	X(MPI_IRECV, "MPI_Irecv", DDL_CLASS_HCOLL) \
+	X(MPI_WAIT, "MPI_Wait", DDL_CLASS_HWAIT) \
+	X(MPI_WAITALL, "MPI_Waitall", DDL_CLASS_HWAIT) \
+	X(MPI_WAITANY, "MPI_Waitany", DDL_CLASS_HWAIT) \
+	X(MPI_WAITSOME, "MPI_Waitsome", DDL_CLASS_HWAIT) \
+	X(MPI_TEST, "MPI_Test", DDL_CLASS_HWAIT) \
+	X(MPI_TESTALL, "MPI_Testall", DDL_CLASS_HWAIT) \
+	X(MPI_COMM_SPLIT, "MPI_Comm_split", DDL_CLASS_HCOMM) \
+	X(MPI_COMM_SPLIT_TYPE, "MPI_Comm_split_type", DDL_CLASS_HCOMM) \
+	X(MPI_COMM_DUP, "MPI_Comm_dup", DDL_CLASS_HCOMM) \
+	X(MPI_COMM_CREATE, "MPI_Comm_create", DDL_CLASS_HCOMM) \
+	X(MPI_COMM_FREE, "MPI_Comm_free", DDL_CLASS_HCOMM)
 
 /* Kinds 0xf0 to 0xff are never written to a file: the library keeps them for its own use. */
 enum ddl_event_kind {
@@ -301,11 +340,15 @@ struct ddl_args {
 	                    0 on launches not timed on the device (ddlprof-trace(5)) */
 	uint32_t comm;   /* DDL_STR_COMM id; 0 none */
 	int32_t peer;    /* NCCL root or peer rank; peer copies: destination device; -1 */
-	uint32_t aux;    /* launches: threads per block; peer copies: source device */
+	uint32_t aux;    /* launches: threads per block; peer copies: source device;
+	                    MPI calls: the call's number in its communicator's sequence
+	                    (below); 0 none */
 };
 
 #define DDL_ARGF_TIMED   0x01u /* a device interval was requested for this call */
 #define DDL_ARGF_GROUPED 0x02u /* issued inside ncclGroupStart/End */
+#define DDL_ARGF_LASTCOLL 0x04u /* open calls: comm, aux and corr (its kind) are the
+                                 * last collective the thread issued, not one it is in */
 
 /*
  * Call stacks (ddlprof --backtrace): a communication or synchronisation
@@ -337,7 +380,37 @@ struct ddl_stackrec {
  * result = 0, fd = -1, peer = 0. The args record that follows gives bytes
  * (this rank's contribution: the reduced buffer, the broadcast or gathered
  * input), dtype = bytes per element, comm = the communicator (DDL_STR_COMM,
- * how=gloo), peer = the root rank or -1; corr and aux are 0.
+ * how=gloo), peer = the root rank or -1, aux = its number in the
+ * communicator's sequence (version 5; 0 before); corr is 0.
+ *
+ * MPI's calls (version 5) are host collectives too (class HCOLL: the
+ * collectives, blocking point-to-point and the nonblocking starts), with
+ * result = the MPI return code (0 MPI_SUCCESS), fd = -1, peer = 0, on the
+ * calling thread. Their args: bytes = what this rank puts in (count x type
+ * size: its send buffer; a broadcast's buffer on every rank; a receive,
+ * what arrived; a nonblocking receive, what it can take), dtype = bytes
+ * per element (0 past 255), comm = the communicator (how=mpi), peer = the
+ * root, or the peer's rank in the communicator for point-to-point (-1 any
+ * source not known, -2 MPI_PROC_NULL), aux = the call's number in its
+ * communicator's sequence, from 1, counted alike on every member:
+ * collectives (and the communicator calls made on it) in one sequence per
+ * communicator; point-to-point in one per (communicator, peer, direction),
+ * the n-th send to a peer matching that peer's n-th receive from us
+ * (receives from MPI_ANY_SOURCE started nonblocking count apart, as peer
+ * -1). The number is taken as the call begins, when the communicator is
+ * known then (a call that fails keeps it, and has no bytes), else once it
+ * succeeded: a communicator first met in use is numbered from that call.
+ * A blocking call is the thread's open call while it runs (DDL_CHUNK_OPEN)
+ * with its communicator and number (a wait: its start's, when that is a
+ * collective's). Waits (class HWAIT: MPI_Wait,
+ * Waitall, Waitany, Waitsome, and MPI_Test, Testall when they complete)
+ * are the time spent waiting; their args describe the first request they
+ * completed whose start was recorded on the same thread: op = that start's
+ * kind, comm, peer and aux its; bytes 0 (they were the start's); corr =
+ * the requests completed; fd = the requests given. Communicator calls
+ * (class HCOMM): comm = the communicator the call ran on (MPI_Init:
+ * MPI_COMM_WORLD), aux its sequence number, name = the DDL_STR_COMM id of
+ * the communicator made (0 none), peer = this rank in it.
  *
  * File reads (class FILE): read, readv, pread and preadv on a regular file,
  * and opens of files (not of /dev/shm): result = bytes read (opens: the
