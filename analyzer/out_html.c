@@ -289,9 +289,9 @@ static void ddl_summary(const struct ddl_report *r, FILE *f)
 		fprintf(f, "<div class=\"card\"><span>iterations per rank</span><b>?</b><span>found by %s; "
 		        "the ranks disagree</span></div>\n", r->iteration_method);
 	else
-		fprintf(f, "<div class=\"card\"><span>iterations per rank</span><b>%ld</b><span>found by %s, "
-		        "%ld found, %d warm-up skipped</span></div>\n", r->iterations, r->iteration_method,
-		        r->iterations_found, r->warmup);
+		fprintf(f, "<div class=\"card\"><span>iterations per rank</span><b>%ld</b><span>%ld found "
+		        "by %s, %d warm-up skipped</span></div>\n", r->iterations, r->iterations_found,
+		        r->iteration_method, r->warmup);
 	fprintf(f, "<div class=\"card\"><span>mean iteration</span><b>%.2f ms</b><span>p50 %.2f ms, "
 	        "p99 %.2f ms</span></div>\n", r->iter_mean_s * 1e3, r->iter_p50_s * 1e3,
 	        r->iter_p99_s * 1e3);
