@@ -89,6 +89,7 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&mu);
 	pthread_join(t, NULL);
 	printf("condstep: %d steps\n", steps);
+	write_expect(g_sent, g_recv);
 	const char *out = getenv("CONDSTEP_TIMES");
 	FILE *f = out ? fopen(out, "w") : NULL;
 	if (out && !f)
