@@ -398,14 +398,14 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 			                                                   : e->dur;
 			int64_t gap = 0, gap_from = 0;
 			if (have && a > last) {
-				gap = (int64_t)((double)(a - last) * t->ns_per_tick);
+				gap = ddl_ns_clamp((double)(a - last) * t->ns_per_tick);
 				gap_from = gap > longest ? ddl_trace_real_ns(t, last) : 0;
 			} else if (!have && last_ns != INT64_MIN) {
-				gap = ddl_trace_real_ns(t, a) - last_ns;
+				gap = ddl_ns_clamp((double)ddl_trace_real_ns(t, a) - (double)last_ns);
 				gap_from = last_ns;
 			}
 			if (gap > 0) {
-				idle += gap;
+				idle = ddl_ns_sat_add(idle, gap);
 				if (gap > longest) {
 					longest = gap;
 					from = gap_from;
@@ -800,7 +800,7 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 				qsort(dev, md, sizeof *dev, ddl_cmp_i64);
 				per = md >= 2 ? (double)dev[md / 2] : per;
 				for (size_t k = 0; k < md; k++)
-					dev[k] = llabs(dev[k] - llround(per));
+					dev[k] = ddl_ns_clamp(fabs((double)dev[k] - per));
 				qsort(dev, md, sizeof *dev, ddl_cmp_i64);
 				tol = 4 * (double)dev[md / 2] > tol ? 4 * (double)dev[md / 2] : tol;
 				tol = tol < per / 8 ? tol : per / 8;
@@ -1261,10 +1261,10 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			}
 		}
 		qsort(v, nv, sizeof *v, ddl_collcall_cmp);
-		int64_t held = 0;
+		double held = 0;
 		for (size_t i = 0; i < nv; i++)
-			held += v[i].b - v[i].a;
-		int found = nv >= 4 && held >= (v[nv - 1].b - v[0].a) / 20 &&
+			held += (double)v[i].b - (double)v[i].a;
+		int found = nv >= 4 && held >= ((double)v[nv - 1].b - (double)v[0].a) / 20 &&
 		            ddl_seq_iterations(p, v, nv, tid) && p->niter >= 4;
 		free(v);
 		if (found)
