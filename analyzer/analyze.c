@@ -44,6 +44,7 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 	ddl_report_align(r);
 	ddl_progress_phase(prog, 3, NPH, "iterations");
 	ddl_report_iterations(r, o->iteration_names, o->warmup);
+	ddl_report_slow_iterations(r); /* a change of pace, and iterations that stand out */
 	ddl_progress_phase(prog, 4, NPH, "stall breakdown");
 	ddl_report_breakdown(r);
 	ddl_report_inputs(r); /* the data loaders: fetch against prep */

@@ -559,6 +559,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		if (r->procs[i].victim)
 			json_array_append_new(vict, json_integer(r->procs[i].rank));
 	}
+	json_object_set_new(job, "slow_iterations", json_integer((json_int_t)r->nslow));
 	json_object_set_new(job, "stragglers", strag);
 	json_object_set_new(job, "hang", ddl_json_hang(r));
 	json_object_set_new(job, "straggler_victims", vict);
@@ -591,6 +592,17 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_t *jr = json_pack("{s:i, s:o, s:i, s:i}", "rank", p->rank, "host", ddl_jstr(p->host),
 		                       "pid", (int)p->pid, "iterations", (int)p->niter);
 		json_object_set_new(jr, "iteration_mean_s", p->niter ? json_real(p->iter_mean_s) : json_null());
+		json_t *slow = json_array();
+		for (size_t k = 0; k < p->nslow; k++)
+			json_array_append_new(slow, json_pack("{s:I, s:f, s:f}", "iteration",
+			                                      (json_int_t)p->slow[k].iteration, "duration_s",
+			                                      p->slow[k].s, "median_s", p->slow[k].median_s));
+		json_object_set_new(jr, "slow_iterations", slow);
+		json_object_set_new(jr, "iteration_shift",
+		                    p->shift_at >= 0 ? json_pack("{s:I, s:f, s:f}", "at", (json_int_t)p->shift_at,
+		                                                 "before_s", p->shift_before_s, "after_s",
+		                                                 p->shift_after_s)
+		                                     : json_null());
 		json_object_set_new(jr, "iteration_method",
 		                    json_string(p->iteration_method ? p->iteration_method : "none"));
 		json_object_set_new(jr, "iterations_found", json_integer((json_int_t)p->niter_found));

@@ -639,6 +639,19 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			        ddl_label(r, p, label, sizeof label), p->niter, p->iteration_method,
 			        p->niter_found, run, p->warmup_skipped, p->iter_mean_s * 1e3,
 			        p->iter_disagrees ? " (disagrees)" : "");
+			if (p->shift_at >= 0)
+				fprintf(f, "    from iteration %ld on: %.3f ms an iteration, %.3f ms before (%+.0f%%)\n",
+				        p->shift_at, p->shift_after_s * 1e3, p->shift_before_s * 1e3,
+				        (p->shift_after_s / p->shift_before_s - 1) * 100);
+			if (p->nslow) {
+				fprintf(f, "    slow:");
+				for (size_t k = 0; k < p->nslow && k < 8; k++)
+					fprintf(f, "%s iteration %zu %.3f ms (%+.0f%%)", k ? "," : "", p->slow[k].iteration,
+					        p->slow[k].s * 1e3, (p->slow[k].s / p->slow[k].median_s - 1) * 100);
+				if (p->nslow > 8)
+					fprintf(f, ", and %zu more", p->nslow - 8);
+				fputc('\n', f);
+			}
 		}
 		fprintf(f, "\nWhere an iteration's time goes (%s; mean ms per iteration)\n",
 		        r->nprocs && r->procs[0].gpu_breakdown ? "device timeline" : "training thread");

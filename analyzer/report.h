@@ -174,6 +174,13 @@ const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct 
  * threads all inherit it); "" when it has none. */
 const char *ddl_thread_name(const struct ddl_proc *p, const struct ddl_trace *t, unsigned idx);
 
+/* An iteration that ran slow (slowiters.c): its number (counting the
+ * warm-up's), its duration, and the median of its pace. */
+struct ddl_slowiter {
+	size_t iteration;
+	double s, median_s;
+};
+
 struct ddl_proc {
 	const char *host;
 	uint32_t pid, ppid;
@@ -221,6 +228,12 @@ struct ddl_proc {
 	size_t npieces;
 	uint32_t train_tid;   /* the thread the iterations are on (the main thread when not known) */
 	double iter_mean_s;
+	/* slowiters.c: the iterations that ran slow; where the pace changed
+	 * for good (an iteration number, -1 none), and the means before and after */
+	struct ddl_slowiter *slow;
+	size_t nslow;
+	long shift_at;
+	double shift_before_s, shift_after_s;
 	const char *iteration_method; /* "steps", "markers", "collectives", "socket", "waits"
 	                               * or "none" */
 	struct ddl_collsum coll;
@@ -432,6 +445,7 @@ struct ddl_report {
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
 	struct ddl_hang hang;          /* hang.c */
 	double hang_count;             /* 1 when a hang was found, for --fail-if */
+	size_t nslow;                  /* slowiters.c: slow iterations, all ranks */
 	int nstragglers, nvictims;     /* stragglers.c: culprits and victims */
 	int stragglers_measured;       /* collectives of several ranks in analysed iterations */
 	double straggler_count;        /* nstragglers, for --fail-if */
@@ -522,6 +536,8 @@ void ddl_report_align(struct ddl_report *r);
 /* Ranks that keep the others waiting at collectives, and why (stragglers.c); after the
  * iterations and the breakdown. */
 void ddl_report_stragglers(struct ddl_report *r);
+/* Each rank's iterations that ran slow, and a lasting change of pace (slowiters.c). */
+void ddl_report_slow_iterations(struct ddl_report *r);
 /* Where a job that did not end cleanly was stuck, and who to blame (hang.c). */
 void ddl_report_hang(struct ddl_report *r);
 void ddl_hang_free(struct ddl_hang *h);

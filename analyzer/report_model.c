@@ -461,6 +461,7 @@ void ddl_report_free(struct ddl_report *r)
 		free(r->procs[i].iter_s);
 		free(r->procs[i].iter);
 		free(r->procs[i].iter_parts);
+		free(r->procs[i].slow);
 		free(r->procs[i].pieces);
 	}
 	free(r->procs);

@@ -94,6 +94,8 @@ struct ddl_opts {
 	int fail_rank; /* -1, or the rank that exits on purpose in its second iteration */
 	int slow_rank; /* -1, or a straggler: its kernels take slow_factor times as long */
 	int hang_rank, hang_at; /* -1, or the rank that stops for good before its hang_at-th collective */
+	int slow_from, slow_to; /* steps (from 0) whose kernels take slow_factor times as long, every
+	                         * rank's; -1 none */
 	double slow_factor;
 	int p2p_test;
 	double p2p_mb;
@@ -126,6 +128,7 @@ enum {
 	DDL_OPT_SLOW_RANK,
 	DDL_OPT_SLOW_FACTOR,
 	DDL_OPT_HANG_RANK,
+	DDL_OPT_SLOW_STEPS,
 	DDL_OPT_HANG_AT,
 	DDL_OPT_P2P,
 	DDL_OPT_P2P_MB,
@@ -156,6 +159,7 @@ static const struct option ddl_longopts[] = {
 	{"fail-rank", required_argument, NULL, DDL_OPT_FAIL},
 	{"slow-rank", required_argument, NULL, DDL_OPT_SLOW_RANK},
 	{"hang-rank", required_argument, NULL, DDL_OPT_HANG_RANK},
+	{"slow-steps", required_argument, NULL, DDL_OPT_SLOW_STEPS},
 	{"hang-at", required_argument, NULL, DDL_OPT_HANG_AT},
 	{"slow-factor", required_argument, NULL, DDL_OPT_SLOW_FACTOR},
 	{"p2p-test", no_argument, NULL, DDL_OPT_P2P},
@@ -199,6 +203,8 @@ static const char ddl_help[] =
 	"  --fail-rank R           rank R exits with status 3 in its second step (tests)\n"
 	"  --slow-rank R           rank R is a straggler: its kernels take --slow-factor\n"
 	"                          (default 1.5) times their planned time (tests)\n"
+	"  --slow-steps A:B        steps A to B (from 0, warm-up included) run slow on every\n"
+	"                          rank: kernels take --slow-factor times as long (tests)\n"
 	"  --hang-rank R           rank R stops for good before its collective number\n"
 	"  --hang-at N             N (from 1; default 1): the others wait in theirs, the\n"
 	"                          job hangs until --timeout or a signal (tests, demos)\n"
@@ -269,6 +275,7 @@ static void ddl_opts_default(struct ddl_opts *o)
 	o->timeout_s = 300;
 	o->fail_rank = -1;
 	o->hang_rank = -1;
+	o->slow_from = o->slow_to = -1;
 	o->hang_at = 1;
 	o->slow_rank = -1;
 	o->slow_factor = 1.5;
@@ -305,6 +312,15 @@ static void ddl_opt_set(struct ddl_opts *o, int c, const char *name, const char 
 	case DDL_OPT_SLOW_RANK: o->slow_rank = ddl_opt_int(name, v, 0, DDL_MAX_RANKS - 1); break;
 	case DDL_OPT_HANG_RANK: o->hang_rank = ddl_opt_int(name, v, 0, DDL_MAX_RANKS - 1); break;
 	case DDL_OPT_HANG_AT: o->hang_at = ddl_opt_int(name, v, 1, 1 << 30); break;
+	case DDL_OPT_SLOW_STEPS: {
+		char *end;
+		long a = strtol(v, &end, 10), b = *end == ':' ? strtol(end + 1, &end, 10) : -1;
+		if (*end || a < 0 || b < a || b > 1 << 30)
+			ddl_usage_error("--slow-steps '%s': FROM:TO, steps from 0, FROM <= TO", v);
+		o->slow_from = (int)a;
+		o->slow_to = (int)b;
+		break;
+	}
 	case DDL_OPT_SLOW_FACTOR: o->slow_factor = ddl_opt_num(name, v, 1, 100, 0); break;
 	case DDL_OPT_P2P: o->p2p_test = 1; break;
 	case DDL_OPT_P2P_MB: o->p2p_mb = ddl_opt_num(name, v, 1e-3, 1e5, 0); break;
@@ -1193,6 +1209,7 @@ struct ddl_rank {
 	ncclComm_t nc[DDL_COMM_KINDS];
 	int nc_rank[DDL_COMM_KINDS];
 	long colls;      /* collectives issued so far */
+	int slow_now;    /* this step is one of --slow-steps */
 	long hang_at;    /* --hang-at on the --hang-rank, else 0 */
 };
 
@@ -1359,7 +1376,7 @@ static void ddl_rank_bucket(struct ddl_rank *R, int b, cudaEvent_t ready)
 /* Forward, then backward in reverse with each bucket's all-reduce as DDP launches it. */
 static void ddl_rank_passes(struct ddl_rank *R, const struct ddl_opts *o)
 {
-	uint64_t ns = (uint64_t)llround(R->p.layer_s * 1e9 * (R->rank == o->slow_rank ? o->slow_factor : 1));
+	uint64_t ns = (uint64_t)llround(R->p.layer_s * 1e9 * (R->rank == o->slow_rank || R->slow_now ? o->slow_factor : 1));
 	for (int l = 0; l < o->layers; l++)
 		ddl_cuda(ddk_compute(R->compute, ns, R->scratch), "ddk_compute (forward)");
 	int b = 0;
@@ -1467,6 +1484,7 @@ static void ddl_rank_loop(struct ddl_rank *R, const struct ddl_opts *o, double *
 		}
 		if (o->markers && ddlprof_range_push)
 			ddlprof_range_push("iteration");
+		R->slow_now = it >= o->slow_from && it <= o->slow_to;
 		double s = ddl_rank_step(R, o);
 		if (o->markers && ddlprof_range_pop)
 			ddlprof_range_pop();

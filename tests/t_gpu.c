@@ -946,3 +946,50 @@ int test_gpu_straggler(void)
 	}
 	return DDL_PASS;
 }
+
+/*
+ * Iterations that run slow: ddlsynth --slow-steps makes every rank's step
+ * 12 three times as long (its kernels), then steps 18 on twice as long;
+ * each rank's report names iteration 12 slow, and 18 where the pace
+ * changes for good, with the means before and after.
+ */
+int test_gpu_slow_iterations(void)
+{
+	static const char *const spike[] = {"--ranks", "2", "--layers", "2", "--params-per-layer", "10k",
+	                                    "--compute-ms", "3", "--iterations", "30", "--markers",
+	                                    "--slow-steps", "12:12", "--slow-factor", "3", NULL};
+	static const char *const shift[] = {"--ranks", "2", "--layers", "2", "--params-per-layer", "10k",
+	                                    "--compute-ms", "3", "--iterations", "30", "--markers",
+	                                    "--slow-steps", "18:29", "--slow-factor", "2", NULL};
+	for (int k = 0; k < 2; k++) {
+		struct ddl_synth s;
+		int rc = ddl_synth_run(&s, k ? shift : spike);
+		if (rc != DDL_PASS) {
+			ddl_synth_free(&s);
+			return rc;
+		}
+		size_t i;
+		json_t *r;
+		json_array_foreach(json_object_get(s.rep, "ranks"), i, r) {
+			json_t *slow = json_object_get(r, "slow_iterations"), *sh = json_object_get(r, "iteration_shift");
+			int has12 = 0;
+			size_t j;
+			json_t *e;
+			json_array_foreach(slow, j, e)
+				has12 |= ddl_jint(e, "iteration") == 12;
+			fprintf(stderr, "    %s: rank %lld: %zu slow, shift at %lld\n", k ? "steps 18 on" : "step 12",
+			        (long long)ddl_jint(r, "rank"), json_array_size(slow),
+			        json_is_object(sh) ? (long long)ddl_jint(sh, "at") : -1LL);
+			if (!k) {
+				CHECK(has12, "rank %lld: iteration 12 is not among the slow ones", (long long)ddl_jint(r, "rank"));
+				CHECK(json_is_null(sh), "a change of pace where there is none");
+			} else {
+				CHECK(json_is_object(sh) && ddl_jint(sh, "at") == 18 &&
+				      ddl_jnum(sh, "after_s") > 1.5 * ddl_jnum(sh, "before_s"),
+				      "rank %lld: no change of pace at 18", (long long)ddl_jint(r, "rank"));
+			}
+		}
+		ddl_synth_free(&s);
+	}
+	return DDL_PASS;
+}

@@ -138,6 +138,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(gpu_clock_alignment) \
 	X(report_compare) \
 	X(gpu_straggler) \
+	X(gpu_slow_iterations) \
 	X(gpu_synth_parts_vs_plan) \
 	X(launcher_errors) \
 	X(launcher_dir_safety) \
