@@ -473,7 +473,7 @@ static void ddl_straggler_table(const struct ddl_report *r, FILE *f)
 	      "wait. In each iteration the rank that made them wait longest, standing out, is late, and "
 	      "so is the rank it spent most of that time waiting on, in turn: the last of that chain is "
 	      "the cause. A straggler is the cause in at least half the iterations and makes the others "
-	      "wait more than 0.5 ms and 2% of the iteration, over twice the ranks' median; a victim is "
+	      "wait more than 0.5 ms and 5% of the iteration, over twice the ranks' median; a victim is "
 	      "late as often, because it waits on another.</div>\n", f);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];

@@ -16,7 +16,8 @@
  * the blame to whoever made that one end late. The analysed iterations of
  * the job's reference rank (the lowest with iterations) are the slots the
  * job's time is cut into, and a wait counts when it is at least 0.5 ms and
- * 2% of the mean iteration (the floor). In each slot every rank's imposed
+ * 5% of the mean iteration (the floor: on a busy machine an even job's ranks
+ * take turns at a few per cent). In each slot every rank's imposed
  * wait is traced along the rank it spent at least half that time waiting
  * on, and on from there, to a root; the root with the most wait traced to
  * it is the slot's cause when that is above the floor and twice any other
@@ -207,8 +208,8 @@ void ddl_report_stragglers(struct ddl_report *r)
 	/* a wait shorter than this is no one's lateness, in an iteration or on
 	 * average */
 	double floor_s = 0.0005;
-	if (r->iter_mean_s * 0.02 > floor_s)
-		floor_s = r->iter_mean_s * 0.02;
+	if (r->iter_mean_s * 0.05 > floor_s)
+		floor_s = r->iter_mean_s * 0.05;
 	struct ddl_cend *v = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < np; i++)

@@ -46,6 +46,7 @@
  *                      without (--data synthetic), compared
  * docs_readme_mpi      section 5 (root, Open MPI), one host and two
  * docs_readme_sim      section 7, twice, its output exactly the README's
+ * docs_readme_hang     section 8, a hang made with ddlsynth --hang-rank: the watchdog and the report
  *
  * "Takes more than a second" is made to happen on any machine by holding
  * the tool still for 1.2 s in the middle of the phase that shows progress:
@@ -2010,7 +2011,7 @@ int test_docs_readme_marks(void)
 	static struct docs_block b[64];
 	int nb = docs_readme_blocks(b, 64);
 	CHECK(nb > 0, "README.md's readme-test markers");
-	static const char *const groups[] = {"demo", "torch", "torchdata", "mpi", "sim"};
+	static const char *const groups[] = {"demo", "torch", "torchdata", "mpi", "sim", "hang"};
 	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
 		int runs = 0, outputs = 0;
 		for (int i = 0; i < nb; i++) {
@@ -2187,6 +2188,20 @@ int test_docs_readme_mpi(void)
 		return DDL_SKIP;
 	}
 	return docs_readme_netns("mpi");
+}
+
+/* Section 8: a hang made on purpose, the watchdog's lines and the report's Hang section. */
+int test_docs_readme_hang(void)
+{
+	if (DOCS_SANITIZED) {
+		printf("    skipped: the README's commands are checked in the plain build\n");
+		return DDL_SKIP;
+	}
+	if (access(tbuild("examples/ddlsynth"), X_OK) != 0) {
+		fprintf(stderr, "    no ddlsynth (no CUDA headers): skipped\n");
+		return DDL_SKIP;
+	}
+	return docs_readme_group("hang", 0, NULL, 0);
 }
 
 int test_docs_readme_sim(void)

@@ -162,6 +162,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(docs_readme_torchdata) \
 	X(docs_readme_mpi) \
 	X(docs_readme_sim) \
+	X(docs_readme_hang) \
 	X(report_errors) \
 	X(report_fail_if) \
 	X(callsite_module_fifo) \
