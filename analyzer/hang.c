@@ -65,6 +65,34 @@ static int ddl_is_p2p(unsigned kind, unsigned op)
 	return op == DDL_OP_SEND || op == DDL_OP_RECV || kind == DDL_EV_NCCL_SEND || kind == DDL_EV_NCCL_RECV;
 }
 
+/*
+ * Whether event I of T is a numbered step of a communicator's collective
+ * sequence (not point to point): NCCL's and host collectives, MPI's
+ * communicator calls (numbered with them), and the waits that complete
+ * MPI's nonblocking all-reduce. *LEFT: the record says its process left
+ * that collective (a host collective returned; a nonblocking one only when
+ * its wait completes).
+ */
+static int ddl_seq_record(const struct ddl_trace *t, size_t i, int *left)
+{
+	const struct ddl_event *e = &t->ev[i];
+	int cls = ddl_event_class(e->kind);
+	*left = 0;
+	if (cls == DDL_CLASS_HWAIT) {
+		const struct ddl_args *a = ddl_event_args(t, i);
+		*left = 1;
+		return a && a->op == DDL_EV_MPI_IALLREDUCE;
+	}
+	if (cls == DDL_CLASS_HCOMM) {
+		*left = 1;
+		return 1;
+	}
+	if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) || ddl_is_p2p(e->kind, ddl_coll_op_of(t, i)))
+		return 0;
+	*left = cls == DDL_CLASS_HCOLL && e->kind != DDL_EV_MPI_IALLREDUCE;
+	return 1;
+}
+
 /* How telling an open call is of what its process waits for: a host
  * collective (gloo's run on a worker thread while the training thread
  * waits for it) most; then any on the training thread (the iterations',
@@ -106,6 +134,23 @@ static const struct ddl_event *ddl_open_best(const struct ddl_proc *p, const str
 	}
 	*tt = t;
 	return best;
+}
+
+/* Whether process PROC's last image ends blocked in collective SEQ of
+ * communicator KEY, or waiting on the device after issuing it. */
+static int ddl_waits_in(const struct ddl_report *r, int proc, uint64_t key, uint32_t seq)
+{
+	const struct ddl_proc *p = &r->procs[proc];
+	if (!p->ntr)
+		return 0;
+	const struct ddl_trace *t = p->tr[p->ntr - 1];
+	for (size_t k = 0; k < t->nopen; k++) {
+		const struct ddl_args *a = (const struct ddl_args *)&t->open[2 * k + 1];
+		const struct ddl_comm_info *ci = ddl_trace_comm(t, a->comm);
+		if (ci && ci->key == key && a->aux == seq)
+			return 1;
+	}
+	return 0;
 }
 
 /* Whether P's last image ended cleanly (exit or _exit). */
@@ -166,13 +211,12 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt)
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t j = 0; j < t->nev; j++) {
-				int cls = ddl_event_class(t->ev[j].kind);
-				if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
+				int left;
+				if (!ddl_seq_record(t, j, &left) || ddl_event_class(t->ev[j].kind) == DDL_CLASS_HWAIT)
 					continue;
 				const struct ddl_args *a = ddl_event_args(t, j);
 				const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
-				if (!ci || ci->key != pt->key || a->aux != pt->seq ||
-				    ddl_is_p2p(t->ev[j].kind, ddl_coll_op_of(t, j)))
+				if (!ci || ci->key != pt->key || a->aux != pt->seq)
 					continue;
 				int64_t at = ddl_trace_real_ns(t, t->ev[j].start);
 				if (at < pt->since_ns) {
@@ -254,13 +298,15 @@ void ddl_report_hang(struct ddl_report *r)
 			continue;
 		for (size_t k = 0; k < p->ntr && !nomem; k++) {
 			const struct ddl_trace *t = p->tr[k];
+			/* every communicator it was a member of, from its first (a member
+			 * that never entered one is missing from it) */
+			for (size_t c = 0; c < t->ncomms && !nomem; c++)
+				if (t->comms[c].id && !ddl_hmember_get(&v, &n, &cap, t->comms[c].key, (int)i, &t->comms[c]))
+					nomem = 1;
 			for (size_t j = 0; j < t->nev && !nomem; j++) {
-				int cls = ddl_event_class(t->ev[j].kind);
-				if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) ||
-				    ddl_is_p2p(t->ev[j].kind, ddl_coll_op_of(t, j)))
-					continue;
-				nomem = ddl_hang_note(&v, &n, &cap, t, &t->ev[j], ddl_event_args(t, j), (int)i,
-				                      cls == DDL_CLASS_HCOLL) < 0;
+				int left;
+				if (ddl_seq_record(t, j, &left))
+					nomem = ddl_hang_note(&v, &n, &cap, t, &t->ev[j], ddl_event_args(t, j), (int)i, left) < 0;
 			}
 			for (size_t j = 0; j < t->nopen && !nomem && k + 1 == p->ntr; j++) {
 				const struct ddl_args *a = (const struct ddl_args *)&t->open[2 * j + 1];
@@ -298,9 +344,15 @@ void ddl_report_hang(struct ddl_report *r)
 		int any_left = 0;
 		for (size_t k = a; k < b; k++)
 			any_left |= v[k].left >= top;
+		/* every member in it and none out: a stuck collective only when some
+		 * member still waits in it (an NCCL one is never known to be left:
+		 * its last collective, every member's, is not stuck for that) */
+		int waiting = 0;
+		for (size_t k = a; k < b && low == top && !any_left; k++)
+			waiting |= ddl_waits_in(r, v[k].proc, v[k].key, top);
 		if (low < top)
 			pt.seq = low + 1;
-		else if (!any_left)
+		else if (!any_left && waiting)
 			pt.seq = top;
 		if (pt.seq) {
 			ddl_hang_find(r, &pt);
@@ -362,7 +414,8 @@ void ddl_report_hang(struct ddl_report *r)
 			const struct ddl_comm_info *ci = ddl_trace_comm(t, a->comm);
 			hr->call = ddl_event_name(e->kind);
 			hr->in_s = (double)(end - ddl_trace_real_ns(t, e->start)) / 1e9;
-			hr->fd = e->fd;
+			int cls = ddl_event_class(e->kind); /* waits keep counts in fd, CUDA's calls the device */
+			hr->fd = cls == DDL_CLASS_TX || cls == DDL_CLASS_RX || cls == DDL_CLASS_CONN ? e->fd : -1;
 			hr->comm_key = ci ? ci->key : 0;
 			hr->seq = a->aux;
 			hr->last = (a->flags & DDL_ARGF_LASTCOLL) != 0;

@@ -1203,7 +1203,7 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			}
 			if (j < nt) {
 				cnt[j]++;
-				sum[j] += ddl_trace_dur_ns(t, e);
+				sum[j] = ddl_ns_sat_add(sum[j], ddl_trace_dur_ns(t, e));
 			}
 		}
 	}

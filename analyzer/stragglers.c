@@ -68,11 +68,14 @@ static int ddl_waitrec_cmp(const void *a, const void *b)
  * flight together (gloo's buckets) are one wait, not one each. */
 static double ddl_waits_length(const struct ddl_waitrec *w, size_t n)
 {
-	int64_t total = 0, a = 0, b = INT64_MIN;
+	/* in double: starts moved back by a shared collective's late end may
+	 * lie anywhere a crafted trace puts them */
+	double total = 0;
+	int64_t a = 0, b = INT64_MIN;
 	for (size_t i = 0; i < n; i++) {
 		if (w[i].a > b) {
 			if (b != INT64_MIN)
-				total += b - a;
+				total += (double)b - (double)a;
 			a = w[i].a;
 			b = w[i].b;
 		} else if (w[i].b > b) {
@@ -80,8 +83,8 @@ static double ddl_waits_length(const struct ddl_waitrec *w, size_t n)
 		}
 	}
 	if (b != INT64_MIN)
-		total += b - a;
-	return (double)total / 1e9;
+		total += (double)b - (double)a;
+	return total / 1e9;
 }
 
 /* By process, then start. */
@@ -274,7 +277,9 @@ void ddl_report_stragglers(struct ddl_report *r)
 				first_end = v[pos[v[k].prev]].end_ns;
 		}
 		for (size_t k = a; k < b; k++)
-			at[k] = v[k].start_ns - (pg >= 0 ? v[pos[v[k].prev]].end_ns - first_end : 0);
+			at[k] = pg >= 0 ? ddl_ns_clamp((double)v[k].start_ns -
+			                               ((double)v[pos[v[k].prev]].end_ns - (double)first_end))
+			                : v[k].start_ns;
 		size_t last = a;
 		for (size_t k = a; k < b; k++)
 			if (at[k] > at[last])

@@ -299,6 +299,7 @@ struct ddl_thread {
 	/* the blocking call the thread is in (ddl_open_enter): the writer
 	 * reads it for the trace's open calls and the hang watchdog */
 	_Alignas(64) struct ddl_open open;
+	_Atomic uint64_t open_said_t0; /* the writer's: the open call the watchdog said */
 };
 
 extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
@@ -470,6 +471,9 @@ static inline int ddl_open_take(struct ddl_thread *t)
 	    sp < atomic_load_explicit(&t->open.sp, memory_order_relaxed))
 		return 0;
 	atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
+	/* a reader that sees the new fields sees kind 0 first (a seqlock's
+	 * order; free on x86) */
+	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&t->open.sp, sp, memory_order_relaxed);
 	return 1;
 }
@@ -508,6 +512,17 @@ static inline void ddl_open_leave(struct ddl_thread *t, int mine)
 {
 	if (mine)
 		atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
+}
+
+/* No open call and no last collective: a ring passed to another thread
+ * (one that ended inside a blocking call, cancelled, or one of a parent
+ * before fork). */
+static inline void ddl_open_clear(struct ddl_thread *t)
+{
+	atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->open.last_kind, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->open.sp, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->open_said_t0, 0, memory_order_relaxed);
 }
 
 /* The collective T issued last (NCCL: queued on the device, not waited in). */

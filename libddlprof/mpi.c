@@ -90,13 +90,24 @@ void *ddl_mpi_next_slot(void **slot, const char *name)
  * called MPI_X, so an MPI that has it is loaded. Were it not found, no
  * call could go on, and the process stops with a line saying why.
  */
+/* What a wrapper calls where no MPI is loaded (a program that found our
+ * MPI_ symbol with dlsym and calls it, probing for MPI): MPI_ERR_OTHER,
+ * as an MPI without that function would fail it; every MPI function
+ * returns an int, and the arguments are the caller's to clean up. */
+static int ddl_mpi_missing(void)
+{
+	return 16; /* MPI_ERR_OTHER in Open MPI and MPICH */
+}
+
 static void *ddl_mpi_need(void **slot, const char *name)
 {
 	void *f = ddl_mpi_next_slot(slot, name);
 	if (!f) {
-		ddl_warn("cannot find MPI's %s past libddlprof; the program cannot go on", name);
-		ddl_real_resolve();
-		ddl_real._exit(127);
+		static _Atomic int said;
+		if (!atomic_exchange(&said, 1))
+			ddl_warn("no MPI's %s past libddlprof (no libmpi loaded): the call fails with MPI_ERR_OTHER",
+			         name);
+		return (void *)ddl_mpi_missing;
 	}
 	return f;
 }

@@ -244,9 +244,12 @@ static inline void ddl_coll_end(struct ddl_coll *c, unsigned kind, ncclResult_t 
 	}
 	/* its number in the communicator's sequence; the thread's last collective */
 	int p2p = kind == DDL_EV_NCCL_SEND || kind == DDL_EV_NCCL_RECV;
-	c->a.aux = p2p ? ddl_p2p_seq_next(c->a.comm, c->a.peer, kind == DDL_EV_NCCL_RECV)
-	               : ddl_comm_seq_next(c->a.comm);
-	ddl_open_issued(t, kind, c->a.comm, c->a.aux);
+	if (r == ncclSuccess || r == ncclInProgress) { /* a failed call is no member's */
+		c->a.aux = p2p ? ddl_p2p_seq_next(c->a.comm, c->a.peer, kind == DDL_EV_NCCL_RECV)
+		               : ddl_comm_seq_next(c->a.comm);
+		if (!p2p)
+			ddl_open_issued(t, kind, c->a.comm, c->a.aux);
+	}
 	/* with --backtrace, the call's stack too (unwind.c) */
 	ddl_ring_put_args_call(t, kind, 0, c->t0, t1, r, ddl_gtls.dev, c->sid, &c->a);
 	if (ddl_unlikely(!ddl_gpu_started))

@@ -37,6 +37,7 @@ static void ddl_thread_exit(void *p)
 		t->alt = NULL;
 	ddl_self = NULL;
 	ddl_self_state = DDL_TS_GONE;
+	ddl_open_clear(t); /* it may end inside a blocking call (cancelled) */
 	atomic_store_explicit(&t->dead, DDL_RING_DEAD, memory_order_release);
 }
 
@@ -124,6 +125,7 @@ static struct ddl_thread *ddl_thread_claim(void)
 			t->py_in = 0;
 			t->gloo_key = 0;
 			t->gloo_key_n = 0;
+			ddl_open_clear(t);
 			return t;
 		}
 	}
@@ -285,6 +287,7 @@ void ddl_threads_after_fork_child(void)
 		t->cached_tail = t->head;
 		t->kick_tail = 0;
 		t->dropped = 0; /* the parent's losses are the parent's to report */
+		ddl_open_clear(t); /* the parent's threads' waits are not the child's */
 		/* the ring whose alternate stack this thread still has (it may be on
 		 * it: fork from a handler) is nobody else's, ever */
 		atomic_store(&t->dead, t->alt && t->alt == mine ? DDL_RING_LIVE : DDL_RING_FREE);

@@ -109,11 +109,22 @@ static struct {
 #define DDL_OPEN_MIN_NS 1000000000LL
 #define DDL_OPEN_MAX    128
 static struct ddl_event ddl_open_buf[2 * DDL_OPEN_MAX];
-static struct ddl_said {
-	uint16_t idx;
-	uint64_t t0;
-} ddl_hang_said[DDL_OPEN_MAX];
-static int ddl_nhang_said;
+static unsigned ddl_kind_class(unsigned kind)
+{
+	static const unsigned char cls[] = {
+#define DDL_X_CLASS(n, str, c) [DDL_EV_##n] = c,
+		DDL_EVENT_KINDS(DDL_X_CLASS)
+#undef DDL_X_CLASS
+	};
+	return kind < sizeof cls ? cls[kind] : 0;
+}
+
+/* Whether a call of KIND keeps a descriptor in fd (waits keep counts, CUDA's calls the device). */
+static int ddl_kind_has_fd(unsigned kind)
+{
+	unsigned c = ddl_kind_class(kind);
+	return c == DDL_CLASS_TX || c == DDL_CLASS_RX || c == DDL_CLASS_CONN || c == DDL_CLASS_FILE;
+}
 
 static const char *ddl_kind_name(unsigned kind)
 {
@@ -123,21 +134,6 @@ static const char *ddl_kind_name(unsigned kind)
 #undef DDL_X_NAME
 	};
 	return kind < sizeof names / sizeof names[0] && names[kind] ? names[kind] : "a call";
-}
-
-/* Whether the open call of thread IDX from T0 was said by the watchdog; notes it. */
-static int ddl_hang_once(uint16_t idx, uint64_t t0)
-{
-	for (int i = 0; i < ddl_nhang_said; i++)
-		if (ddl_hang_said[i].idx == idx) {
-			if (ddl_hang_said[i].t0 == t0)
-				return 1;
-			ddl_hang_said[i].t0 = t0;
-			return 0;
-		}
-	if (ddl_nhang_said < DDL_OPEN_MAX)
-		ddl_hang_said[ddl_nhang_said++] = (struct ddl_said){idx, t0};
-	return 0;
 }
 
 /* One line on stderr for a call open past --hang-timeout. */
@@ -151,7 +147,7 @@ static void ddl_hang_say(const struct ddl_thread *t, const struct ddl_event *e, 
 	else if (a->comm)
 		snprintf(what, sizeof what, "; its last collective: %s, number %u of communicator %016llx",
 		         ddl_kind_name(a->corr), a->aux, key);
-	else if (e->fd >= 0)
+	else if (e->fd >= 0 && ddl_kind_has_fd(e->kind))
 		snprintf(what, sizeof what, " (descriptor %d)", e->fd);
 	char rank[32] = "";
 	if (ddl_g.rank >= 0)
@@ -166,70 +162,88 @@ static void ddl_hang_say(const struct ddl_thread *t, const struct ddl_event *e, 
  * worker pools idle in those for as long as they like). */
 static int ddl_hang_watched(const struct ddl_thread *t, unsigned kind)
 {
-	static const unsigned char cls[] = {
-#define DDL_X_CLASS(n, str, c) [DDL_EV_##n] = c,
-		DDL_EVENT_KINDS(DDL_X_CLASS)
-#undef DDL_X_CLASS
-	};
-	unsigned c = kind < sizeof cls ? cls[kind] : 0;
+	unsigned c = ddl_kind_class(kind);
 	if (c == DDL_CLASS_HCOLL || c == DDL_CLASS_GPUSYNC || c == DDL_CLASS_COPY || c == DDL_CLASS_COLL)
 		return 1;
 	return t->tid == ddl_g.pid;
 }
 
-/*
- * Fills ddl_open_buf with the calls open DDL_OPEN_MIN_NS or more, now;
- * returns how many records (two a call) and sets *SIG to a signature of
- * the set. With --hang-timeout, says the calls open that long (once each).
- */
-static size_t ddl_open_scan(uint64_t *sig, int say)
+/* The watchdog speaks only on the writer thread, never a program's. */
+static __thread int ddl_on_writer;
+
+/* How telling an open call of KIND on T is, for which to keep when there
+ * are more than DDL_OPEN_MAX: a collective or a wait on the device, or
+ * any on the main thread, before other threads' waits (idle pools). */
+static int ddl_open_telling(const struct ddl_thread *t, unsigned kind)
 {
+	unsigned c = ddl_kind_class(kind);
+	return c == DDL_CLASS_HCOLL || c == DDL_CLASS_GPUSYNC || c == DDL_CLASS_COPY || c == DDL_CLASS_COLL ||
+	       t->tid == ddl_g.pid;
+}
+
+/*
+ * Fills ddl_open_buf with the calls open DDL_OPEN_MIN_NS or more, now,
+ * the most telling first; returns how many records (two a call) and sets
+ * *SIG to a signature of the set. With --hang-timeout, on the writer
+ * thread, says the calls open that long (once each).
+ */
+static size_t ddl_open_scan(uint64_t *sig)
+{
+	*sig = 0;
+	int any = 0;
+	for (struct ddl_thread *t = ddl_threads_first(); t && !any; t = t->next)
+		any = atomic_load_explicit(&t->open.kind, memory_order_relaxed) != 0;
+	if (!any)
+		return 0; /* the common case, and no clock rate asked for */
 	uint64_t now = ddl_clock_now();
 	double tpn = ddl_clock_ticks_per_ns();
 	uint64_t min = (uint64_t)(DDL_OPEN_MIN_NS * tpn);
 	uint64_t hang = ddl_g.cfg.hang_timeout_s ? (uint64_t)(ddl_g.cfg.hang_timeout_s * 1e9 * tpn) : 0;
 	size_t n = 0;
-	*sig = 0;
-	for (struct ddl_thread *t = ddl_threads_first(); t && n < 2 * DDL_OPEN_MAX; t = t->next) {
-		unsigned kind = atomic_load_explicit(&t->open.kind, memory_order_acquire);
-		uint64_t t0 = atomic_load_explicit(&t->open.t0, memory_order_relaxed);
-		if (!kind || now < t0 || now - t0 < min || atomic_load(&t->dead))
-			continue;
-		struct ddl_event *e = &ddl_open_buf[n];
-		struct ddl_args *a = (struct ddl_args *)&ddl_open_buf[n + 1];
-		memset(e, 0, 2 * sizeof *e);
-		ddl_event_fill(e, kind, DDL_EVF_ARGS, t->tidbits, t0, now, 0,
-		               atomic_load_explicit(&t->open.fd, memory_order_relaxed),
-		               atomic_load_explicit(&t->open.peer, memory_order_relaxed));
-		a->kind = DDL_EV_ARGS;
-		a->peer = -1;
-		a->comm = atomic_load_explicit(&t->open.comm, memory_order_relaxed);
-		a->aux = atomic_load_explicit(&t->open.seq, memory_order_relaxed);
-		a->bytes = a->comm ? atomic_load_explicit(&t->open.bytes, memory_order_relaxed) : 0;
-		unsigned last = atomic_load_explicit(&t->open.last_kind, memory_order_acquire);
-		if (!a->comm && last) {
-			a->comm = atomic_load_explicit(&t->open.last_comm, memory_order_relaxed);
-			a->aux = atomic_load_explicit(&t->open.last_seq, memory_order_relaxed);
-			a->corr = last;
-			a->flags = DDL_ARGF_LASTCOLL;
+	for (int pass = 0; pass < 2; pass++)
+		for (struct ddl_thread *t = ddl_threads_first(); t && n < 2 * DDL_OPEN_MAX; t = t->next) {
+			unsigned kind = atomic_load_explicit(&t->open.kind, memory_order_acquire);
+			uint64_t t0 = atomic_load_explicit(&t->open.t0, memory_order_relaxed);
+			if (!kind || now < t0 || now - t0 < min || atomic_load(&t->dead) ||
+			    ddl_open_telling(t, kind) != !pass)
+				continue;
+			struct ddl_event *e = &ddl_open_buf[n];
+			struct ddl_args *a = (struct ddl_args *)&ddl_open_buf[n + 1];
+			memset(e, 0, 2 * sizeof *e);
+			ddl_event_fill(e, kind, DDL_EVF_ARGS, t->tidbits, t0, now, 0,
+			               atomic_load_explicit(&t->open.fd, memory_order_relaxed),
+			               atomic_load_explicit(&t->open.peer, memory_order_relaxed));
+			a->kind = DDL_EV_ARGS;
+			a->peer = -1;
+			a->comm = atomic_load_explicit(&t->open.comm, memory_order_relaxed);
+			a->aux = atomic_load_explicit(&t->open.seq, memory_order_relaxed);
+			a->bytes = a->comm ? atomic_load_explicit(&t->open.bytes, memory_order_relaxed) : 0;
+			unsigned last = atomic_load_explicit(&t->open.last_kind, memory_order_acquire);
+			if (!a->comm && last) {
+				a->comm = atomic_load_explicit(&t->open.last_comm, memory_order_relaxed);
+				a->aux = atomic_load_explicit(&t->open.last_seq, memory_order_relaxed);
+				a->corr = last;
+				a->flags = DDL_ARGF_LASTCOLL;
+			}
+			/* the thread may have left the call (and entered another) meanwhile */
+			atomic_thread_fence(memory_order_acquire);
+			if (atomic_load_explicit(&t->open.kind, memory_order_relaxed) != kind ||
+			    atomic_load_explicit(&t->open.t0, memory_order_relaxed) != t0)
+				continue;
+			*sig = (*sig ^ ((uint64_t)t->idx << 40 ^ t0 ^ (uint64_t)kind << 56)) * 0x100000001b3ull;
+			if (ddl_on_writer && hang && now - t0 >= hang && ddl_hang_watched(t, kind) &&
+			    atomic_load_explicit(&t->open_said_t0, memory_order_relaxed) != t0) {
+				atomic_store_explicit(&t->open_said_t0, t0, memory_order_relaxed);
+				char v[96];
+				snprintf(v, sizeof v, "%s thread=%d t0=%llu", ddl_kind_name(kind), (int)t->tid,
+				         (unsigned long long)t0);
+				ddl_meta("hang", v);
+				ddl_hang_say(t, e, a, (double)(now - t0) / tpn / 1e9);
+			}
+			n += 2;
 		}
-		/* the thread may have left the call (and entered another) meanwhile */
-		if (atomic_load_explicit(&t->open.kind, memory_order_acquire) != kind ||
-		    atomic_load_explicit(&t->open.t0, memory_order_relaxed) != t0)
-			continue;
-		*sig = (*sig ^ ((uint64_t)t->idx << 40 ^ t0 ^ (uint64_t)kind << 56)) * 0x100000001b3ull;
-		if (say && hang && now - t0 >= hang && ddl_hang_watched(t, kind) && !ddl_hang_once(t->idx, t0)) {
-			char v[96];
-			snprintf(v, sizeof v, "%s thread=%d t0=%llu", ddl_kind_name(kind), (int)t->tid,
-			         (unsigned long long)t0);
-			ddl_meta("hang", v);
-			ddl_hang_say(t, e, a, (double)(now - t0) / tpn / 1e9);
-		}
-		n += 2;
-	}
 	return n;
 }
-
 
 #define DDL_STAGE_BYTES (ddl_stage_events * sizeof(struct ddl_event))
 
@@ -558,7 +572,7 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 		return -EIO;
 	/* the calls its threads are blocked in, a second or more */
 	uint64_t open_sig;
-	size_t nopen = ddl_open_scan(&open_sig, compress && !ddl_w.inline_mode);
+	size_t nopen = ddl_open_scan(&open_sig);
 	if (!ddl_w.created) {
 		/* A process that recorded nothing leaves no file: shell scripts
 		 * and helpers around the job would only add noise. But the
@@ -819,6 +833,7 @@ static void *ddl_writer_main(void *arg)
 	(void)arg;
 	ddl_thread_mark_internal();
 	ddl_writer_private_fds();
+	ddl_on_writer = 1;
 	int64_t period = (int64_t)ddl_g.cfg.flush_ms * 1000000;
 	int64_t deadline = ddl_mono_ns() + period;
 	int ok = 1;
@@ -1086,7 +1101,6 @@ void ddl_writer_after_fork_child(void)
 	atomic_store(&ddl_w.sig_flushed_ns, 0); /* the child's own first fault flushes */
 	ddl_w.finished = 0;
 	ddl_w.open_sig = 0; /* a new file: its open calls are its own */
-	ddl_nhang_said = 0;
 }
 
 /*
