@@ -471,9 +471,6 @@ static inline int ddl_open_take(struct ddl_thread *t)
 	    sp < atomic_load_explicit(&t->open.sp, memory_order_relaxed))
 		return 0;
 	atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
-	/* a reader that sees the new fields sees kind 0 first (a seqlock's
-	 * order; free on x86) */
-	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&t->open.sp, sp, memory_order_relaxed);
 	return 1;
 }
@@ -484,12 +481,14 @@ static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0,
 {
 	if (!ddl_open_take(t))
 		return 0;
-	atomic_store_explicit(&t->open.t0, t0, memory_order_relaxed);
-	atomic_store_explicit(&t->open.fd, fd, memory_order_relaxed);
-	atomic_store_explicit(&t->open.peer, peer, memory_order_relaxed);
-	atomic_store_explicit(&t->open.comm, comm, memory_order_relaxed);
-	atomic_store_explicit(&t->open.seq, seq, memory_order_relaxed);
-	atomic_store_explicit(&t->open.bytes, bytes, memory_order_relaxed);
+	/* release: a reader that sees one of these sees kind 0 before it (a
+	 * seqlock's order; plain stores on x86) */
+	atomic_store_explicit(&t->open.t0, t0, memory_order_release);
+	atomic_store_explicit(&t->open.fd, fd, memory_order_release);
+	atomic_store_explicit(&t->open.peer, peer, memory_order_release);
+	atomic_store_explicit(&t->open.comm, comm, memory_order_release);
+	atomic_store_explicit(&t->open.seq, seq, memory_order_release);
+	atomic_store_explicit(&t->open.bytes, bytes, memory_order_release);
 	atomic_store_explicit(&t->open.kind, kind, memory_order_release);
 	return 1;
 }

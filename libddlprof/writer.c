@@ -211,22 +211,22 @@ static size_t ddl_open_scan(uint64_t *sig)
 			struct ddl_args *a = (struct ddl_args *)&ddl_open_buf[n + 1];
 			memset(e, 0, 2 * sizeof *e);
 			ddl_event_fill(e, kind, DDL_EVF_ARGS, t->tidbits, t0, now, 0,
-			               atomic_load_explicit(&t->open.fd, memory_order_relaxed),
-			               atomic_load_explicit(&t->open.peer, memory_order_relaxed));
+			               atomic_load_explicit(&t->open.fd, memory_order_acquire),
+			               atomic_load_explicit(&t->open.peer, memory_order_acquire));
 			a->kind = DDL_EV_ARGS;
 			a->peer = -1;
-			a->comm = atomic_load_explicit(&t->open.comm, memory_order_relaxed);
-			a->aux = atomic_load_explicit(&t->open.seq, memory_order_relaxed);
-			a->bytes = a->comm ? atomic_load_explicit(&t->open.bytes, memory_order_relaxed) : 0;
+			a->comm = atomic_load_explicit(&t->open.comm, memory_order_acquire);
+			a->aux = atomic_load_explicit(&t->open.seq, memory_order_acquire);
+			a->bytes = a->comm ? atomic_load_explicit(&t->open.bytes, memory_order_acquire) : 0;
 			unsigned last = atomic_load_explicit(&t->open.last_kind, memory_order_acquire);
 			if (!a->comm && last) {
-				a->comm = atomic_load_explicit(&t->open.last_comm, memory_order_relaxed);
-				a->aux = atomic_load_explicit(&t->open.last_seq, memory_order_relaxed);
+				a->comm = atomic_load_explicit(&t->open.last_comm, memory_order_acquire);
+				a->aux = atomic_load_explicit(&t->open.last_seq, memory_order_acquire);
 				a->corr = last;
 				a->flags = DDL_ARGF_LASTCOLL;
 			}
-			/* the thread may have left the call (and entered another) meanwhile */
-			atomic_thread_fence(memory_order_acquire);
+			/* the thread may have left the call (and entered another) meanwhile;
+			 * the loads above are acquires, so this one comes after them */
 			if (atomic_load_explicit(&t->open.kind, memory_order_relaxed) != kind ||
 			    atomic_load_explicit(&t->open.t0, memory_order_relaxed) != t0)
 				continue;
