@@ -5,10 +5,11 @@
  * single iterations that stand out of the pace around them (a checkpoint,
  * a garbage collection, a retransmission).
  *
- * The change point is the split of the series into a before and an after
- * whose means differ most against their spread (Welch's t, over every
- * split leaving three iterations or more on each side); it counts when t
- * is 5 or more and the means differ by a tenth or more. A slow iteration
+ * The change point is the split of the series into a before and an after,
+ * the after the slower, whose means differ most against their spread
+ * (Welch's t, over every split leaving five iterations or more on each
+ * side); it counts when t is 5 or more and the after is a tenth slower or
+ * more (a job that speeds up is not one that runs slow). A slow iteration
  * is one longer than the median of its side of the split by four robust
  * deviations (1.4826 times the median absolute deviation) and a fifth of
  * that median, and 0.5 ms. Ranks with fewer than eight iterations are not
@@ -59,7 +60,7 @@ static size_t ddl_change_point(const double *x, size_t n, double *before, double
 	for (size_t k = 1; k < n; k++) {
 		s1 += x[k - 1];
 		q1 += x[k - 1] * x[k - 1];
-		if (k < 3 || n - k < 3)
+		if (k < 5 || n - k < 5)
 			continue;
 		double n1 = (double)k, n2 = (double)(n - k);
 		double m1 = s1 / n1, m2 = (st - s1) / n2;
@@ -67,8 +68,8 @@ static size_t ddl_change_point(const double *x, size_t n, double *before, double
 		v1 = v1 > 0 ? v1 : 0;
 		v2 = v2 > 0 ? v2 : 0;
 		double se = sqrt(v1 / n1 + v2 / n2);
-		double d = fabs(m2 - m1), lo = m1 < m2 ? m1 : m2;
-		if (d < 0.1 * lo)
+		double d = m2 - m1;
+		if (d < 0.1 * m1)
 			continue;
 		/* a split between two flat paces has no spread at all: as sure
 		 * as a split gets */
