@@ -263,6 +263,18 @@ struct ddl_open {
 	_Atomic uint32_t last_comm, last_seq;
 };
 
+/* FNV-1a over N bytes at P from H (DDL_FNV0 to start): the keys the
+ * library makes from what every member of a communicator, or every end of
+ * a connection, sees alike. */
+#define DDL_FNV0 0xcbf29ce484222325ull
+static inline uint64_t ddl_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
 /* ---- thread.c: per-thread single-producer rings ---- */
 struct ddl_thread {
 	/* owner's cache line */

@@ -210,13 +210,6 @@ void ddl_gloo_after_fork_child(void)
 	pthread_mutex_init(&ddl_gloo_real_lock, NULL);
 }
 
-static uint64_t ddl_gfnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
 
 /*
  * The communicator id of context CTX, recorded on first sight, or anew
@@ -248,8 +241,8 @@ static uint32_t ddl_gloo_comm(uintptr_t ctx, uint64_t key, int fresh)
 	}
 	pthread_mutex_unlock(&ddl_gloo_lock);
 	if (!key) {
-		key = ddl_gfnv(0xcbf29ce484222325ull, "gloo", 4);
-		key = ddl_gfnv(ddl_gfnv(key, &size, sizeof size), &seq, sizeof seq);
+		key = ddl_fnv(DDL_FNV0, "gloo", 4);
+		key = ddl_fnv(ddl_fnv(key, &size, sizeof size), &seq, sizeof seq);
 	}
 	char text[256];
 	int n = snprintf(text, sizeof text,
@@ -481,7 +474,7 @@ void ddl_gloo_mesh(void *self, void *store, void *dev)
 		uint64_t key = 0;
 		if (t->gloo_key) {
 			unsigned n = t->gloo_key_n++;
-			key = ddl_gfnv(ddl_gfnv(t->gloo_key, "ctx", 3), &n, sizeof n);
+			key = ddl_fnv(ddl_fnv(t->gloo_key, "ctx", 3), &n, sizeof n);
 		}
 		t->busy = 1;
 		ddl_gloo_comm((uintptr_t)self, key, 1);

@@ -172,14 +172,6 @@ static inline uintptr_t ddl_mpi_handle_at(const void *p, int i)
 	return v;
 }
 
-static uint64_t ddl_mpi_fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-#define DDL_MPI_FNV0 0xcbf29ce484222325ull
 
 /* ---- communicators ---- */
 
@@ -302,13 +294,13 @@ static struct ddl_mpi_comm *ddl_mpi_comm_add(uintptr_t h, int made, uint64_t par
 				gfree(&g);
 		}
 	}
-	uint64_t list = DDL_MPI_FNV0;
+	uint64_t list = DDL_FNV0;
 	if (have)
-		list = ddl_mpi_fnv(list, wr, (size_t)size * sizeof *wr);
+		list = ddl_fnv(list, wr, (size_t)size * sizeof *wr);
 	else
-		list = ddl_mpi_fnv(ddl_mpi_fnv(list, &size, sizeof size), &parent, sizeof parent);
+		list = ddl_fnv(ddl_fnv(list, &size, sizeof size), &parent, sizeof parent);
 	int seen = made == DDL_MPI_MADE_SEEN;
-	uint64_t ns = ddl_mpi_fnv(list, seen ? "seen" : "made", 4); /* two counts per list */
+	uint64_t ns = ddl_fnv(list, seen ? "seen" : "made", 4); /* two counts per list */
 	pthread_mutex_lock(&ddl_mpi.lock);
 	/* a live entry of H made meanwhile (another thread met it first at the
 	 * same moment: it is counted once), else the first free or freed slot
@@ -343,8 +335,8 @@ static struct ddl_mpi_comm *ddl_mpi_comm_add(uintptr_t h, int made, uint64_t par
 		}
 		nth = k < DDL_MPI_LISTS ? ++ddl_mpi_lists.n[k] : 0;
 	}
-	uint64_t key = made == DDL_MPI_MADE_WORLD ? ddl_mpi_fnv(DDL_MPI_FNV0, "mpi:world", 9)
-	                                          : ddl_mpi_fnv(ns, &nth, sizeof nth);
+	uint64_t key = made == DDL_MPI_MADE_WORLD ? ddl_fnv(DDL_FNV0, "mpi:world", 9)
+	                                          : ddl_fnv(ns, &nth, sizeof nth);
 	/* a freed slot taken again: readers passing see it busy, not as the old one */
 	atomic_store_explicit(&spot->handle, DDL_MPI_BUSY, memory_order_release);
 	_Atomic uint32_t *old = atomic_load_explicit(&spot->p2p, memory_order_relaxed);

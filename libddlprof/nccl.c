@@ -28,15 +28,6 @@ struct ddl_comm_tab {
 };
 static void *_Atomic ddl_comms; /* a struct ddl_comm_tab, mapped on the first communicator */
 
-static uint64_t ddl_fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-#define DDL_FNV0 0xcbf29ce484222325ull
-
 static size_t ddl_nccl_type_size(ncclDataType_t t)
 {
 	switch ((int)t) {

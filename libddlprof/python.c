@@ -85,13 +85,6 @@ DDL_EXPORT void ddlprof_py_collective(int op, unsigned long long bytes, int elem
 	                  DDL_PHASE_COLLECTIVE, 0, &a);
 }
 
-static uint64_t ddl_py_fnv(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
 
 DDL_EXPORT unsigned ddlprof_py_group(const char *key, const char *ranks, int rank, int size,
                                      const char *backend)
@@ -100,7 +93,7 @@ DDL_EXPORT unsigned ddlprof_py_group(const char *key, const char *ranks, int ran
 	if (!t || !key || !ranks)
 		return 0;
 	t->busy = 1; /* the string table's lock */
-	uint64_t k = ddl_py_fnv(key);
+	uint64_t k = ddl_fnv(DDL_FNV0, key, strlen(key));
 	uint32_t id = ddl_comm_id_new();
 	char text[1024];
 	int n = snprintf(text, sizeof text,

@@ -147,13 +147,6 @@ struct ddl_peer_tab {
 };
 static void *_Atomic ddl_peers; /* a struct ddl_peer_tab, mapped on the first peer */
 
-static uint64_t ddl_fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
 
 /* Describes a socket address as text and whether it is on this host. */
 static int ddl_peer_text(const struct sockaddr *sa, char *out, size_t cap, int *local)
@@ -195,7 +188,7 @@ static uint32_t ddl_peer_intern(const struct sockaddr *sa, socklen_t len)
 {
 	if (!sa || len < sizeof(sa_family_t))
 		return 0;
-	uint64_t h = ddl_fnv(0xcbf29ce484222325ull, &sa->sa_family, sizeof sa->sa_family);
+	uint64_t h = ddl_fnv(DDL_FNV0, &sa->sa_family, sizeof sa->sa_family);
 	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		const struct sockaddr_in *s = (const void *)sa;
 		h = ddl_fnv(ddl_fnv(h, &s->sin_port, 2), &s->sin_addr, 4);
