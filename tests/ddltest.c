@@ -1,7 +1,8 @@
 /*
  * The test runner: runs each test in its own child with a time limit,
  * prints one line per test and "N passed, N failed, N skipped" at the end,
- * and exits non-zero when any failed. Arguments select tests by substring.
+ * then the names of those that failed (the last lines are what a CI log
+ * keeps), and exits non-zero when any failed. Arguments select tests by substring.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@ int ddl_test_child(int argc, char **argv);
 int main(int argc, char **argv)
 {
 	int pass = 0, fail = 0, skip = 0;
+	char failed[2048] = "";
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return ddl_test_child(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -68,9 +70,14 @@ int main(int argc, char **argv)
 			pass++;
 		else if (rc == DDL_SKIP)
 			skip++;
-		else
+		else {
 			fail++;
+			size_t n = strlen(failed);
+			snprintf(failed + n, sizeof failed - n, " %s", ddl_tests[i].name);
+		}
 	}
 	printf("%d passed, %d failed, %d skipped\n", pass, fail, skip);
+	if (fail)
+		printf("failed:%s\n", failed);
 	return fail ? 1 : 0;
 }

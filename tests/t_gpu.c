@@ -956,10 +956,10 @@ int test_gpu_straggler(void)
 int test_gpu_slow_iterations(void)
 {
 	static const char *const spike[] = {"--ranks", "2", "--layers", "2", "--params-per-layer", "10k",
-	                                    "--compute-ms", "3", "--iterations", "30", "--markers",
+	                                    "--compute-ms", "12", "--iterations", "30", "--markers",
 	                                    "--slow-steps", "12:12", "--slow-factor", "3", NULL};
 	static const char *const shift[] = {"--ranks", "2", "--layers", "2", "--params-per-layer", "10k",
-	                                    "--compute-ms", "3", "--iterations", "30", "--markers",
+	                                    "--compute-ms", "12", "--iterations", "30", "--markers",
 	                                    "--slow-steps", "18:29", "--slow-factor", "2", NULL};
 	for (int k = 0; k < 2; k++) {
 		struct ddl_synth s;

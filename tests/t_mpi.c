@@ -903,7 +903,11 @@ int test_mpi_transparent(void)
 		        abort_modes[k].mode, a.status, b.status, na, nb);
 		CHECK(a.status == b.status && a.status != 0, "%s: status %d alone, %d under ddlprof",
 		      abort_modes[k].mode, a.status, b.status);
-		CHECK(na == 2 && nb == 2 && oa == na && ob == nb, "%s: MPI's complaints: alone\n%s\nunder ddlprof\n%s",
+		/* each rank says it as it aborts, unless mpirun has killed it first
+		 * for the other's abort (alone, on a loaded machine, one of the two
+		 * now and then): one or two, each naming the program's call */
+		CHECK(na >= 1 && na <= 2 && nb >= 1 && nb <= 2 && oa == na && ob == nb,
+		      "%s: MPI's complaints: alone\n%s\nunder ddlprof\n%s",
 		      abort_modes[k].mode, a.err, b.err);
 		trun_free(&a);
 		trun_free(&b);
