@@ -177,30 +177,25 @@ static char *ddl_stack_key(const struct ddl_trace *t, uint32_t id, int *nomem)
 	return key;
 }
 
-/* The frames of a new entry, from its key and the trace's module records;
- * 0, or -1 without memory (frames or their modules left out). */
-static int ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t id)
+/* The frames of stack ID of trace T into F[0..CAP) and their modules'
+ * build ids (as recorded, "" none) into BIDS, *N of them; 0, or -1
+ * without memory (modules or build ids left out). */
+static int ddl_frames_read(const struct ddl_trace *t, uint32_t id, struct ddl_frame *f, char **bids, size_t cap,
+                           size_t *n)
 {
-	size_t n = 0;
 	int rc = 0;
-	for (const char *s = c->key; *s; s++)
-		n += *s == '\n';
-	c->frames = calloc(n, sizeof *c->frames);
-	c->build_ids = calloc(n, sizeof *c->build_ids);
-	if (!c->frames || !c->build_ids)
-		return -1;
 	size_t k = 0;
-	for (const char *line = t->stacks[id].text; *line && k < n;) {
+	for (const char *line = t->stacks[id].text; *line && k < cap;) {
 		const char *nl = strchr(line, '\n');
 		unsigned long long addr, off;
 		unsigned mod;
 		char bid[64];
 		if (sscanf(line, "%llx %u %llx", &addr, &mod, &off) == 3) {
 			const char *path = ddl_mod_path(t, mod, bid, sizeof bid);
-			c->frames[k].module = path ? strdup(path) : NULL;
-			c->frames[k].offset = path ? off : addr;
-			c->build_ids[k] = strdup(bid);
-			if ((path && !c->frames[k].module) || !c->build_ids[k])
+			f[k].module = path ? strdup(path) : NULL;
+			f[k].offset = path ? off : addr;
+			bids[k] = strdup(bid);
+			if ((path && !f[k].module) || !bids[k])
 				rc = -1;
 			k++;
 		}
@@ -208,8 +203,22 @@ static int ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t i
 			break;
 		line = nl + 1;
 	}
-	c->nframes = k;
+	*n = k;
 	return rc;
+}
+
+/* The frames of a new entry, from its key and the trace's module records;
+ * 0, or -1 without memory (frames or their modules left out). */
+static int ddl_cs_frames(struct ddl_cs *c, const struct ddl_trace *t, uint32_t id)
+{
+	size_t n = 0;
+	for (const char *s = c->key; *s; s++)
+		n += *s == '\n';
+	c->frames = calloc(n, sizeof *c->frames);
+	c->build_ids = calloc(n, sizeof *c->build_ids);
+	if (!c->frames || !c->build_ids)
+		return -1;
+	return ddl_frames_read(t, id, c->frames, c->build_ids, n, &c->nframes);
 }
 
 /* ---- where stall is: per process ---- */
@@ -648,14 +657,60 @@ static int ddl_cs_rank(const void *x, const void *y)
 	return strcmp(p->key, q->key);
 }
 
+/* The report's call-site memory, made on first use; NULL without memory. */
+static struct ddl_csmem *ddl_csmem_of(struct ddl_report *r)
+{
+	if (!r->callsites_mem)
+		r->callsites_mem = calloc(1, sizeof(struct ddl_csmem));
+	return r->callsites_mem;
+}
+
+/* Names FR's function from its module's symbols. */
+static void ddl_frame_name(struct ddl_report *r, struct ddl_csmem *mem, struct ddl_frame *fr, const char *bid)
+{
+	if (!fr->module)
+		return;
+	struct ddl_symtab *st = ddl_symtab_get(mem, fr->module, bid, &r->symbols_stale);
+	if (!st || st->nomem)
+		r->incomplete = 1; /* functions left unnamed */
+	if (st && st->loaded > 0)
+		fr->function = ddl_symtab_find(st, fr->offset ? fr->offset - 1 : 0);
+}
+
+int ddl_report_stack(struct ddl_report *r, const struct ddl_trace *t, uint32_t id, struct ddl_frame **frames,
+                     size_t *n)
+{
+	*frames = NULL;
+	*n = 0;
+	if (!id || id >= t->nstacks || !t->stacks[id].text)
+		return 0;
+	struct ddl_csmem *mem = ddl_csmem_of(r);
+	size_t cap = 1;
+	for (const char *s = t->stacks[id].text; *s; s++)
+		cap += *s == '\n';
+	struct ddl_frame *f = mem ? calloc(cap, sizeof *f) : NULL;
+	char **bids = f ? calloc(cap, sizeof *bids) : NULL;
+	if (!bids) {
+		free(f);
+		return -1;
+	}
+	int rc = ddl_frames_read(t, id, f, bids, cap, n);
+	for (size_t k = 0; k < *n; k++) {
+		ddl_frame_name(r, mem, &f[k], bids[k] ? bids[k] : "");
+		free(bids[k]);
+	}
+	free(bids);
+	*frames = f;
+	return rc;
+}
+
 void ddl_report_callsites(struct ddl_report *r)
 {
-	struct ddl_csmem *mem = calloc(1, sizeof *mem);
+	struct ddl_csmem *mem = ddl_csmem_of(r);
 	if (!mem) {
 		r->incomplete = 1; /* no call sites */
 		return;
 	}
-	r->callsites_mem = mem;
 	struct ddl_ivset *fl = NULL;
 	int have_fl = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
@@ -749,17 +804,8 @@ void ddl_report_callsites(struct ddl_report *r)
 	}
 	for (size_t i = 0; i < top; i++) {
 		struct ddl_cs *c = &tab->v[i];
-		for (size_t f = 0; f < c->nframes; f++) {
-			struct ddl_frame *fr = &c->frames[f];
-			if (!fr->module)
-				continue;
-			struct ddl_symtab *st = ddl_symtab_get(mem, fr->module, c->build_ids[f],
-			                                       &r->symbols_stale);
-			if (!st || st->nomem)
-				r->incomplete = 1; /* functions left unnamed */
-			if (st && st->loaded > 0)
-				fr->function = ddl_symtab_find(st, fr->offset ? fr->offset - 1 : 0);
-		}
+		for (size_t f = 0; f < c->nframes; f++)
+			ddl_frame_name(r, mem, &c->frames[f], c->build_ids[f]);
 		unsigned best = 0;
 		for (unsigned k = 1; k < DDL_EV_COUNT; k++)
 			if (c->kinds[k] > c->kinds[best])

@@ -252,6 +252,11 @@ void ddl_hang_free(struct ddl_hang *h)
 	}
 	free(h->pts);
 	free(h->members);
+	for (size_t i = 0; i < h->nranks; i++) {
+		for (size_t k = 0; k < h->ranks[i].nframes; k++)
+			free((char *)h->ranks[i].frames[k].module);
+		free(h->ranks[i].frames);
+	}
 	free(h->ranks);
 	memset(h, 0, sizeof *h);
 }
@@ -420,6 +425,8 @@ void ddl_report_hang(struct ddl_report *r)
 			hr->seq = a->aux;
 			hr->last = (a->flags & DDL_ARGF_LASTCOLL) != 0;
 			hr->last_call = hr->last && a->corr < DDL_EV_COUNT ? ddl_event_name(a->corr) : NULL;
+			if ((a->flags & DDL_ARGF_STACK) && ddl_report_stack(r, t, a->name, &hr->frames, &hr->nframes) < 0)
+				r->incomplete = 1; /* the call's stack left out */
 		}
 	}
 	if (!h->npts) {

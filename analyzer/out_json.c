@@ -234,18 +234,23 @@ static json_t *ddl_json_counters(const struct ddl_ctrsum *c)
 	return j;
 }
 
+/* A stack's frames, innermost first. */
+static json_t *ddl_json_frames(const struct ddl_frame *f, size_t n)
+{
+	json_t *fr = json_array();
+	for (size_t k = 0; k < n; k++)
+		json_array_append_new(fr, json_pack("{s:o, s:o, s:I}", "function", ddl_jstr(f[k].function), "module",
+		                                    ddl_jstr(f[k].module), "offset", (json_int_t)f[k].offset));
+	return fr;
+}
+
 /* callsites[] (callsites.c): the top stacks by stall. */
 static json_t *ddl_json_callsites(const struct ddl_report *r)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < r->ncallsites; i++) {
 		const struct ddl_callsite *c = &r->callsites[i];
-		json_t *fr = json_array();
-		for (size_t k = 0; k < c->nframes; k++)
-			json_array_append_new(fr, json_pack("{s:o, s:o, s:I}", "function",
-			                                    ddl_jstr(c->frames[k].function), "module",
-			                                    ddl_jstr(c->frames[k].module), "offset",
-			                                    (json_int_t)c->frames[k].offset));
+		json_t *fr = ddl_json_frames(c->frames, c->nframes);
 		json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:I, s:o}", "stall_s", c->stall_s,
 		                      "network_stall_s", c->network_s, "interconnect_stall_s",
 		                      c->interconnect_s, "time_s", c->time_s, "calls", (json_int_t)c->calls,
@@ -327,6 +332,7 @@ static json_t *ddl_json_hang(const struct ddl_report *r)
 			json_object_set_new(o, "fd", json_integer(hr->fd));
 		json_object_set_new(o, "last_recorded", hr->last_event ? json_string(hr->last_event) : json_null());
 		json_object_set_new(o, "last_recorded_ago_s", hr->last_event ? json_real(hr->last_ago_s) : json_null());
+		json_object_set_new(o, "stack", hr->nframes ? ddl_json_frames(hr->frames, hr->nframes) : json_null());
 		json_array_append_new(ranks, o);
 	}
 	json_t *comms = json_array();

@@ -314,6 +314,16 @@ static void ddl_coll_section(const struct ddl_report *r, FILE *f)
 	}
 }
 
+/* A stack's frames, a line each after INDENT: "function (module+0xoffset)". */
+static void ddl_frames_out(const struct ddl_frame *fr, size_t n, const char *indent, FILE *f)
+{
+	for (size_t k = 0; k < n; k++) {
+		const char *m = fr[k].module ? strrchr(fr[k].module, '/') : NULL;
+		m = m ? m + 1 : fr[k].module ? fr[k].module : "?";
+		fprintf(f, "%s%s (%s+%#" PRIx64 ")\n", indent, fr[k].function ? fr[k].function : "??", m, fr[k].offset);
+	}
+}
+
 /* --backtrace (callsites.c): the stacks whose calls cost the most stall. */
 static void ddl_callsites_section(const struct ddl_report *r, FILE *f)
 {
@@ -332,13 +342,7 @@ static void ddl_callsites_section(const struct ddl_report *r, FILE *f)
 		fprintf(f, "  %zu. %.3f ms stall (network %.3f, interconnect %.3f) of %.3f ms in %" PRIu64
 		        " call%s (mostly %s)\n", i + 1, c->stall_s * 1e3, c->network_s * 1e3,
 		        c->interconnect_s * 1e3, c->time_s * 1e3, c->calls, c->calls == 1 ? "" : "s", c->call);
-		for (size_t k = 0; k < c->nframes; k++) {
-			const struct ddl_frame *fr = &c->frames[k];
-			const char *m = fr->module ? strrchr(fr->module, '/') : NULL;
-			m = m ? m + 1 : fr->module ? fr->module : "?";
-			fprintf(f, "       %s (%s+%#" PRIx64 ")\n", fr->function ? fr->function : "??", m,
-			        fr->offset);
-		}
+		ddl_frames_out(c->frames, c->nframes, "       ", f);
 	}
 	if (r->symbols_stale)
 		fprintf(f, "  (some modules changed since the run: their frames are left unnamed)\n");
@@ -493,6 +497,7 @@ static void ddl_hang_section(const struct ddl_report *r, FILE *f)
 			ddl_hang_doing(r, &h->ranks[k], doing, sizeof doing);
 			fprintf(f, "    %s: %s%s\n", ddl_label(r, &r->procs[h->ranks[k].proc], label, sizeof label),
 			        doing, h->ranks[k].clean ? " (then exited)" : "");
+			ddl_frames_out(h->ranks[k].frames, h->ranks[k].nframes, "        called from ", f);
 		}
 		if (h->blame >= 0)
 			fprintf(f, "  most likely to blame: %s, in no blocking call while the others wait (computing, "
@@ -540,6 +545,7 @@ static void ddl_hang_section(const struct ddl_report *r, FILE *f)
 		ddl_hang_doing(r, &h->ranks[k], doing, sizeof doing);
 		fprintf(f, "    %s: %s%s\n", ddl_label(r, &r->procs[h->ranks[k].proc], label, sizeof label), doing,
 		        h->ranks[k].clean ? " (then exited)" : "");
+		ddl_frames_out(h->ranks[k].frames, h->ranks[k].nframes, "        called from ", f);
 	}
 	fprintf(f, "  last collective entered / left, per communicator and member:\n");
 	for (size_t a = 0; a < h->nmembers;) {

@@ -361,6 +361,8 @@ struct ddl_hangrank {      /* a rank at the end */
 	const char *last_call;
 	const char *last_event; /* its training thread's last recorded call, NULL none */
 	double last_ago_s;     /* ... ended this long before the job's end */
+	struct ddl_frame *frames; /* --backtrace: where the call was made from, innermost first */
+	size_t nframes;
 };
 struct ddl_hmember;
 struct ddl_hang {
@@ -609,6 +611,12 @@ int ddl_failif_eval(const struct ddl_report *r, const char *cond, FILE *f);
 
 /* The call sites that cost the most stall (callsites.c), after the breakdown. */
 void ddl_report_callsites(struct ddl_report *r);
+/* The frames of stack ID of trace T (ddlprof --backtrace), named as the
+ * call sites' are: *FRAMES (each module and the array the caller's to
+ * free; the functions live as long as the report's call sites), *N.
+ * 0, or -1 without memory (frames, or their names, left out). */
+int ddl_report_stack(struct ddl_report *r, const struct ddl_trace *t, uint32_t id, struct ddl_frame **frames,
+                     size_t *n);
 /* Counters per thread and iteration (counters.c), after the iterations. */
 void ddl_report_counters(struct ddl_report *r);
 /* Kernels by device time across the job (kernels.c), after ddl_report_gpu. */

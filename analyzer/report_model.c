@@ -355,6 +355,27 @@ static void ddl_report_roles(struct ddl_report *r)
 			p->serves_pid = parent->pid;
 		}
 	}
+	/*
+	 * Processes left with one rank: the one that took part in the job
+	 * (collectives, steps, markers, else socket traffic) is the rank, and
+	 * one that did none of it is another child of the rank's (pyenv's
+	 * shims run their helpers with the rank's environment, from subshells
+	 * that leave no trace). Two that both took part stay ranks.
+	 */
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		if (p->role != DDL_ROLE_RANK || p->rank < 0 || (active && active[i]) || p->net.calls)
+			continue;
+		for (size_t k = 0; k < r->nprocs; k++) {
+			const struct ddl_proc *q = &r->procs[k];
+			if (k != i && q->role == DDL_ROLE_RANK && q->rank == p->rank && !strcmp(q->host, p->host) &&
+			    ((active && active[k]) || q->net.calls)) {
+				p->role = DDL_ROLE_CHILD;
+				p->serves_pid = q->pid;
+				break;
+			}
+		}
+	}
 	free(active);
 	r->nranks = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {

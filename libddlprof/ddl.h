@@ -261,6 +261,7 @@ struct ddl_open {
 	_Atomic uintptr_t sp;     /* the frame of the call that opened it */
 	_Atomic uint32_t last_kind; /* the last collective the thread issued (NCCL) */
 	_Atomic uint32_t last_comm, last_seq;
+	_Atomic uint32_t stack;   /* --backtrace: the DDL_STR_STACK id it was called from, 0 */
 };
 
 /* FNV-1a over N bytes at P from H (DDL_FNV0 to start): the keys the
@@ -308,6 +309,10 @@ struct ddl_thread {
 	 * in flight (struct ddl_mpi_reqtab), mapped on the first; kept with the
 	 * ring, and started anew by the next thread that takes it */
 	void *_Atomic mpi_reqs;
+	/* unwind.c, --backtrace: the stack taken as the open call began, for
+	 * its record at the end (the same call: its kind and start) */
+	uint32_t bt_stack, bt_kind;
+	uint64_t bt_t0;
 	/* the blocking call the thread is in (ddl_open_enter): the writer
 	 * reads it for the trace's open calls and the hang watchdog */
 	_Alignas(64) struct ddl_open open;
@@ -487,12 +492,20 @@ static inline int ddl_open_take(struct ddl_thread *t)
 	return 1;
 }
 
+extern unsigned ddl_bt_depth DDL_HIDDEN; /* unwind.c: frames to record; 0 = off */
+/* --backtrace: the stack of the call of KIND from T0 that T opens now, kept
+ * for its record at the end; the DDL_STR_STACK id, 0 none. Keeps errno. */
+uint32_t ddl_stack_open(struct ddl_thread *t, unsigned kind, uint64_t t0) DDL_HIDDEN;
+
 /* The open call's fields, kind last; 1, or 0 when the thread is in one already. */
 static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0, int fd, uint32_t peer,
                                uint32_t comm, uint32_t seq, uint64_t bytes)
 {
 	if (!ddl_open_take(t))
 		return 0;
+	/* file reads are recorded without one */
+	uint32_t stack = ddl_unlikely(ddl_bt_depth) && kind != DDL_EV_FILE_READ ? ddl_stack_open(t, kind, t0) : 0;
+	atomic_store_explicit(&t->open.stack, stack, memory_order_release);
 	/* release: a reader that sees one of these sees kind 0 before it (a
 	 * seqlock's order; plain stores on x86) */
 	atomic_store_explicit(&t->open.t0, t0, memory_order_release);
@@ -530,6 +543,7 @@ static inline void ddl_open_leave(struct ddl_thread *t, int mine)
  * before fork). */
 static inline void ddl_open_clear(struct ddl_thread *t)
 {
+	t->bt_stack = 0;
 	atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->open.last_kind, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->open.sp, 0, memory_order_relaxed);
@@ -545,11 +559,11 @@ static inline void ddl_open_issued(struct ddl_thread *t, unsigned kind, uint32_t
 }
 
 /* ---- unwind.c: call stacks of communication calls (ddlprof --backtrace) ---- */
-extern unsigned ddl_bt_depth DDL_HIDDEN; /* frames to record; 0 = off */
 /*
  * Like ddl_ring_put (A == NULL) or ddl_ring_put_args, with the caller's
- * stack: takes it, interns it on first sight and appends the event, its
- * args record and a stack record (DDL_EVF_STACK) as one unit. Keeps errno.
+ * stack: takes it (or the one ddl_stack_open took as the call began),
+ * interns it on first sight and appends the event, its args record and a
+ * stack record (DDL_EVF_STACK) as one unit. Keeps errno.
  */
 void ddl_ring_put_stacked(struct ddl_thread *t, unsigned kind, unsigned flags, uint64_t t0,
                           uint64_t t1, int64_t result, int fd, uint32_t peer,

@@ -600,7 +600,7 @@ DDL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 		return ddl_real.read(fd, buf, len);
 	}
 	uint64_t t0 = ddl_clock_now();
-	int open = ddl_open_enter(t, DDL_EV_READ, t0, fd, 0);
+	int open = ddl_open_enter(t, fam == DDL_FAM_FILE ? DDL_EV_FILE_READ : DDL_EV_READ, t0, fd, 0);
 	ssize_t r = ddl_real.read(fd, buf, len);
 	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
@@ -646,7 +646,7 @@ DDL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 		return ddl_real.readv(fd, iov, n);
 	}
 	uint64_t t0 = ddl_clock_now();
-	int open = ddl_open_enter(t, DDL_EV_READV, t0, fd, 0);
+	int open = ddl_open_enter(t, fam == DDL_FAM_FILE ? DDL_EV_FILE_READ : DDL_EV_READV, t0, fd, 0);
 	ssize_t r = ddl_real.readv(fd, iov, n);
 	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();
@@ -696,7 +696,7 @@ DDL_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 		return ddl_real.__read_chk(fd, buf, len, buflen);
 	}
 	uint64_t t0 = ddl_clock_now();
-	int open = ddl_open_enter(t, DDL_EV_READ, t0, fd, 0);
+	int open = ddl_open_enter(t, fam == DDL_FAM_FILE ? DDL_EV_FILE_READ : DDL_EV_READ, t0, fd, 0);
 	ssize_t r = ddl_real.__read_chk(fd, buf, len, buflen);
 	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();

@@ -263,13 +263,28 @@ static uint32_t ddl_stack_take(void)
 	return 0; /* the table is full */
 }
 
+uint32_t ddl_stack_open(struct ddl_thread *t, unsigned kind, uint64_t t0)
+{
+	int saved = errno, busy = t->busy;
+	t->busy = 1;
+	uint32_t stack = ddl_stack_take();
+	t->bt_stack = stack;
+	t->bt_kind = kind;
+	t->bt_t0 = t0;
+	t->busy = busy;
+	errno = saved;
+	return stack;
+}
+
 void ddl_ring_put_stacked(struct ddl_thread *t, unsigned kind, unsigned flags, uint64_t t0,
                           uint64_t t1, int64_t result, int fd, uint32_t peer,
                           const struct ddl_args *a)
 {
 	int saved = errno;
 	t->busy = 1;
-	uint32_t stack = ddl_stack_take();
+	/* the stack the call was opened with, else taken now (the same frames) */
+	uint32_t stack = t->bt_stack && t->bt_kind == kind && t->bt_t0 == t0 ? t->bt_stack : ddl_stack_take();
+	t->bt_stack = 0;
 	unsigned n = 1 + (a != NULL) + (stack != 0);
 	uint64_t h = t->head;
 	if (ddl_ring_claim(t, h, n, n)) {

@@ -225,6 +225,8 @@ static size_t ddl_open_scan(uint64_t *sig)
 				a->corr = last;
 				a->flags = DDL_ARGF_LASTCOLL;
 			}
+			a->name = atomic_load_explicit(&t->open.stack, memory_order_acquire);
+			a->flags |= a->name ? DDL_ARGF_STACK : 0;
 			/* the thread may have left the call (and entered another) meanwhile;
 			 * the loads above are acquires, so this one comes after them */
 			if (atomic_load_explicit(&t->open.kind, memory_order_relaxed) != kind ||

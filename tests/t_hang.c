@@ -139,7 +139,9 @@ int test_hang_synth_flat(void)
 /*
  * Hierarchical all-reduce, rank 3 (host 1) stops: its host's reduce-scatter
  * waits on it, and so does the all-reduce across hosts of its rail; both
- * stuck points are reported and rank 3 is the one to blame.
+ * stuck points are reported and rank 3 is the one to blame. Recorded with
+ * --backtrace: every waiting rank's call has the stack it was made from,
+ * ddlsynth's functions named, in the JSON and the text.
  */
 int test_hang_synth_hierarchical(void)
 {
@@ -147,9 +149,10 @@ int test_hang_synth_hierarchical(void)
 		"--ranks", "4", "--ranks-per-host", "2", "--layers", "3", "--params-per-layer", "100k",
 		"--compute-ms", "2", "--iterations", "200", "--allreduce", "hierarchical", "--hang-rank", "3",
 		"--hang-at", "10", "--timeout", "60", NULL};
+	static const char *const bt[] = {"--backtrace", "8", NULL};
 	char *dir = tmpdir(), t[4096], *err = NULL;
 	snprintf(t, sizeof t, "%s/t", dir);
-	int rc = ddl_hang_run(dir, NULL, args, 4, &err);
+	int rc = ddl_hang_run(dir, bt, args, 4, &err);
 	free(err);
 	if (rc != DDL_PASS) {
 		trm(dir);
@@ -160,6 +163,28 @@ int test_hang_synth_hierarchical(void)
 	json_t *hang = tjget(rep, "job.hang");
 	CHECK(json_is_object(hang), "no job.hang");
 	CHECK(ddl_hint(hang, "blame.rank") == 3, "blame %lld", ddl_hint(hang, "blame.rank"));
+	/* the waiting ranks' calls, each with its stack; rank 3 in none */
+	for (int k = 0; k < 4; k++) {
+		json_t *hr = ddl_hang_rank(hang, k), *st = json_object_get(hr, "stack"), *f0 = json_array_get(st, 0);
+		const char *call = json_string_value(json_object_get(hr, "call"));
+		const char *fn = json_string_value(json_object_get(f0, "function"));
+		const char *mod = json_string_value(json_object_get(f0, "module"));
+		size_t ml = mod ? strlen(mod) : 0;
+		fprintf(stderr, "    rank %d: %s, called from %s (%s), %zu frames\n", k, call ? call : "(none)",
+		        fn ? fn : "?", mod ? mod : "?", json_array_size(st));
+		if (k == 3) {
+			CHECK(!call && json_is_null(st), "rank 3: in %s, stack %zu frames", call ? call : "nothing",
+			      json_array_size(st));
+			continue;
+		}
+		CHECK(call && fn && !strncmp(fn, "ddl_rank_", 9) && ml >= 9 && !strcmp(mod + ml - 9, "/ddlsynth"),
+		      "rank %d: in %s, called from %s in %s", k, call ? call : "nothing", fn ? fn : "?", mod ? mod : "?");
+	}
+	char *const a[] = {(char *)tbuild("bin/ddlprof-report"), t, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(a, NULL, 60, &r) == 0 && WIFEXITED(r.status), "report: status %#x", r.status);
+	CHECK(strstr(r.out, "\n        called from ddl_rank_"), "text report:\n%s", r.out);
+	trun_free(&r);
 	size_t i, with3 = 0;
 	json_t *p;
 	json_array_foreach(json_object_get(hang, "stuck"), i, p) {

@@ -343,13 +343,16 @@ static int it_sockstep_loopback(const char *args)
 	return it_python("sockstep.py", "", args, 3, NULL, "socket");
 }
 
-/* tcpring's ranks each started on its own, as torchrun would start them. */
+/* tcpring's ranks each started on its own, as torchrun would start them,
+ * through a shell that first runs a helper from a subshell, as pyenv's
+ * shims do (the helper, with the rank's RANK, is no rank). */
 static int it_tcpring_ranks_once(const char *args)
 {
 	char *dir = tmpdir(), t[PATH_MAX], out[PATH_MAX], cmd[4200];
 	snprintf(t, sizeof t, "%s/t", dir);
 	snprintf(out, sizeof out, "%s/out", dir);
-	snprintf(cmd, sizeof cmd, "%s -p %d %s", tbuild("examples/tcpring"), tfreeports(4), args);
+	snprintf(cmd, sizeof cmd, "/bin/sh -c '( cat /etc/hostname > /dev/null; true ); exec %s -p %d %s'", tbuild("examples/tcpring"),
+	         tfreeports(4), args);
 	CHECK(it_ranks(cmd, t, NULL, out, 4, NULL) == 0, "tcpring's ranks failed");
 	char *o = it_out(out, 0);
 	double ms = it_after(o, "gradients: ");
@@ -360,6 +363,8 @@ static int it_tcpring_ranks_once(const char *args)
 	int rc = it_check(rep, all, "tcpring as torchrun starts it", "socket", 0, 4, steps, own, NULL);
 	json_decref(all);
 	CHECK(rc != DDL_PASS || json_integer_value(tjget(rep, "job.ranks")) == 4, "ranks split into runs");
+	CHECK(rc != DDL_PASS || json_array_size(json_object_get(rep, "ranks")) == 4,
+	      "%zu processes in ranks[] (the shells' helpers among them?)", json_array_size(json_object_get(rep, "ranks")));
 	json_decref(rep);
 	trm(dir);
 	free(dir);

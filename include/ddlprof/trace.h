@@ -349,6 +349,8 @@ struct ddl_args {
 #define DDL_ARGF_GROUPED 0x02u /* issued inside ncclGroupStart/End */
 #define DDL_ARGF_LASTCOLL 0x04u /* open calls: comm, aux and corr (its kind) are the
                                  * last collective the thread issued, not one it is in */
+#define DDL_ARGF_STACK    0x08u /* open calls (ddlprof --backtrace): name is the
+                                 * DDL_STR_STACK id of the stack the call was made from */
 
 /*
  * Call stacks (ddlprof --backtrace): a communication or synchronisation
