@@ -810,27 +810,40 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 			else
 				used = 0;
 			/* a step's pause is the program's own work between its
-			 * exchanges: it stands out of the calls' usual gaps (three
-			 * times their median, 50 us at least), where a transfer with
-			 * no loop has only gaps alike */
+			 * exchanges: it stands out of the other calls' usual gaps
+			 * (three times their median, 50 us at least), where a
+			 * transfer with no loop has only gaps alike; the others are
+			 * the calls no step starts at (a step of a send and a receive
+			 * has as many of those as steps: all calls, the median would
+			 * be a pause), or all calls when every call starts one */
 			m = 0;
 			for (size_t k = 0; k < used; k++)
 				if (b[k] != SIZE_MAX)
 					pause[m++] = c[b[k]].idle;
 			double *all = m ? malloc(n * sizeof *all) : NULL;
-			if (m && !all)
+			unsigned char *start = all ? calloc(n, 1) : NULL;
+			if (m && !start)
 				nomem = 1;
-			if (all) {
+			if (start) {
+				for (size_t k = 0; k < used; k++)
+					if (b[k] != SIZE_MAX)
+						start[b[k]] = 1;
+				size_t no = 0;
 				for (size_t i = 0; i < n; i++)
+					if (!start[i])
+						all[no++] = (double)c[i].idle;
+				for (size_t i = 0; !no && i < n; i++)
 					all[i] = (double)c[i].idle;
-				double usual = ddl_select(all, n, n / 2);
-				free(all);
+				no = no ? no : n;
+				double usual = ddl_select(all, no, no / 2);
 				qsort(pause, m, sizeof *pause, ddl_cmp_i64);
 				if ((double)pause[m / 2] < 3 * usual || pause[m / 2] < 50000)
 					used = 0;
 			} else {
 				used = 0;
 			}
+			free(start);
+			free(all);
 			for (size_t k = 0; k + 1 < used; k++)
 				if (b[k] != SIZE_MAX && b[k + 1] != SIZE_MAX && c[b[k + 1]].from > c[b[k]].from)
 					found += ddl_push_iter(p, c[b[k]].from, c[b[k + 1]].from, tid) == 0;
