@@ -103,6 +103,8 @@ static int ddl_open_rank(const struct ddl_proc *p, const struct ddl_trace *t, co
 	uint32_t train = p->train_tid ? p->train_tid : p->pid;
 	uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 	int cls = ddl_event_class(e->kind);
+	if (cls == DDL_CLASS_PHASE || cls == DDL_CLASS_STEP)
+		return 0; /* the Python hook's open phase: no call (ddl_open_phase) */
 	if (cls == DDL_CLASS_HCOLL)
 		return 4; /* the collective itself, on whichever thread runs it */
 	if (tid == train)
@@ -128,6 +130,32 @@ static const struct ddl_event *ddl_open_best(const struct ddl_proc *p, const str
 		if (rk < 2)
 			continue;
 		if (!best || rk > best_rank || (rk == best_rank && ddl_trace_dur_ns(t, e) > ddl_trace_dur_ns(t, best))) {
+			best = e;
+			best_rank = rk;
+		}
+	}
+	*tt = t;
+	return best;
+}
+
+/* The Python hook's phase open at P's end (of its last image): the
+ * training thread's, else the main thread's, else any; NULL none. */
+static const struct ddl_event *ddl_open_phase(const struct ddl_proc *p, const struct ddl_trace **tt)
+{
+	if (!p->ntr)
+		return NULL;
+	const struct ddl_trace *t = p->tr[p->ntr - 1];
+	uint32_t train = p->train_tid ? p->train_tid : p->pid;
+	const struct ddl_event *best = NULL;
+	int best_rank = 0;
+	for (size_t k = 0; k < t->nopen; k++) {
+		const struct ddl_event *e = &t->open[2 * k];
+		int cls = ddl_event_class(e->kind);
+		if (cls != DDL_CLASS_PHASE && cls != DDL_CLASS_STEP)
+			continue;
+		uint32_t tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+		int rk = tid == train ? 3 : tid == p->pid ? 2 : 1;
+		if (rk > best_rank) {
 			best = e;
 			best_rank = rk;
 		}
@@ -413,7 +441,12 @@ void ddl_report_hang(struct ddl_report *r)
 			break;
 		}
 		const struct ddl_trace *t = NULL;
-		const struct ddl_event *e = ddl_open_best(p, &t);
+		const struct ddl_event *e = ddl_open_phase(p, &t);
+		if (e) {
+			hr->phase = e->kind == DDL_EV_PY_PHASE ? ddl_phase_name((int)e->fd) : "optimizer step";
+			hr->phase_s = (double)(end - ddl_trace_real_ns(t, e->start)) / 1e9;
+		}
+		e = ddl_open_best(p, &t);
 		if (e) {
 			const struct ddl_args *a = (const struct ddl_args *)(e + 1);
 			const struct ddl_comm_info *ci = ddl_trace_comm(t, a->comm);

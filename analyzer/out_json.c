@@ -332,6 +332,8 @@ static json_t *ddl_json_hang(const struct ddl_report *r)
 			json_object_set_new(o, "fd", json_integer(hr->fd));
 		json_object_set_new(o, "last_recorded", hr->last_event ? json_string(hr->last_event) : json_null());
 		json_object_set_new(o, "last_recorded_ago_s", hr->last_event ? json_real(hr->last_ago_s) : json_null());
+		json_object_set_new(o, "python_phase", hr->phase ? json_pack("{s:s, s:f}", "phase", hr->phase, "in_s",
+		                                                             hr->phase_s) : json_null());
 		json_object_set_new(o, "stack", hr->nframes ? ddl_json_frames(hr->frames, hr->nframes) : json_null());
 		json_array_append_new(ranks, o);
 	}

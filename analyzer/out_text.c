@@ -472,6 +472,9 @@ static void ddl_hang_doing(const struct ddl_report *r, const struct ddl_hangrank
 		         "last recorded call, %s, %.1f s before the end", hr->last_event, hr->last_ago_s);
 	else
 		snprintf(buf, n, "in no blocking call ddlprof records (computing, or blocked elsewhere)");
+	size_t len = strlen(buf);
+	if (hr->phase && len < n)
+		snprintf(buf + len, n - len, "; in Python, in %s for %.1f s", hr->phase, hr->phase_s);
 }
 
 /* The ranks of process indices V[0..N), "rank 0, rank 2". */
@@ -489,7 +492,7 @@ static void ddl_hang_section(const struct ddl_report *r, FILE *f)
 	const struct ddl_hang *h = &r->hang;
 	if (!h->found)
 		return;
-	char b[32], doing[256], label[96];
+	char b[32], doing[512], label[96];
 	if (h->calls_only) {
 		fprintf(f, "\nHang: no collective is stuck, but at the end processes had been blocked in one call "
 		        "for a second or more:\n");

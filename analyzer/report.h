@@ -361,6 +361,8 @@ struct ddl_hangrank {      /* a rank at the end */
 	const char *last_call;
 	const char *last_event; /* its training thread's last recorded call, NULL none */
 	double last_ago_s;     /* ... ended this long before the job's end */
+	const char *phase;     /* the Python hook's phase it was in ("backward"), NULL none */
+	double phase_s;        /* ... for this long at the job's end */
 	struct ddl_frame *frames; /* --backtrace: where the call was made from, innermost first */
 	size_t nframes;
 };

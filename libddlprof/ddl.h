@@ -264,6 +264,8 @@ struct ddl_open {
 	_Atomic uint32_t stack;   /* --backtrace: the DDL_STR_STACK id it was called from, 0 */
 };
 
+#define DDL_PY_OPEN_STEP 64 /* struct ddl_thread.py_open: an optimizer's step */
+
 /* FNV-1a over N bytes at P from H (DDL_FNV0 to start): the keys the
  * library makes from what every member of a communicator, or every end of
  * a connection, sees alike. */
@@ -301,6 +303,10 @@ struct ddl_thread {
 	int py_depth;
 	unsigned py_in;          /* outermost forward, backward, step open (python.c) */
 	uint64_t py_t0[16];
+	/* ... and the innermost one the C wrappers time, for the trace's open
+	 * calls: its kind (DDL_PHASE_*, or DDL_PY_OPEN_STEP), 0 none */
+	_Atomic uint32_t py_open;
+	_Atomic uint64_t py_open_t0;
 	/* gloo.c: a communicator key the Python hook named for the contexts
 	 * this thread creates next (a torch process group), 0 none */
 	uint64_t gloo_key;
@@ -544,6 +550,7 @@ static inline void ddl_open_leave(struct ddl_thread *t, int mine)
 static inline void ddl_open_clear(struct ddl_thread *t)
 {
 	t->bt_stack = 0;
+	atomic_store_explicit(&t->py_open, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->open.kind, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->open.last_kind, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->open.sp, 0, memory_order_relaxed);

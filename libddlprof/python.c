@@ -181,7 +181,7 @@ static struct {
 	PyObject *none;
 } ddl_py;
 
-#define DDL_PYW_STEP  64
+#define DDL_PYW_STEP  DDL_PY_OPEN_STEP /* (the open phase's kind alike) */
 #define DDL_PYW_GROUP 65
 #define DDL_PYW_CALL  66
 
@@ -297,9 +297,21 @@ static PyObject *ddl_py_wrapper(PyObject *self, PyObject *args, PyObject *kwargs
 	}
 	int timed = kind != DDL_PYW_GROUP && kind != DDL_PYW_CALL;
 	t->py_in |= bit;
-	if (timed)
+	/* the phase open while the original runs (the innermost), for a hang */
+	uint32_t was = atomic_load_explicit(&t->py_open, memory_order_relaxed);
+	uint64_t was_t0 = atomic_load_explicit(&t->py_open_t0, memory_order_relaxed);
+	if (timed) {
 		ddlprof_py_begin();
+		atomic_store_explicit(&t->py_open, 0, memory_order_relaxed);
+		atomic_store_explicit(&t->py_open_t0, ddl_clock_now(), memory_order_release);
+		atomic_store_explicit(&t->py_open, (uint32_t)kind, memory_order_release);
+	}
 	PyObject *r = ddl_py.call(orig, args, kwargs);
+	if (timed) {
+		atomic_store_explicit(&t->py_open, 0, memory_order_relaxed);
+		atomic_store_explicit(&t->py_open_t0, was_t0, memory_order_release);
+		atomic_store_explicit(&t->py_open, was, memory_order_release);
+	}
 	t->py_in &= ~bit;
 	switch (kind) {
 	case DDL_PHASE_DATA_WAIT:

@@ -192,7 +192,8 @@ static size_t ddl_open_scan(uint64_t *sig)
 	*sig = 0;
 	int any = 0;
 	for (struct ddl_thread *t = ddl_threads_first(); t && !any; t = t->next)
-		any = atomic_load_explicit(&t->open.kind, memory_order_relaxed) != 0;
+		any = atomic_load_explicit(&t->open.kind, memory_order_relaxed) != 0 ||
+		      atomic_load_explicit(&t->py_open, memory_order_relaxed) != 0;
 	if (!any)
 		return 0; /* the common case, and no clock rate asked for */
 	uint64_t now = ddl_clock_now();
@@ -244,6 +245,24 @@ static size_t ddl_open_scan(uint64_t *sig)
 			}
 			n += 2;
 		}
+	/* last, the Python hook's phases open as long (what the training loop
+	 * was in: the wait for a batch, forward, backward, the optimizer's step) */
+	for (struct ddl_thread *t = ddl_threads_first(); t && n < 2 * DDL_OPEN_MAX; t = t->next) {
+		unsigned ph = atomic_load_explicit(&t->py_open, memory_order_acquire);
+		uint64_t t0 = atomic_load_explicit(&t->py_open_t0, memory_order_acquire);
+		if (!ph || now < t0 || now - t0 < min || atomic_load(&t->dead) ||
+		    atomic_load_explicit(&t->py_open, memory_order_relaxed) != ph)
+			continue;
+		struct ddl_event *e = &ddl_open_buf[n];
+		struct ddl_args *a = (struct ddl_args *)&ddl_open_buf[n + 1];
+		memset(e, 0, 2 * sizeof *e);
+		ddl_event_fill(e, ph == DDL_PY_OPEN_STEP ? DDL_EV_PY_STEP : DDL_EV_PY_PHASE, DDL_EVF_ARGS, t->tidbits, t0,
+		               now, 0, ph == DDL_PY_OPEN_STEP ? -1 : (int)ph, 0);
+		a->kind = DDL_EV_ARGS;
+		a->peer = -1;
+		*sig = (*sig ^ ((uint64_t)t->idx << 40 ^ t0 ^ (uint64_t)(ph + DDL_EV_COUNT) << 56)) * 0x100000001b3ull;
+		n += 2;
+	}
 	return n;
 }
 

@@ -3,7 +3,8 @@
  * (ddlsynth --hang-rank), killed with SIGKILL as a scheduler's timeout
  * would; the report names the missing rank, the collective (operation,
  * bytes, number in its communicator's sequence, communicator) and what
- * every rank was doing; the watchdog says it on stderr while the job runs;
+ * every rank was doing (its blocking call, with --backtrace its stack,
+ * the Python hook's phase); the watchdog says it on stderr while the job runs;
  * jobs that do not hang report none.
  */
 #include <math.h>
@@ -329,6 +330,14 @@ int test_hang_torch(void)
 	      "rank 0 is in %s #%lld", call ? call : "no call", ddl_hint(r0, "collective.seq"));
 	const char *last = json_string_value(json_object_get(ddl_hang_rank(hang, 1), "last_recorded"));
 	CHECK(last && !strcmp(last, "forward"), "rank 1's last recorded call: %s", last ? last : "none");
+	/* the Python hook's phase each was in: rank 0 in backward (DDP's
+	 * all-reduce), rank 1, which stopped between forward and backward, in none */
+	const char *ph = json_string_value(tjget(r0, "python_phase.phase"));
+	fprintf(stderr, "    rank 0 in Python's %s for %.1f s\n", ph ? ph : "(none)",
+	        json_number_value(tjget(r0, "python_phase.in_s")));
+	CHECK(ph && !strcmp(ph, "backward") && json_number_value(tjget(r0, "python_phase.in_s")) > 1,
+	      "rank 0's Python phase: %s", ph ? ph : "none");
+	CHECK(json_is_null(json_object_get(ddl_hang_rank(hang, 1), "python_phase")), "rank 1 in a Python phase");
 	json_decref(rep);
 	trm(dir);
 	free(dir);
