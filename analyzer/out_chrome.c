@@ -248,6 +248,8 @@ struct ddl_cw {
 	long pid;     /* the process being written */
 	uint64_t flow; /* last flow id */
 	int nomem;    /* memory ran out: the output lacks something, and fails */
+	int64_t wa, wb; /* the window (--iterations): events outside it are left out */
+	int skip;     /* the event being written is left out */
 };
 
 /*
@@ -289,9 +291,10 @@ static void ddl_cw_us(FILE *f, int64_t ns)
 
 /* Opens an event: {"ph":PH,"ts":..,"pid":..,"tid":..,"name":NAME,"cat":CAT
  * (the time first: Perfetto's reader looks for it before decoding names). */
-static void ddl_cw_open(struct ddl_cw *w, const char *ph, const char *name, const char *cat,
-                        int64_t at_ns, long tid)
+static void ddl_cw_start(struct ddl_cw *w, const char *ph, const char *name, const char *cat, int64_t at_ns,
+                         long tid)
 {
+	w->skip = 0;
 	fputs(w->first ? "\n" : ",\n", w->f);
 	w->first = 0;
 	w->nargs = -1;
@@ -303,7 +306,20 @@ static void ddl_cw_open(struct ddl_cw *w, const char *ph, const char *name, cons
 		fprintf(w->f, ",\"cat\":\"%s\"", cat);
 }
 
-/* A complete ("X") event; a start before the run's is moved to it, keeping the end. */
+/* As ddl_cw_start, for an event at AT_NS: left out (with its args and
+ * close) when outside the window. */
+static void ddl_cw_open(struct ddl_cw *w, const char *ph, const char *name, const char *cat,
+                        int64_t at_ns, long tid)
+{
+	if (at_ns < w->wa || at_ns > w->wb) {
+		w->skip = 1;
+		return;
+	}
+	ddl_cw_start(w, ph, name, cat, at_ns, tid);
+}
+
+/* A complete ("X") event; a start before the run's is moved to it, keeping
+ * the end; left out when it does not overlap the window. */
 static void ddl_cw_slice(struct ddl_cw *w, const char *name, const char *cat, int64_t a, int64_t b,
                          long tid)
 {
@@ -311,13 +327,19 @@ static void ddl_cw_slice(struct ddl_cw *w, const char *name, const char *cat, in
 		a = w->t0;
 	if (b < a)
 		b = a;
-	ddl_cw_open(w, "X", name, cat, a, tid);
+	if (a > w->wb || b < w->wa || (a < b && (a == w->wb || b == w->wa))) {
+		w->skip = 1;
+		return;
+	}
+	ddl_cw_start(w, "X", name, cat, a, tid);
 	fputs(",\"dur\":", w->f);
 	ddl_cw_us(w->f, b - a);
 }
 
 static void ddl_cw_key(struct ddl_cw *w, const char *k)
 {
+	if (w->skip)
+		return;
 	fputs(w->nargs < 0 ? ",\"args\":{" : w->nargs > 0 ? "," : "", w->f);
 	w->nargs = w->nargs < 0 ? 1 : w->nargs + 1;
 	fprintf(w->f, "\"%s\":", k);
@@ -326,18 +348,22 @@ static void ddl_cw_key(struct ddl_cw *w, const char *k)
 static void ddl_arg_str(struct ddl_cw *w, const char *k, const char *v)
 {
 	ddl_cw_key(w, k);
-	ddl_cw_str(w->f, v);
+	if (!w->skip)
+		ddl_cw_str(w->f, v);
 }
 
 static void ddl_arg_int(struct ddl_cw *w, const char *k, long long v)
 {
 	ddl_cw_key(w, k);
-	fprintf(w->f, "%lld", v);
+	if (!w->skip)
+		fprintf(w->f, "%lld", v);
 }
 
 static void ddl_arg_num(struct ddl_cw *w, const char *k, double v)
 {
 	ddl_cw_key(w, k);
+	if (w->skip)
+		return;
 	if (isfinite(v))
 		fprintf(w->f, "%.6f", v);
 	else
@@ -346,7 +372,9 @@ static void ddl_arg_num(struct ddl_cw *w, const char *k, double v)
 
 static void ddl_cw_close(struct ddl_cw *w)
 {
-	fputs(w->nargs >= 0 ? "}}" : "}", w->f);
+	if (!w->skip)
+		fputs(w->nargs >= 0 ? "}}" : "}", w->f);
+	w->skip = 0;
 }
 
 /* A metadata event naming a process or thread, or ordering it. */
@@ -703,11 +731,13 @@ static void ddl_device_event(struct ddl_cw *w, const struct ddl_proc *p, size_t 
 		return;
 	/* "s" inside the launch, "f" bound to the enclosing device slice */
 	const struct ddl_event *h = &t->ev[from];
-	int64_t ha = ddl_trace_real_ns(t, h->start);
+	int64_t ha = ddl_trace_real_ns(t, h->start), fs = ha + ddl_trace_dur_ns(t, h) / 2, fe = a + (b - a) / 2;
+	if (fs < w->wa || fs > w->wb || fe < w->wa || fe > w->wb)
+		return; /* an arrow with an end outside the window */
 	w->flow++;
-	ddl_cw_open(w, "s", "launch", "flow", ha + ddl_trace_dur_ns(t, h) / 2, ddl_tid(t, h->tid));
+	ddl_cw_start(w, "s", "launch", "flow", fs, ddl_tid(t, h->tid));
 	fprintf(w->f, ",\"id\":%" PRIu64 "}", w->flow);
-	ddl_cw_open(w, "f", "launch", "flow", a + (b - a) / 2, tid);
+	ddl_cw_start(w, "f", "launch", "flow", fe, tid);
 	fprintf(w->f, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", w->flow);
 }
 
@@ -811,7 +841,8 @@ static void ddl_marker_event(struct ddl_cw *w, const struct ddl_trace *t, const 
 }
 
 /* The iterations track: one slice per analysed iteration, with its parts. */
-static void ddl_iteration_track(struct ddl_cw *w, const struct ddl_proc *p, long tid)
+static void ddl_iteration_track(struct ddl_cw *w, const struct ddl_report *r, const struct ddl_proc *p,
+                                long tid)
 {
 	if (!p->niter)
 		return;
@@ -820,6 +851,8 @@ static void ddl_iteration_track(struct ddl_cw *w, const struct ddl_proc *p, long
 	for (size_t k = 0; k < p->niter; k++) {
 		char name[48];
 		size_t n = k + (size_t)p->warmup_skipped;
+		if (r->chrome_it_a >= 0 && ((long)n < r->chrome_it_a || (long)n > r->chrome_it_b))
+			continue; /* --iterations: those only (others' times overlap the window) */
 		snprintf(name, sizeof name, "iteration %zu", n);
 		ddl_cw_slice(w, name, "iteration", p->iter[k].start_ns, p->iter[k].end_ns, tid);
 		ddl_arg_int(w, "iteration", (long long)n);
@@ -925,22 +958,143 @@ static void ddl_process(struct ddl_cw *w, const struct ddl_report *r, size_t i)
 	tk.base = DDL_TID_SYNTH + DDL_TRACKS * (long)i;
 	if (ddl_tracks_name(w, p, &tk) < 0)
 		w->nomem = 1; /* some tracks would go unnamed */
-	ddl_iteration_track(w, p, tk.base);
+	ddl_iteration_track(w, r, p, tk.base);
 	for (size_t k = 0; k < p->ntr; k++)
 		ddl_image_events(w, r, p, k, &tk);
 	free(tk.tids);
 	free(tk.streams);
 }
 
+/* ---- the window: --ranks, --iterations ---- */
+
+/* The next item of LIST at *S: a rank or a range A-B; 1, 0 at the end, -1 malformed. */
+static int ddl_rank_item(const char **s, long *a, long *b)
+{
+	if (!**s)
+		return 0;
+	char *end;
+	errno = 0;
+	*a = strtol(*s, &end, 10);
+	if (end == *s || *a < 0 || *a > 10000000 || errno || !(**s >= '0' && **s <= '9'))
+		return -1;
+	*b = *a;
+	if (*end == '-') {
+		const char *q = end + 1;
+		*b = strtol(q, &end, 10);
+		if (end == q || *b < *a || *b > 10000000 || errno || !(*q >= '0' && *q <= '9'))
+			return -1;
+	}
+	if (*end != ',' && *end)
+		return -1;
+	*s = *end ? end + 1 : end;
+	return **s || !*end ? 1 : -1; /* "1," ends in nothing */
+}
+
+int ddl_rank_list_check(const char *list, char *err, size_t n)
+{
+	const char *s = list;
+	long a, b;
+	int k, any = 0;
+	while ((k = ddl_rank_item(&s, &a, &b)) > 0)
+		any = 1;
+	if (k < 0 || !any) {
+		snprintf(err, n, "--ranks '%s': ranks and ranges of them, such as 0,2,4-7", list);
+		return -1;
+	}
+	return 0;
+}
+
+int ddl_rank_list_has(const char *list, int rank)
+{
+	const char *s = list;
+	long a, b;
+	while (ddl_rank_item(&s, &a, &b) > 0)
+		if (rank >= a && rank <= b)
+			return 1;
+	return 0;
+}
+
+/* Whether process I is exported: a listed rank, or one that serves one. */
+static int ddl_chrome_has(const struct ddl_report *r, size_t i)
+{
+	if (!r->chrome_ranks)
+		return 1;
+	const struct ddl_proc *p = &r->procs[i], *of = ddl_proc_served(r, p);
+	int rank = p->rank >= 0 ? p->rank : of ? of->rank : -1;
+	return rank >= 0 && ddl_rank_list_has(r->chrome_ranks, rank);
+}
+
+int ddl_chrome_window(const struct ddl_report *r, int64_t *a, int64_t *b, char *err, size_t n)
+{
+	*a = INT64_MIN;
+	*b = INT64_MAX;
+	size_t any = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		any += ddl_chrome_has(r, i) && r->procs[i].rank >= 0;
+	if (r->chrome_ranks && !any) {
+		snprintf(err, n, "--ranks %s: no such rank in run %s (%d rank%s, from 0)", r->chrome_ranks, r->run->id,
+		         r->nranks, r->nranks == 1 ? "" : "s");
+		return -1;
+	}
+	if (r->chrome_it_a < 0)
+		return 0;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	long first = LONG_MAX, last = -1;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (!ddl_chrome_has(r, i) || !p->niter)
+			continue;
+		/* the iterations as numbered in the report: the warm-up counts */
+		long w = p->warmup_skipped, k0 = r->chrome_it_a - w, k1 = r->chrome_it_b - w;
+		first = w < first ? w : first;
+		last = w + (long)p->niter - 1 > last ? w + (long)p->niter - 1 : last;
+		k0 = k0 < 0 ? 0 : k0;
+		k1 = k1 >= (long)p->niter ? (long)p->niter - 1 : k1;
+		if (k0 > k1)
+			continue;
+		lo = p->iter[k0].start_ns < lo ? p->iter[k0].start_ns : lo;
+		hi = p->iter[k1].end_ns > hi ? p->iter[k1].end_ns : hi;
+	}
+	if (lo > hi) {
+		if (last < 0)
+			snprintf(err, n, "--iterations %ld:%ld: the ranks exported have no analysed iterations",
+			         r->chrome_it_a, r->chrome_it_b);
+		else
+			snprintf(err, n, "--iterations %ld:%ld: no such iterations (the ranks exported have %ld to %ld)",
+			         r->chrome_it_a, r->chrome_it_b, first, last);
+		return -1;
+	}
+	*a = lo;
+	*b = hi;
+	return 0;
+}
+
 int ddl_out_chrome(const struct ddl_report *r, FILE *f)
 {
-	struct ddl_cw w = {f, r->nprocs ? r->start_real_ns : 0, 1, -1, 0, 0, 0};
+	struct ddl_cw w = {f, r->nprocs ? r->start_real_ns : 0, 1, -1, 0, 0, 0, INT64_MIN, INT64_MAX, 0};
+	char err[256];
+	if (ddl_chrome_window(r, &w.wa, &w.wb, err, sizeof err) < 0) {
+		errno = EINVAL; /* report.c checks it first, saying why */
+		return -1;
+	}
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schema\":\"ddlprof-chrome/1\",\"run_id\":", f);
 	ddl_cw_str(f, r->run->id);
-	fprintf(f, ",\"start_unix_ns\":%" PRId64 ",\"ddlprof\":\"%s\"},\n\"traceEvents\":[", w.t0,
-	        DDLPROF_VERSION);
+	fprintf(f, ",\"start_unix_ns\":%" PRId64 ",\"ddlprof\":\"%s\"", w.t0, DDLPROF_VERSION);
+	if (r->chrome_ranks || r->chrome_it_a >= 0) { /* a window: what it holds */
+		fputs(",\"window\":{\"ranks\":", f);
+		ddl_cw_str(f, r->chrome_ranks ? r->chrome_ranks : "all");
+		if (r->chrome_it_a >= 0) {
+			fprintf(f, ",\"iterations\":[%ld,%ld],\"start_us\":", r->chrome_it_a, r->chrome_it_b);
+			ddl_cw_us(f, w.wa - w.t0);
+			fputs(",\"end_us\":", f);
+			ddl_cw_us(f, w.wb - w.t0);
+		}
+		fputc('}', f);
+	}
+	fputs("},\n\"traceEvents\":[", f);
 	for (size_t i = 0; i < r->nprocs && !w.nomem; i++)
-		ddl_process(&w, r, i);
+		if (ddl_chrome_has(r, i))
+			ddl_process(&w, r, i);
 	fputs("\n]}\n", f);
 	if (w.nomem) {
 		errno = ENOMEM;

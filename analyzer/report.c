@@ -45,6 +45,7 @@ static void ddl_usage(void)
 	       "                       --format text|json|dump|chrome|html|csv] [--run ID]\n"
 	       "                      [--warmup N] [--iteration-name GLOBS] [--data-names GLOBS]\n"
 	       "                      [--bw machine=RATE,rack=RATE,cluster=RATE] [--fail-if COND]...\n"
+	       "                      [--ranks LIST] [--iterations A:B]\n"
 	       "                      [--baseline DIR] [-q] [-o FILE] [--sqlite FILE] [--force] DIR|FILE...\n"
 	       "       ddlprof-report --compare single=DIR node=DIR multi=DIR [--json] [-o FILE]\n"
 	       "       ddlprof-report --compare real=DIR synthetic=DIR [--json] [-o FILE]\n"
@@ -121,6 +122,8 @@ int main(int argc, char **argv)
 	const char *baseline = NULL; /* --baseline: the unperturbed run of a --perturb-net run */
 	char err[1024];
 	int quiet = 0, force = 0, c, warmup = 5, names_given = 0;
+	const char *ranks = NULL; /* --ranks, --iterations: --chrome's window */
+	long it_a = -1, it_b = -1;
 	char *end;
 	const char *P = "ddlprof-report";
 	const mode_t mode = 0600; /* -o's file, like the traces: a report holds command lines */
@@ -153,6 +156,20 @@ int main(int argc, char **argv)
 			if (*end || end == optarg || warmup < 0 || warmup > 1000000)
 				return ddl_cli_usage(P, "--warmup '%s': a whole number, 0 or more", optarg);
 			break;
+		case DDL_REPORT_O_RANKS:
+			if (ddl_rank_list_check(optarg, err, sizeof err) < 0)
+				return ddl_cli_usage(P, "%s", err);
+			ranks = optarg;
+			break;
+		case DDL_REPORT_O_ITERATIONS: {
+			char *e2 = NULL;
+			it_a = strtol(optarg, &end, 10);
+			it_b = *end == ':' ? strtol(end + 1, &e2, 10) : -1;
+			if (end == optarg || *end != ':' || e2 == end + 1 || *e2 || !(optarg[0] >= '0' && optarg[0] <= '9') ||
+			    !(end[1] >= '0' && end[1] <= '9') || it_a < 0 || it_b < it_a || it_b > 1000000000)
+				return ddl_cli_usage(P, "--iterations '%s': A:B, iteration numbers from 0, A <= B", optarg);
+			break;
+		}
 		case DDL_REPORT_O_BW:
 			/* checked here, where a mistake is a usage error */
 			if (ddl_report_bw((double[3]){0}, optarg, err, sizeof err) < 0)
@@ -194,6 +211,8 @@ int main(int argc, char **argv)
 	if (fi < 0)
 		return ddl_cli_usage(P, "unknown format '%s' (text, json, dump, chrome, html or csv)",
 		                     format);
+	if ((ranks || it_a >= 0) && strcmp(format, "chrome"))
+		return ddl_cli_usage(P, "--ranks and --iterations choose what --chrome exports");
 	if (sqlite && ncompare)
 		return ddl_cli_usage(P, "--sqlite writes one run's report, not --compare");
 	if (sqlite && out && !strcmp(sqlite, out))
@@ -274,6 +293,16 @@ int main(int argc, char **argv)
 			if (t->corrupt)
 				status = 1;
 		}
+	rep.chrome_ranks = ranks;
+	rep.chrome_it_a = it_a;
+	rep.chrome_it_b = it_b;
+	int64_t wa, wb;
+	if (ddl_chrome_window(&rep, &wa, &wb, err, sizeof err) < 0) {
+		fprintf(stderr, "ddlprof-report: %s\n", err); /* before -o's file is made */
+		ddl_report_free(&rep);
+		ddl_traceset_free(&set);
+		return 1;
+	}
 	/* --sqlite alone writes the database only; a format or -o asks for the report too */
 	int report = !sqlite || format_given || out;
 	char tmp[4200];

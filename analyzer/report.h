@@ -410,6 +410,10 @@ struct ddl_report {
 	int iteration_names_given;    /* by --iteration-name: markers before steps */
 	const char *data_names;       /* marker ranges that are data loading */
 	int warmup;
+	/* --chrome's window (report.c): --ranks LIST (NULL all), --iterations
+	 * A:B (A -1: all), as ddl_chrome_window checked them */
+	const char *chrome_ranks;
+	long chrome_it_a, chrome_it_b;
 	long iterations;              /* per rank, the fewest after warm-up */
 	double iter_mean_s, iter_p50_s, iter_p99_s;
 	struct ddl_parts pct;          /* share of all iteration time, percent */
@@ -646,6 +650,14 @@ int ddl_out_text(const struct ddl_report *r, FILE *f);
 int ddl_out_json(const struct ddl_report *r, FILE *f);
 int ddl_out_dump(const struct ddl_report *r, FILE *f);
 int ddl_out_chrome(const struct ddl_report *r, FILE *f);
+/* --ranks LIST (0,2,4-7): 0 when well formed, else -1 with ERR. */
+int ddl_rank_list_check(const char *list, char *err, size_t n);
+/* Whether RANK is in LIST (checked). */
+int ddl_rank_list_has(const char *list, int rank);
+/* --chrome's window of R (its chrome_* fields) in *A, *B (the real-time
+ * clock; INT64_MIN, INT64_MAX: all); 0, or -1 with ERR when it selects
+ * nothing (no such rank, no such iterations). */
+int ddl_chrome_window(const struct ddl_report *r, int64_t *a, int64_t *b, char *err, size_t n);
 int ddl_out_html(const struct ddl_report *r, FILE *f);
 int ddl_out_csv(const struct ddl_report *r, FILE *f);
 /* --sqlite (out_sqlite.c): the report as an SQLite database at PATH (a new

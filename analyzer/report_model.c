@@ -392,6 +392,7 @@ static void ddl_report_roles(struct ddl_report *r)
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run)
 {
 	memset(r, 0, sizeof *r);
+	r->chrome_it_a = r->chrome_it_b = -1; /* --chrome's window: all of it */
 	r->set = s;
 	r->run = run;
 	r->incomplete = s->incomplete; /* files of the set left out */

@@ -26,6 +26,11 @@
 	X(DDL_REPORT_O_DATA_NAMES, "data-names", 0, "GLOBS", \
 	  "patterns of the marker ranges that are data loading, data stall on GPU jobs (default " \
 	  "data*,*dataload*,*data_load*,input*)") \
+	X(DDL_REPORT_O_RANKS, "ranks", 0, "LIST", \
+	  "with --chrome, only these ranks (0,2,4-7) and the processes that serve them") \
+	X(DDL_REPORT_O_ITERATIONS, "iterations", 0, "A:B", \
+	  "with --chrome, only the events that overlap iterations A to B (numbered as the report " \
+	  "numbers them, the warm-up's included)") \
 	X(DDL_REPORT_O_BW, "bw", 0, "LEVELS", \
 	  "link rates of the network-sensitivity prediction, machine=RATE,rack=RATE,cluster=RATE " \
 	  "(any of them) in bits a second: 100gbit, 400mbit, 10G; a bare number is Gbit/s " \

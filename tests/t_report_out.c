@@ -537,6 +537,71 @@ int test_report_out_tcpring(void)
 	return rc;
 }
 
+/*
+ * --chrome --ranks 1,3 --iterations 6:6 on a job of four ranks: only those
+ * ranks' processes, every event overlapping the window the file says
+ * (iteration 6 of those ranks, from its first start to its last end), the
+ * one iteration slice each, device work among them, tracks still nested;
+ * and a window of nothing, or those options without --chrome, refused.
+ */
+static int ddl_check_chrome_window(const char *dir, json_t *rep)
+{
+	const char *R = tbuild("bin/ddlprof-report");
+	char *argv[] = {(char *)R, "--chrome", "--ranks", "1,3", "--iterations", "6:6", (char *)dir, NULL};
+	struct ddl_run_result r;
+	CHECK(trun(argv, NULL, 60, &r) == 0 && ddl_status(&r) == 0, "--ranks 1,3 --iterations 6:6: %s", r.err);
+	json_t *j = json_loads(r.out, 0, NULL), *ev = json_object_get(j, "traceEvents");
+	trun_free(&r);
+	json_t *win = tjget(j, "otherData.window");
+	double a = json_number_value(json_object_get(win, "start_us")), b = json_number_value(json_object_get(win, "end_us"));
+	CHECK(json_is_object(win) && b > a, "no window in otherData");
+	long want[2] = {-1, -1};
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(rep, "ranks"), i, e) {
+		long rk = (long)json_integer_value(json_object_get(e, "rank"));
+		if (rk == 1 || rk == 3)
+			want[rk == 3] = (long)json_integer_value(json_object_get(e, "pid"));
+	}
+	size_t slices = 0, iters = 0, device = 0, outside = 0, others = 0;
+	json_array_foreach(ev, i, e) {
+		const char *ph = ddl_jstr(e, "ph"), *cat = ddl_jstr(e, "cat");
+		long pid = (long)json_integer_value(json_object_get(e, "pid"));
+		others += pid != want[0] && pid != want[1];
+		if (!strcmp(ph, "M"))
+			continue;
+		double ts = json_number_value(json_object_get(e, "ts")), d = json_number_value(json_object_get(e, "dur"));
+		outside += ts > b + 0.001 || ts + d < a - 0.001;
+		slices += !strcmp(ph, "X");
+		if (!strcmp(cat, "iteration")) {
+			iters++;
+			CHECK(!strcmp(ddl_jstr(e, "name"), "iteration 6"), "%s in the window", ddl_jstr(e, "name"));
+		}
+		device += !strcmp(cat, "kernel") || !strncmp(cat, "gpu", 3) || !strncmp(cat, "device", 6);
+	}
+	fprintf(stderr, "    window %.3f-%.3f ms: %zu slices, %zu iterations, %zu device, %zu outside, %zu of other "
+	        "processes\n", a / 1e3, b / 1e3, slices, iters, device, outside, others);
+	CHECK(!others && !outside && iters == 2 && slices > 10 && device > 0,
+	      "the window holds %zu events of other processes, %zu outside it, %zu iterations, %zu device slices",
+	      others, outside, iters, device);
+	int nest = ddl_chrome_nests(ev);
+	json_decref(j);
+	if (nest != DDL_PASS)
+		return nest;
+	static const char *const bad[][3] = {{"--ranks", "9", "no such rank"}, {"--iterations", "0:1", "no such iterations"}};
+	for (int k = 0; k < 2; k++) {
+		char *b2[] = {(char *)R, "--chrome", (char *)bad[k][0], (char *)bad[k][1], (char *)dir, NULL};
+		CHECK(trun(b2, NULL, 60, &r) == 0 && ddl_status(&r) == 1 && strstr(r.err, bad[k][2]) && !*r.out,
+		      "%s %s: status %d: %s", bad[k][0], bad[k][1], ddl_status(&r), r.err);
+		trun_free(&r);
+	}
+	char *b3[] = {(char *)R, "--ranks", "1", (char *)dir, NULL};
+	CHECK(trun(b3, NULL, 60, &r) == 0 && ddl_status(&r) == 2 && strstr(r.err, "--chrome"), "--ranks without "
+	      "--chrome: status %d: %s", ddl_status(&r), r.err);
+	trun_free(&r);
+	return DDL_PASS;
+}
+
 int test_report_out_synth(void)
 {
 	const char *synth = tbuild("examples/ddlsynth");
@@ -550,6 +615,11 @@ int test_report_out_synth(void)
 	                      "--quiet", NULL};
 	CHECK(ddl_profile(tdir, args) == 0, "ddlsynth");
 	int rc = ddl_check_all(tdir, 1);
+	if (rc == DDL_PASS) {
+		json_t *rep = treport(tdir, NULL);
+		rc = ddl_check_chrome_window(tdir, rep);
+		json_decref(rep);
+	}
 	trm(dir);
 	free(dir);
 	return rc;
