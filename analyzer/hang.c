@@ -453,7 +453,8 @@ void ddl_report_hang(struct ddl_report *r)
 			hr->call = ddl_event_name(e->kind);
 			hr->in_s = (double)(end - ddl_trace_real_ns(t, e->start)) / 1e9;
 			int cls = ddl_event_class(e->kind); /* waits keep counts in fd, CUDA's calls the device */
-			hr->fd = cls == DDL_CLASS_TX || cls == DDL_CLASS_RX || cls == DDL_CLASS_CONN ? e->fd : -1;
+			hr->fd = cls == DDL_CLASS_TX || cls == DDL_CLASS_RX || cls == DDL_CLASS_CONN || cls == DDL_CLASS_FILE
+			         ? e->fd : -1;
 			hr->comm_key = ci ? ci->key : 0;
 			hr->seq = a->aux;
 			hr->last = (a->flags & DDL_ARGF_LASTCOLL) != 0;

@@ -144,7 +144,8 @@ static int ddl_side_costs(const double *x, size_t n, int rev, double *med, doubl
 
 /* Welch's t (its size) between X[0..K) and X[K..N), each side clipped to its median
  * M1, M2 and four robust deviations. */
-static double ddl_clipped_t(const double *x, size_t k, size_t n, double m1, double m2, double *tmp)
+static double ddl_clipped_t(const double *x, size_t k, size_t n, double m1, double m2, double *tmp,
+                            double *mean1, double *mean2)
 {
 	double mean[2], var[2], cnt[2] = {(double)k, (double)(n - k)};
 	for (int side = 0; side < 2; side++) {
@@ -159,14 +160,18 @@ static double ddl_clipped_t(const double *x, size_t k, size_t n, double m1, doub
 		var[side] = q / cnt[side] - mean[side] * mean[side];
 		var[side] = var[side] > 0 ? var[side] : 0;
 	}
+	*mean1 = mean[0];
+	*mean2 = mean[1];
 	double se = sqrt(var[0] / cnt[0] + var[1] / cnt[1]), d = fabs(mean[1] - mean[0]);
 	/* a split between two flat paces has no spread at all: as sure as a split gets */
 	return d == 0 ? 0 : se > 0 ? d / se : INFINITY;
 }
 
-/* The split of X[0..N) into two paces (the after the slower or the faster),
- * 0 when there is none, SIZE_MAX without memory. */
-static size_t ddl_change_point(const double *x, size_t n, double *before, double *after, double *tmp)
+/* The split of X[0..N) into two paces, 0 when there is none, SIZE_MAX
+ * without memory; *SLOWER whether the after is the slower (by the sides'
+ * medians, as the split was chosen), *BEFORE and *AFTER the sides' means,
+ * each clipped as for the t (one checkpoint does not move them). */
+static size_t ddl_change_point(const double *x, size_t n, int *slower, double *before, double *after, double *tmp)
 {
 	double *buf = malloc(4 * (n + 1) * sizeof *buf);
 	if (!buf)
@@ -183,14 +188,10 @@ static size_t ddl_change_point(const double *x, size_t n, double *before, double
 				at = k;
 			}
 	}
-	if (at && at != SIZE_MAX && ddl_clipped_t(x, at, n, pmed[at], smed[at], tmp) < 5)
-		at = 0;
 	if (at && at != SIZE_MAX) {
-		double s1 = 0, s2 = 0;
-		for (size_t i = 0; i < n; i++)
-			*(i < at ? &s1 : &s2) += x[i];
-		*before = s1 / (double)at;
-		*after = s2 / (double)(n - at);
+		*slower = smed[at] > pmed[at];
+		if (ddl_clipped_t(x, at, n, pmed[at], smed[at], tmp, before, after) < 5)
+			at = 0;
 	}
 	free(buf);
 	return at;
@@ -233,12 +234,13 @@ void ddl_report_slow_iterations(struct ddl_report *r)
 			continue;
 		}
 		double before = 0, after = 0;
-		size_t k = ddl_change_point(p->iter_s, p->niter, &before, &after, tmp);
+		int slower = 0;
+		size_t k = ddl_change_point(p->iter_s, p->niter, &slower, &before, &after, tmp);
 		if (k == SIZE_MAX) {
 			p->incomplete = 1; /* no change of pace looked for */
 			k = 0;
 		}
-		if (k && after > before) {
+		if (k && slower) {
 			p->shift_at = (long)(k + (size_t)p->warmup_skipped);
 			p->shift_before_s = before;
 			p->shift_after_s = after;

@@ -519,41 +519,58 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		t->exec_end = c->type == DDL_CHUNK_EXEC;
 		break;
 	case DDL_CHUNK_OPEN:
-		/* the calls open as of this flush: the newest replaces the one before */
+	case DDL_CHUNK_OPEN_PHASES: {
+		/* the calls open as of this flush: the newest replaces the one
+		 * before; the Python hook's phases, written right after, join them */
+		int phases = c->type == DDL_CHUNK_OPEN_PHASES;
 		if (n % (2 * sizeof(struct ddl_event)) || n > 4096 * 2 * sizeof(struct ddl_event)) {
 			ddl_problem(t, off, "open-calls chunk of %zu bytes is not whole calls", n);
 			t->corrupt = 1;
 			return;
 		}
-		free(t->open);
-		t->open = NULL;
-		t->nopen = 0;
+		if (!phases) {
+			free(t->open);
+			t->open = NULL;
+			t->nopen = 0;
+		}
 		if (!n)
 			break;
-		if (!(t->open = malloc(n))) {
+		struct ddl_event *v = malloc(n);
+		if (!v) {
 			ddl_nomem(t, off);
 			return;
 		}
-		memcpy(t->open, p, n);
+		memcpy(v, p, n);
 		for (size_t k = 0; k < n / sizeof(struct ddl_event); k += 2) {
-			const struct ddl_event *e = &t->open[k];
+			const struct ddl_event *e = &v[k];
 			if (!e->kind || e->kind >= DDL_EV_COUNT || e->kind == DDL_EV_ARGS || !(e->flags & DDL_EVF_ARGS) ||
-			    t->open[k + 1].kind != DDL_EV_ARGS) {
+			    v[k + 1].kind != DDL_EV_ARGS) {
 				ddl_problem(t, off, "open-calls chunk: record %zu is not a call and its args", k / 2);
 				t->corrupt = 1;
-				free(t->open);
-				t->open = NULL;
+				free(v);
 				return;
 			}
 		}
-		if (ddl_window_events(t, t->open, n / sizeof(struct ddl_event), off) < 0) {
+		if (ddl_window_events(t, v, n / sizeof(struct ddl_event), off) < 0) {
 			t->corrupt = 1;
-			free(t->open);
-			t->open = NULL;
+			free(v);
 			return;
 		}
-		t->nopen = n / sizeof(struct ddl_event) / 2;
+		size_t had = 2 * t->nopen, more = n / sizeof(struct ddl_event);
+		struct ddl_event *all = had ? realloc(t->open, (had + more) * sizeof *all) : v;
+		if (!all) {
+			free(v);
+			ddl_nomem(t, off);
+			return;
+		}
+		if (had) {
+			memcpy(all + had, v, n);
+			free(v);
+		}
+		t->open = all;
+		t->nopen = (had + more) / 2;
 		break;
+	}
 	default:
 		break; /* a newer writer's chunk: skip */
 	}

@@ -460,6 +460,8 @@ static inline cudaError_t ddl_memcpy(ddl_memcpy_fn real, cudaStream_t s, void *d
 	c.a.op = (uint8_t)k;
 	uint64_t t0 = ddl_clock_now();
 	int open = ddl_open_enter(t, DDL_EV_CUDA_MEMCPY, t0, ddl_gtls.dev, c.sid);
+	if (ddl_unlikely(ddl_bt_depth))
+		t0 = ddl_clock_now(); /* its record has no stack: the one taken for a hang is no time of the copy's */
 	cudaError_t r = real(d, src, n, k);
 	ddl_open_leave(t, open);
 	uint64_t t1 = ddl_clock_now();

@@ -316,9 +316,10 @@ struct ddl_thread {
 	 * ring, and started anew by the next thread that takes it */
 	void *_Atomic mpi_reqs;
 	/* unwind.c, --backtrace: the stack taken as the open call began, for
-	 * its record at the end (the same call: its kind and start) */
+	 * its record at the end (the same call: its kind and start), and when
+	 * the unwinding ended (the record's start: not the call's time) */
 	uint32_t bt_stack, bt_kind;
-	uint64_t bt_t0;
+	uint64_t bt_t0, bt_t1;
 	/* the blocking call the thread is in (ddl_open_enter): the writer
 	 * reads it for the trace's open calls and the hang watchdog */
 	_Alignas(64) struct ddl_open open;
@@ -511,7 +512,6 @@ static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0,
 		return 0;
 	/* file reads are recorded without one */
 	uint32_t stack = ddl_unlikely(ddl_bt_depth) && kind != DDL_EV_FILE_READ ? ddl_stack_open(t, kind, t0) : 0;
-	atomic_store_explicit(&t->open.stack, stack, memory_order_release);
 	/* release: a reader that sees one of these sees kind 0 before it (a
 	 * seqlock's order; plain stores on x86) */
 	atomic_store_explicit(&t->open.t0, t0, memory_order_release);
@@ -520,6 +520,7 @@ static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0,
 	atomic_store_explicit(&t->open.comm, comm, memory_order_release);
 	atomic_store_explicit(&t->open.seq, seq, memory_order_release);
 	atomic_store_explicit(&t->open.bytes, bytes, memory_order_release);
+	atomic_store_explicit(&t->open.stack, stack, memory_order_release); /* after t0, as the rest */
 	atomic_store_explicit(&t->open.kind, kind, memory_order_release);
 	return 1;
 }

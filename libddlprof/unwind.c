@@ -271,6 +271,7 @@ uint32_t ddl_stack_open(struct ddl_thread *t, unsigned kind, uint64_t t0)
 	t->bt_stack = stack;
 	t->bt_kind = kind;
 	t->bt_t0 = t0;
+	t->bt_t1 = ddl_clock_now();
 	t->busy = busy;
 	errno = saved;
 	return stack;
@@ -282,9 +283,17 @@ void ddl_ring_put_stacked(struct ddl_thread *t, unsigned kind, unsigned flags, u
 {
 	int saved = errno;
 	t->busy = 1;
-	/* the stack the call was opened with, else taken now (the same frames) */
-	uint32_t stack = t->bt_stack && t->bt_kind == kind && t->bt_t0 == t0 ? t->bt_stack : ddl_stack_take();
-	t->bt_stack = 0;
+	/* the stack the call was opened with, and its start once that was
+	 * taken (the unwinding is no time of the call's); else taken now (the
+	 * same frames). A call inside the open one leaves it for the outer. */
+	uint32_t stack;
+	if (t->bt_stack && t->bt_kind == kind && t->bt_t0 == t0) {
+		stack = t->bt_stack;
+		t0 = t->bt_t1 < t1 ? t->bt_t1 : t1;
+		t->bt_stack = 0;
+	} else {
+		stack = ddl_stack_take();
+	}
 	unsigned n = 1 + (a != NULL) + (stack != 0);
 	uint64_t h = t->head;
 	if (ddl_ring_claim(t, h, n, n)) {

@@ -109,6 +109,7 @@ static struct {
 #define DDL_OPEN_MIN_NS 1000000000LL
 #define DDL_OPEN_MAX    128
 static struct ddl_event ddl_open_buf[2 * DDL_OPEN_MAX];
+static size_t ddl_open_calls; /* of its records, the calls' (the phases' follow) */
 static unsigned ddl_kind_class(unsigned kind)
 {
 	static const unsigned char cls[] = {
@@ -190,6 +191,7 @@ static int ddl_open_telling(const struct ddl_thread *t, unsigned kind)
 static size_t ddl_open_scan(uint64_t *sig)
 {
 	*sig = 0;
+	ddl_open_calls = 0;
 	int any = 0;
 	for (struct ddl_thread *t = ddl_threads_first(); t && !any; t = t->next)
 		any = atomic_load_explicit(&t->open.kind, memory_order_relaxed) != 0 ||
@@ -246,7 +248,9 @@ static size_t ddl_open_scan(uint64_t *sig)
 			n += 2;
 		}
 	/* last, the Python hook's phases open as long (what the training loop
-	 * was in: the wait for a batch, forward, backward, the optimizer's step) */
+	 * was in: the wait for a batch, forward, backward, the optimizer's
+	 * step), for DDL_CHUNK_OPEN_PHASES */
+	ddl_open_calls = n;
 	for (struct ddl_thread *t = ddl_threads_first(); t && n < 2 * DDL_OPEN_MAX; t = t->next) {
 		unsigned ph = atomic_load_explicit(&t->py_open, memory_order_acquire);
 		uint64_t t0 = atomic_load_explicit(&t->py_open_t0, memory_order_acquire);
@@ -671,7 +675,10 @@ static int ddl_flush_locked(int compress, uint16_t end_type, uint32_t reason, in
 		ddl_w.events += n;
 	}
 	if (rc == 0 && open_sig != ddl_w.open_sig) {
-		rc = ddl_chunk_write(fd, DDL_CHUNK_OPEN, ddl_open_buf, nopen * sizeof(struct ddl_event), 0);
+		rc = ddl_chunk_write(fd, DDL_CHUNK_OPEN, ddl_open_buf, ddl_open_calls * sizeof(struct ddl_event), 0);
+		if (rc == 0)
+			rc = ddl_chunk_write(fd, DDL_CHUNK_OPEN_PHASES, ddl_open_buf + ddl_open_calls,
+			                     (nopen - ddl_open_calls) * sizeof(struct ddl_event), 0);
 		if (rc == 0)
 			ddl_w.open_sig = open_sig;
 	}

@@ -180,6 +180,18 @@ int test_hang_synth_hierarchical(void)
 		}
 		CHECK(call && fn && !strncmp(fn, "ddl_rank_", 9) && ml >= 9 && !strcmp(mod + ml - 9, "/ddlsynth"),
 		      "rank %d: in %s, called from %s in %s", k, call ? call : "nothing", fn ? fn : "?", mod ? mod : "?");
+		/* the same stack as the synchronisations before it, which returned,
+		 * carry in their records (the call sites) */
+		size_t c, same = 0;
+		json_t *cs;
+		json_array_foreach(json_object_get(rep, "callsites"), c, cs) {
+			json_t *g0 = json_array_get(json_object_get(cs, "frames"), 0);
+			same += json_array_size(json_object_get(cs, "frames")) == json_array_size(st) &&
+			        json_integer_value(json_object_get(g0, "offset")) ==
+			                json_integer_value(json_object_get(f0, "offset")) &&
+			        !strcmp(json_string_value(json_object_get(g0, "module")), mod);
+		}
+		CHECK(same, "rank %d: its call's stack is none of the call sites'", k);
 	}
 	char *const a[] = {(char *)tbuild("bin/ddlprof-report"), t, NULL};
 	struct ddl_run_result r;

@@ -95,6 +95,25 @@ int test_slowiters_change_point(void)
 	ddl_slow_run(&p, x, 25);
 	CHECK(p.shift_at == -1 && p.nslow == 0, "speed-up: shift %ld, %zu slow", p.shift_at, p.nslow);
 	free(p.slow);
+	/* 30% slower from iteration 20, with a checkpoint seven times as long
+	 * at 8: the change found, its means not moved by the checkpoint */
+	double y30[30];
+	for (int i = 0; i < 30; i++)
+		y30[i] = (i < 15 ? 1 : 1.3) + 0.01 * ddl_noise(&seed);
+	y30[3] = 7;
+	ddl_slow_run(&p, y30, 30);
+	CHECK(p.shift_at == 20 && fabs(p.shift_before_s - 1) < 0.02 && fabs(p.shift_after_s - 1.3) < 0.02 &&
+	      ddl_has_slow(&p, 8), "checkpoint then slower: shift at %ld (%.3f, %.3f), %zu slow", p.shift_at,
+	      p.shift_before_s, p.shift_after_s, p.nslow);
+	free(p.slow);
+	/* 15% faster from iteration 20, one step four times as long near the end: no shift */
+	for (int i = 0; i < 30; i++)
+		y30[i] = (i < 15 ? 1 : 0.85) + 0.01 * ddl_noise(&seed);
+	y30[27] = 4;
+	ddl_slow_run(&p, y30, 30);
+	CHECK(p.shift_at == -1 && ddl_has_slow(&p, 32), "faster, one slow step: shift at %ld (%.3f, %.3f), %zu slow",
+	      p.shift_at, p.shift_before_s, p.shift_after_s, p.nslow);
+	free(p.slow);
 	/* 200,000 iterations, 20% slower from 150,005 */
 	size_t n = 200000;
 	double *y = malloc(n * sizeof *y);

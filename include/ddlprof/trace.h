@@ -25,12 +25,14 @@
  * additions never need it. Readers refuse files whose min_reader is above
  * their own DDL_FORMAT_VERSION and read every older file.
  */
-#define DDL_FORMAT_VERSION    5 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4); 4: gloo
+#define DDL_FORMAT_VERSION    6 /* 3: LZ4 chunks (DDL_CHUNKF_LZ4, DDL_FEAT_LZ4); 4: gloo
                                  * collectives, file reads, the Python hook's steps
                                  * and phases (new kinds and classes, DDL_FEAT_FILE);
                                  * 5: MPI calls (new kinds, classes HWAIT and HCOMM,
                                  * DDL_FEAT_MPI, args.aux of host collectives); the
-                                 * open calls (DDL_CHUNK_OPEN, DDL_ARGF_LASTCOLL) */
+                                 * open calls (DDL_CHUNK_OPEN, DDL_ARGF_LASTCOLL);
+                                 * 6: their stacks (DDL_ARGF_STACK), the Python hook's
+                                 * open phases (DDL_CHUNK_OPEN_PHASES) */
 #define DDL_FORMAT_MIN_READER 1 /* for zstd and raw files */
 /* LZ4 files: a reader of version 1 or 2 would skip every events chunk and
  * show an empty job as damaged; it refuses the file instead, saying why. */
@@ -95,6 +97,8 @@ enum ddl_chunk_type {
 	DDL_CHUNK_EXEC = 5,     /* struct ddl_end: the image called exec */
 	DDL_CHUNK_OPEN = 6,     /* the calls threads are blocked in (version 5): events,
 	                         * each with its args record; the last one read holds */
+	DDL_CHUNK_OPEN_PHASES = 7, /* the Python hook's phases open then (version 6), as
+	                         * DDL_CHUNK_OPEN's records; follows each of those */
 };
 
 #define DDL_CHUNKF_ZSTD 1u /* payload is one zstd frame of raw_size bytes */
