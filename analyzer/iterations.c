@@ -1181,6 +1181,44 @@ static int ddl_seq_iterations(struct ddl_proc *p, struct ddl_collcall *v, size_t
 	return p->niter > 0;
 }
 
+/* The steps of the waits V[0..N) of thread TID, sorted by start, if they
+ * hold the thread a twentieth of the time they span and repeat; 1 when
+ * found (P's iterations), else 0 with none. */
+static int ddl_wait_seq(struct ddl_proc *p, struct ddl_collcall *v, size_t n, uint32_t tid)
+{
+	double held = 0;
+	for (size_t i = 0; i < n; i++)
+		held += (double)v[i].b - (double)v[i].a;
+	if (n >= 4 && held >= ((double)v[n - 1].b - (double)v[0].a) / 20 && ddl_seq_iterations(p, v, n, tid) &&
+	    p->niter >= 4)
+		return 1;
+	p->niter = 0; /* three steps are no rhythm either */
+	return 0;
+}
+
+/* Of the waits V[0..N), the signature whose waits last longest in all. */
+static uint64_t ddl_wait_sig_most(const struct ddl_collcall *v, size_t n)
+{
+	uint64_t best = v[0].sig;
+	double most = -1;
+	for (size_t i = 0; i < n; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = v[j].sig == v[i].sig;
+		if (seen)
+			continue;
+		double sum = 0;
+		for (size_t j = i; j < n; j++)
+			if (v[j].sig == v[i].sig)
+				sum += (double)v[j].b - (double)v[j].a;
+		if (sum > most) {
+			most = sum;
+			best = v[i].sig;
+		}
+	}
+	return best;
+}
+
 /*
  * Iterations from a thread's long waits (method "waits"), the last
  * resort, for a program whose only rhythm is where it blocks: condition
@@ -1191,7 +1229,9 @@ static int ddl_seq_iterations(struct ddl_proc *p, struct ddl_collcall *v, size_t
  * least (20 us at least) are the calls of a sequence, each known by its
  * kind and descriptor (for poll, how many), which is then read as the
  * collectives' is, where they hold the thread a twentieth of the time
- * they span at least (waits that cost nothing are no rhythm of a step).
+ * they span at least (waits that cost nothing are no rhythm of a step);
+ * when that sequence has no period, the waits of the one kind and
+ * descriptor that holds the thread longest, alone.
  */
 static int ddl_proc_wait_iterations(struct ddl_proc *p)
 {
@@ -1274,15 +1314,22 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			}
 		}
 		qsort(v, nv, sizeof *v, ddl_collcall_cmp);
-		double held = 0;
-		for (size_t i = 0; i < nv; i++)
-			held += (double)v[i].b - (double)v[i].a;
-		int found = nv >= 4 && held >= ((double)v[nv - 1].b - (double)v[0].a) / 20 &&
-		            ddl_seq_iterations(p, v, nv, tid) && p->niter >= 4;
+		int found = ddl_wait_seq(p, v, nv, tid);
+		if (!found && nv >= 4) {
+			/* a wait of another kind now and then past the threshold (a
+			 * Python thread's waits for the GIL among those on its queue)
+			 * breaks the sequence: the waits of the kind that holds the
+			 * thread longest, alone */
+			uint64_t best = ddl_wait_sig_most(v, nv);
+			size_t k = 0;
+			for (size_t i = 0; i < nv; i++)
+				if (v[i].sig == best)
+					v[k++] = v[i];
+			found = k < nv && ddl_wait_seq(p, v, k, tid);
+		}
 		free(v);
 		if (found)
 			return 1;
-		p->niter = 0; /* three steps are no rhythm either */
 	}
 	return 0;
 }

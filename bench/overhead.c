@@ -15,8 +15,12 @@
  *                        trace (bytes per event) and time the reader
  *   overhead vm 1        the address space (VmSize, KiB) before the first
  *                        traced call, and after one send() and a flush
+ *   overhead sem N R     sem_wait() of a free semaphore (posted before each,
+ *                        as CPython takes a free lock): the wrapper against
+ *                        the C library's own, interleaved; median ns a pair
  */
 #include <dlfcn.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +133,32 @@ int main(int argc, char **argv)
 		struct timespec ts = {0, 300000000}; /* past a flush period */
 		nanosleep(&ts, NULL);
 		printf("vm_kib_start %ld vm_kib_after_event %ld\n", before, vm_kib());
+		return 0;
+	}
+	if (!strcmp(mode, "sem")) {
+		void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+		int (*real_wait)(sem_t *) = libc ? (int (*)(sem_t *))dlsym(libc, "sem_wait") : NULL;
+		sem_t s;
+		if (!real_wait || sem_init(&s, 0, 0) != 0)
+			return 1;
+		double w[101], d[101];
+		for (int r = 0; r < rounds; r++) {
+			double a = now_ns();
+			for (long i = 0; i < n; i++) {
+				sem_post(&s);
+				sem_wait(&s);
+			}
+			double b = now_ns();
+			for (long i = 0; i < n; i++) {
+				sem_post(&s);
+				real_wait(&s);
+			}
+			double c = now_ns();
+			w[r] = (b - a) / (double)n;
+			d[r] = (c - b) / (double)n;
+		}
+		double mw = median(w, rounds), md = median(d, rounds);
+		printf("wrapped_ns %.2f direct_ns %.2f added_ns %.2f\n", mw, md, mw - md);
 		return 0;
 	}
 	int sv[2];

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -119,7 +120,10 @@ static inline void *ddl_lazy(void *_Atomic *slot, size_t bytes)
 #define DDL_THREAD_HOOKS(X) \
 	X(pthread_cond_wait, int, (pthread_cond_t *, pthread_mutex_t *)) \
 	X(pthread_cond_timedwait, int, (pthread_cond_t *, pthread_mutex_t *, const struct timespec *)) \
-	X(pthread_cond_clockwait, int, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))
+	X(pthread_cond_clockwait, int, (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *)) \
+	X(sem_wait, int, (sem_t *)) \
+	X(sem_timedwait, int, (sem_t *, const struct timespec *)) \
+	X(sem_clockwait, int, (sem_t *, clockid_t, const struct timespec *))
 
 /* Files read for input data (file.c) */
 #define DDL_FILE_HOOKS(X) \
@@ -510,8 +514,11 @@ static inline int ddl_open_set(struct ddl_thread *t, unsigned kind, uint64_t t0,
 {
 	if (!ddl_open_take(t))
 		return 0;
-	/* file reads are recorded without one */
-	uint32_t stack = ddl_unlikely(ddl_bt_depth) && kind != DDL_EV_FILE_READ ? ddl_stack_open(t, kind, t0) : 0;
+	/* file reads are recorded without one, semaphore waits only when they
+	 * blocked (CPython takes every lock with one, most of them free) */
+	uint32_t stack = ddl_unlikely(ddl_bt_depth) && kind != DDL_EV_FILE_READ && kind != DDL_EV_SEM_WAIT &&
+	                 kind != DDL_EV_SEM_TIMEDWAIT && kind != DDL_EV_SEM_CLOCKWAIT
+	                 ? ddl_stack_open(t, kind, t0) : 0;
 	/* release: a reader that sees one of these sees kind 0 before it (a
 	 * seqlock's order; plain stores on x86) */
 	atomic_store_explicit(&t->open.t0, t0, memory_order_release);

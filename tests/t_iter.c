@@ -632,10 +632,20 @@ static int it_waits_once(const char *args)
 	return rc;
 }
 
-/* A program whose only rhythm is its waits on a condition variable. */
+/* A Python loop that waits on a queue.Queue (tests/py/queuestep.py). */
+static int it_queuestep(const char *args)
+{
+	return it_python("queuestep.py", "", args, 1, NULL, "waits");
+}
+
+/* Programs whose only rhythm is their waits: on a condition variable
+ * (condstep), and in Python on a queue, where CPython's locks are
+ * semaphores (queuestep.py). */
 int test_iter_waits(void)
 {
-	return it_again(it_waits_once, "30");
+	if (it_again(it_waits_once, "30") != DDL_PASS)
+		return DDL_FAIL;
+	return it_again(it_queuestep, "--steps 30");
 }
 
 /*

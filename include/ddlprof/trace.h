@@ -32,7 +32,8 @@
                                  * DDL_FEAT_MPI, args.aux of host collectives); the
                                  * open calls (DDL_CHUNK_OPEN, DDL_ARGF_LASTCOLL);
                                  * 6: their stacks (DDL_ARGF_STACK), the Python hook's
-                                 * open phases (DDL_CHUNK_OPEN_PHASES) */
+                                 * open phases (DDL_CHUNK_OPEN_PHASES); semaphore
+                                 * waits (new kinds) */
 #define DDL_FORMAT_MIN_READER 1 /* for zstd and raw files */
 /* LZ4 files: a reader of version 1 or 2 would skip every events chunk and
  * show an empty job as damaged; it refuses the file instead, saying why. */
@@ -272,7 +273,10 @@ enum ddl_class {
 	X(MPI_COMM_SPLIT_TYPE, "MPI_Comm_split_type", DDL_CLASS_HCOMM) \
 	X(MPI_COMM_DUP, "MPI_Comm_dup", DDL_CLASS_HCOMM) \
 	X(MPI_COMM_CREATE, "MPI_Comm_create", DDL_CLASS_HCOMM) \
-	X(MPI_COMM_FREE, "MPI_Comm_free", DDL_CLASS_HCOMM)
+	X(MPI_COMM_FREE, "MPI_Comm_free", DDL_CLASS_HCOMM) \
+	X(SEM_WAIT, "sem_wait", DDL_CLASS_SYNC) \
+	X(SEM_TIMEDWAIT, "sem_timedwait", DDL_CLASS_SYNC) \
+	X(SEM_CLOCKWAIT, "sem_clockwait", DDL_CLASS_SYNC)
 
 /* Kinds 0xf0 to 0xff are never written to a file: the library keeps them for its own use. */
 enum ddl_event_kind {

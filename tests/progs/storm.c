@@ -15,8 +15,9 @@
  *                     then with it, interrupting every blocking call a
  *                     wrapper times: connect, accept, poll, select,
  *                     epoll_wait, sendmsg, recvmsg, recvmmsg,
- *                     pthread_cond_wait and pthread_cond_timedwait (see
- *                     calls() below); every result is checked
+ *                     pthread_cond_wait and pthread_cond_timedwait,
+ *                     sem_wait and sem_timedwait (see calls() below);
+ *                     every result is checked
  */
 #define _GNU_SOURCE
 #define PROG "storm"
@@ -24,6 +25,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -698,6 +700,54 @@ static void c_conds(void)
 	pthread_join(t, NULL);
 }
 
+/* sem_wait and sem_timedwait: EINTR when a handler interrupts them (with
+ * SA_RESTART too: a semaphore wait is never restarted), then the wait goes
+ * on; never early, never a lost post. A helper posts after a pause, once a
+ * round; then timed waits nobody posts must time out, errno ETIMEDOUT. */
+static sem_t s_sem;
+
+static void *s_poster(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 2 * C_ROUNDS; i++) {
+		pause_us(200);
+		sem_post(&s_sem);
+	}
+	return NULL;
+}
+
+static void s_sems(void)
+{
+	if (sem_init(&s_sem, 0, 0))
+		fail("sem_init");
+	pthread_t t;
+	c_spawn(&t, s_poster, NULL);
+	for (int i = 0; i < 2 * C_ROUNDS; i++) {
+		struct timespec until = c_in_us(10000000);
+		int r;
+		do
+			r = i % 2 ? sem_wait(&s_sem) : sem_timedwait(&s_sem, &until);
+		while (r == -1 && errno == EINTR);
+		if (r != 0)
+			fail("sem wait failed"); /* a 10 s timeout is a hang */
+	}
+	pthread_join(t, NULL);
+	for (int i = 0; i < 20; i++) {
+		struct timespec until = c_in_us(500), now;
+		int r;
+		do
+			r = sem_timedwait(&s_sem, &until);
+		while (r == -1 && errno == EINTR);
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (r != -1 || errno != ETIMEDOUT || now.tv_sec < until.tv_sec ||
+		    (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec))
+			fail("sem_timedwait: not a timeout");
+	}
+	int v = -1;
+	if (sem_getvalue(&s_sem, &v) || v != 0 || sem_destroy(&s_sem))
+		fail("semaphore left with a count");
+}
+
 static int calls(void)
 {
 	for (c_restart = 0; c_restart < 2; c_restart++) {
@@ -709,16 +759,16 @@ static int calls(void)
 		ticks = 0;
 		struct itimerval it = {{0, 100}, {0, 100}};
 		setitimer(ITIMER_REAL, &it, NULL);
-		void (*step[])(void) = {c_connect, c_accept, c_waits, c_stream, c_dgrams, c_conds};
+		void (*step[])(void) = {c_connect, c_accept, c_waits, c_stream, c_dgrams, c_conds, s_sems};
 		for (size_t k = 0; k < sizeof step / sizeof step[0]; k++)
 			step[k]();
 		struct itimerval off = {{0, 0}, {0, 0}};
 		setitimer(ITIMER_REAL, &off, NULL);
 		printf("calls, SA_RESTART %s: %d connect, %d accept, %d poll/select/epoll_wait, "
 			   "%d bytes by sendmsg and by recvmsg, %d datagrams by recvmmsg, %d condition "
-			   "waits and 20 timeouts: all results right; %s\n",
+			   "waits and 20 timeouts, %d semaphore waits and 20 timeouts: all results right; %s\n",
 			   c_restart ? "on" : "off", C_ROUNDS, C_ROUNDS, 3 * C_ROUNDS, C_STREAM, C_DGRAMS,
-			   2 * C_ROUNDS, ticks > 0 ? "interrupted" : "never interrupted");
+			   2 * C_ROUNDS, 2 * C_ROUNDS, ticks > 0 ? "interrupted" : "never interrupted");
 	}
 	write_expect(c_sent, c_recv);
 	return 0;
