@@ -21,14 +21,7 @@ import queue
 import threading
 import time
 
-
-def busy(ms):
-    end = time.perf_counter() + ms / 1e3
-    x = 1.0
-    while time.perf_counter() < end:
-        for _ in range(200):
-            x = x * 1.0000001 + 1e-9
-    return x
+from sockstep import busy  # the same busy loop (this script's directory is on sys.path)
 
 
 def main():
