@@ -1196,26 +1196,43 @@ static int ddl_wait_seq(struct ddl_proc *p, struct ddl_collcall *v, size_t n, ui
 	return 0;
 }
 
-/* Of the waits V[0..N), the signature whose waits last longest in all. */
-static uint64_t ddl_wait_sig_most(const struct ddl_collcall *v, size_t n)
+struct ddl_sigtime {
+	uint64_t sig;
+	double t;
+};
+
+static int ddl_sigtime_cmp(const void *a, const void *b)
 {
-	uint64_t best = v[0].sig;
+	const struct ddl_sigtime *x = a, *y = b;
+	return x->sig < y->sig ? -1 : x->sig > y->sig;
+}
+
+/* Of the waits V[0..N), the signature whose waits last longest in all
+ * (sorted by signature, each run summed); *NOMEM set without memory. */
+static uint64_t ddl_wait_sig_most(const struct ddl_collcall *v, size_t n, int *nomem)
+{
+	struct ddl_sigtime *s = malloc(n * sizeof *s);
+	if (!s) {
+		*nomem = 1;
+		return v[0].sig;
+	}
+	for (size_t i = 0; i < n; i++)
+		s[i] = (struct ddl_sigtime){v[i].sig, (double)v[i].b - (double)v[i].a};
+	qsort(s, n, sizeof *s, ddl_sigtime_cmp);
+	uint64_t best = s[0].sig;
 	double most = -1;
-	for (size_t i = 0; i < n; i++) {
-		int seen = 0;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = v[j].sig == v[i].sig;
-		if (seen)
-			continue;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
 		double sum = 0;
-		for (size_t j = i; j < n; j++)
-			if (v[j].sig == v[i].sig)
-				sum += (double)v[j].b - (double)v[j].a;
+		for (; j < n && s[j].sig == s[i].sig; j++)
+			sum += s[j].t;
 		if (sum > most) {
 			most = sum;
-			best = v[i].sig;
+			best = s[i].sig;
 		}
+		i = j;
 	}
+	free(s);
 	return best;
 }
 
@@ -1314,20 +1331,30 @@ static int ddl_proc_wait_iterations(struct ddl_proc *p)
 			}
 		}
 		qsort(v, nv, sizeof *v, ddl_collcall_cmp);
+		/* the signatures as made (the sequence's reading marks those
+		 * after a pause in them) */
+		uint64_t *sig0 = nv ? malloc(nv * sizeof *sig0) : NULL;
+		int nomem = nv && !sig0;
+		for (size_t i = 0; sig0 && i < nv; i++)
+			sig0[i] = v[i].sig;
 		int found = ddl_wait_seq(p, v, nv, tid);
-		if (!found && nv >= 4) {
+		if (!found && nv >= 4 && sig0) {
 			/* a wait of another kind now and then past the threshold (a
 			 * Python thread's waits for the GIL among those on its queue)
 			 * breaks the sequence: the waits of the kind that holds the
 			 * thread longest, alone */
-			uint64_t best = ddl_wait_sig_most(v, nv);
+			for (size_t i = 0; i < nv; i++)
+				v[i].sig = sig0[i];
+			uint64_t best = ddl_wait_sig_most(v, nv, &nomem);
 			size_t k = 0;
 			for (size_t i = 0; i < nv; i++)
 				if (v[i].sig == best)
 					v[k++] = v[i];
 			found = k < nv && ddl_wait_seq(p, v, k, tid);
 		}
+		free(sig0);
 		free(v);
+		p->incomplete |= nomem; /* the waits of one kind not looked at alone */
 		if (found)
 			return 1;
 	}

@@ -819,7 +819,9 @@ static void ddl_marker_event(struct ddl_cw *w, const struct ddl_trace *t, const 
 		const char *name = ddl_trace_name(t, (uint64_t)e->result);
 		ddl_cw_open(w, "i", name ? name : "(unnamed mark)", "marker", at < w->t0 ? w->t0 : at,
 		            ddl_tid(t, e->tid));
-		fputs(",\"s\":\"t\"}", w->f);
+		if (!w->skip)
+			fputs(",\"s\":\"t\"}", w->f);
+		w->skip = 0;
 		return;
 	}
 	if (e->kind != DDL_EV_RANGE_PUSH && e->kind != DDL_EV_RANGE_POP)
@@ -1014,14 +1016,16 @@ int ddl_rank_list_has(const char *list, int rank)
 	return 0;
 }
 
-/* Whether process I is exported: a listed rank, or one that serves one. */
+/* Whether process I is exported: a listed rank, or one that serves one
+ * (through the processes between: a helper a rank's shell started). */
 static int ddl_chrome_has(const struct ddl_report *r, size_t i)
 {
 	if (!r->chrome_ranks)
 		return 1;
-	const struct ddl_proc *p = &r->procs[i], *of = ddl_proc_served(r, p);
-	int rank = p->rank >= 0 ? p->rank : of ? of->rank : -1;
-	return rank >= 0 && ddl_rank_list_has(r->chrome_ranks, rank);
+	const struct ddl_proc *p = &r->procs[i];
+	for (int hops = 0; p && p->rank < 0 && hops < 16; hops++)
+		p = ddl_proc_served(r, p);
+	return p && p->rank >= 0 && ddl_rank_list_has(r->chrome_ranks, p->rank);
 }
 
 int ddl_chrome_window(const struct ddl_report *r, int64_t *a, int64_t *b, char *err, size_t n)

@@ -91,6 +91,8 @@ DDL_EXPORT int sem_wait(sem_t *s)
 			ddl_real_resolve();
 		return ddl_real.sem_wait(s);
 	}
+	if (ddl_unlikely(!ddl_real.sem_wait))
+		ddl_real_resolve(); /* a libpthread loaded since (glibc before 2.34) */
 	uint64_t t0 = ddl_clock_now();
 	int open = ddl_open_enter(t, DDL_EV_SEM_WAIT, t0, -1, 0);
 	int r = ddl_real.sem_wait(s);
@@ -106,6 +108,8 @@ DDL_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
 			ddl_real_resolve();
 		return ddl_real.sem_timedwait(s, abstime);
 	}
+	if (ddl_unlikely(!ddl_real.sem_timedwait))
+		ddl_real_resolve();
 	uint64_t t0 = ddl_clock_now();
 	int open = ddl_open_enter(t, DDL_EV_SEM_TIMEDWAIT, t0, -1, 0);
 	int r = ddl_real.sem_timedwait(s, abstime);
@@ -125,6 +129,8 @@ DDL_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *a
 		}
 		return ddl_real.sem_clockwait(s, clock, abstime);
 	}
+	if (ddl_unlikely(!ddl_real.sem_clockwait))
+		ddl_real_resolve();
 	if (!ddl_real.sem_clockwait) { /* an older C library than the program's */
 		errno = ENOSYS;
 		return -1;

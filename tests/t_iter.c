@@ -110,6 +110,12 @@ static int it_check(json_t *rep, json_t *all, const char *what, const char *meth
 		CHECK(found == n + IT_WARMUP, "%s rank %d: %ld found, %ld analysed", what, first + k, found, n);
 		CHECK(fabs(mean - ref) <= IT_MEAN_TOL * ref, "%s rank %d: mean %.3f ms, the program's %.3f ms",
 		      what, first + k, mean * 1e3, ref * 1e3);
+		if (by_first && all) { /* and after the warm-up, loosely, against the first rank's */
+			double m1 = json_real_value(json_object_get(r, "iteration_mean_s"));
+			double m0 = json_real_value(json_object_get(it_rank(rep, first), "iteration_mean_s"));
+			CHECK(fabs(m1 - m0) <= 0.1 * m0, "%s rank %d: %.3f ms after the warm-up, the first rank %.3f ms",
+			      what, first + k, m1 * 1e3, m0 * 1e3);
+		}
 	}
 	return DDL_PASS;
 }

@@ -843,6 +843,24 @@ int test_report_out_options(void)
 	char head[32] = "";
 	CHECK(f && fgets(head, sizeof head, f) && !strcmp(head, "<!DOCTYPE html>\n"), "replaced: %s", head);
 	fclose(f);
+	/* a window of a program with marks (instants) outside it: still JSON,
+	 * the marks of iterations 7 and 8 in it, tracks nested */
+	char *a4[] = {(char *)R, "--chrome", "--iterations", "7:8", tdir, NULL};
+	CHECK(trun(a4, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "--chrome --iterations 7:8: %s", r.err);
+	json_t *win = json_loads(r.out, 0, NULL), *ev = json_object_get(win, "traceEvents");
+	trun_free(&r);
+	size_t marks = 0, iters = 0, i;
+	json_t *e;
+	json_array_foreach(ev, i, e) {
+		marks += !strcmp(ddl_jstr(e, "ph"), "i");
+		iters += !strcmp(ddl_jstr(e, "cat"), "iteration");
+	}
+	CHECK(win && marks == 2 && iters == 2, "window of iterations 7 and 8: %s, %zu marks, %zu iterations",
+	      win ? "JSON" : "not JSON", marks, iters);
+	int nest = ddl_chrome_nests(ev);
+	json_decref(win);
+	if (nest != DDL_PASS)
+		return nest;
 	char *a3[] = {(char *)R, "--format", "svg", tdir, NULL};
 	CHECK(trun(a3, NULL, 30, &r) == 0 && ddl_status(&r) == 2 && strstr(r.err, "chrome, html or csv"),
 	      "bad format: %s", r.err);

@@ -16,7 +16,8 @@
  *                     wrapper times: connect, accept, poll, select,
  *                     epoll_wait, sendmsg, recvmsg, recvmmsg,
  *                     pthread_cond_wait and pthread_cond_timedwait,
- *                     sem_wait and sem_timedwait (see calls() below);
+ *                     sem_wait, sem_timedwait and sem_clockwait (see
+ *                     calls() below);
  *                     every result is checked
  */
 #define _GNU_SOURCE
@@ -700,7 +701,7 @@ static void c_conds(void)
 	pthread_join(t, NULL);
 }
 
-/* sem_wait and sem_timedwait: EINTR when a handler interrupts them (with
+/* sem_wait, sem_timedwait, sem_clockwait: EINTR when a handler interrupts them (with
  * SA_RESTART too: a semaphore wait is never restarted), then the wait goes
  * on; never early, never a lost post. A helper posts after a pause, once a
  * round; then timed waits nobody posts must time out, errno ETIMEDOUT. */
@@ -725,20 +726,29 @@ static void s_sems(void)
 	for (int i = 0; i < 2 * C_ROUNDS; i++) {
 		struct timespec until = c_in_us(10000000);
 		int r;
+		struct timespec mono;
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		mono.tv_sec += 10;
 		do
-			r = i % 2 ? sem_wait(&s_sem) : sem_timedwait(&s_sem, &until);
+			r = i % 3 == 0 ? sem_wait(&s_sem) : i % 3 == 1 ? sem_timedwait(&s_sem, &until)
+			                                               : sem_clockwait(&s_sem, CLOCK_MONOTONIC, &mono);
 		while (r == -1 && errno == EINTR);
 		if (r != 0)
 			fail("sem wait failed"); /* a 10 s timeout is a hang */
 	}
 	pthread_join(t, NULL);
-	for (int i = 0; i < 20; i++) {
-		struct timespec until = c_in_us(500), now;
+	for (int i = 0; i < 20; i++) { /* half on the real-time clock, half on the monotonic one */
+		clockid_t ck = i % 2 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+		struct timespec until, now;
+		clock_gettime(ck, &until);
+		until.tv_nsec += 500000;
+		until.tv_sec += until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
 		int r;
 		do
-			r = sem_timedwait(&s_sem, &until);
+			r = i % 2 ? sem_clockwait(&s_sem, ck, &until) : sem_timedwait(&s_sem, &until);
 		while (r == -1 && errno == EINTR);
-		clock_gettime(CLOCK_REALTIME, &now);
+		clock_gettime(ck, &now);
 		if (r != -1 || errno != ETIMEDOUT || now.tv_sec < until.tv_sec ||
 		    (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec))
 			fail("sem_timedwait: not a timeout");
