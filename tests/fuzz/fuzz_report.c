@@ -5,7 +5,8 @@
  * memfds as /proc/self/fd/N; then what analyzer/report.c's main() does
  * with a run (build the model, GPU, alignment, iterations, breakdown,
  * stragglers, measures, call sites, counters, kernels, --fail-if) and
- * every output format (--sqlite into a database in memory). Nothing may
+ * every output format (--sqlite into a database in memory; --chrome also
+ * with a window of ranks and iterations). Nothing may
  * crash, leak, read out of bounds or overflow; the JSON and Chrome outputs
  * must be JSON that parses, the database must be written whole; a file
  * the loader refuses must be named in its message. The mutator is
@@ -102,6 +103,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == 0) {
 			fr_json(ddl_out_json, &rep);
 			fr_json(ddl_out_chrome, &rep);
+			/* and a window of it (--ranks, --iterations), from the input's size */
+			static const char *const lists[] = {"0", "1,3", "0-2,5", "2-1000000"};
+			rep.chrome_ranks = lists[size % 4];
+			rep.chrome_it_a = (long)(size % 9);
+			rep.chrome_it_b = rep.chrome_it_a + (long)(size / 9 % 4);
+			int64_t wa, wb;
+			if (ddl_chrome_window(&rep, &wa, &wb, err, sizeof err) == 0)
+				fr_json(ddl_out_chrome, &rep);
+			rep.chrome_ranks = NULL;
+			rep.chrome_it_a = rep.chrome_it_b = -1;
 			int (*const other[])(const struct ddl_report *, FILE *) = {
 				ddl_out_text, ddl_out_dump, ddl_out_html, ddl_out_csv};
 			for (size_t k = 0; k < sizeof other / sizeof *other; k++) {
