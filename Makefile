@@ -90,6 +90,8 @@ MPI_TEST_SRC := $(if $(MPICC),$(wildcard tests/mpi/*.c))
 PROGS += $(MPI_TEST_SRC:tests/mpi/%.c=$(B)/tests/mpi/%)
 # A stand-in libcupti fed by the emulation, to test the CUPTI back end without a GPU.
 PROGS += $(if $(EMU_LIB),$(if $(wildcard tests/cupti/fakecupti.c),$(B)/tests/cupti/libcupti.so))
+# the big synthetic job's trace writer, for the report of many ranks
+PROGS += $(B)/bench/bigtrace
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%) \
 	$(if $(MPICC),$(if $(wildcard examples/mpi_allreduce.c),$(B)/examples/mpi_allreduce))
 BENCHES := $(BENCH_SRC:bench/%.c=$(B)/bench/%) $(if $(HAVE_CUDA),$(B)/bench/libfakecudart.so) \

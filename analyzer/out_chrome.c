@@ -994,13 +994,15 @@ static int ddl_rank_item(const char **s, long *a, long *b)
 
 int ddl_rank_list_check(const char *list, char *err, size_t n)
 {
+	if (!strcmp(list, "all"))
+		return 0;
 	const char *s = list;
 	long a, b;
 	int k, any = 0;
 	while ((k = ddl_rank_item(&s, &a, &b)) > 0)
 		any = 1;
 	if (k < 0 || !any) {
-		snprintf(err, n, "--ranks '%s': ranks and ranges of them, such as 0,2,4-7", list);
+		snprintf(err, n, "--ranks '%s': ranks and ranges of them, such as 0,2,4-7, or all", list);
 		return -1;
 	}
 	return 0;
@@ -1008,6 +1010,8 @@ int ddl_rank_list_check(const char *list, char *err, size_t n)
 
 int ddl_rank_list_has(const char *list, int rank)
 {
+	if (!strcmp(list, "all"))
+		return 1;
 	const char *s = list;
 	long a, b;
 	while (ddl_rank_item(&s, &a, &b) > 0)
@@ -1016,16 +1020,20 @@ int ddl_rank_list_has(const char *list, int rank)
 	return 0;
 }
 
-/* Whether process I is exported: a listed rank, or one that serves one
- * (through the processes between: a helper a rank's shell started). */
-static int ddl_chrome_has(const struct ddl_report *r, size_t i)
+int ddl_proc_listed(const struct ddl_report *r, size_t i, const char *list)
 {
-	if (!r->chrome_ranks)
+	if (!strcmp(list, "all"))
 		return 1;
 	const struct ddl_proc *p = &r->procs[i];
-	for (int hops = 0; p && p->rank < 0 && hops < 16; hops++)
+	for (int hops = 0; p && p->rank < 0 && hops < 16; hops++) /* a helper a rank's shell started */
 		p = ddl_proc_served(r, p);
-	return p && p->rank >= 0 && ddl_rank_list_has(r->chrome_ranks, p->rank);
+	return p && p->rank >= 0 && ddl_rank_list_has(list, p->rank);
+}
+
+/* Whether process I is exported: a listed rank, or one that serves one. */
+static int ddl_chrome_has(const struct ddl_report *r, size_t i)
+{
+	return !r->chrome_ranks || ddl_proc_listed(r, i, r->chrome_ranks);
 }
 
 int ddl_chrome_window(const struct ddl_report *r, int64_t *a, int64_t *b, char *err, size_t n)

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,7 +44,86 @@ static const char *ddl_span_word(int span)
 }
 
 /* CUDA and NCCL: communicators, then per rank what went through them. */
-static void ddl_gpu_section(const struct ddl_report *r, FILE *f)
+/*
+ * Which processes' rows the text shows (SHOWN[i]): with --ranks, those
+ * ranks and the processes that serve them (all: every process); else
+ * every process of a job of DDL_TEXT_RANKS ranks or fewer; else, where
+ * one line a rank would bury the rest, the DDL_TEXT_ENDS slowest and
+ * fastest ranks by their mean iteration, the others summed up (the
+ * distribution of each part, the extremes). NULL: every row (also
+ * without memory).
+ */
+#define DDL_TEXT_RANKS 16
+#define DDL_TEXT_ENDS 3
+
+static int ddl_iter_mean_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct ddl_report *r = ctx;
+	double x = r->procs[*(const size_t *)a].iter_mean_s, y = r->procs[*(const size_t *)b].iter_mean_s;
+	return x < y ? -1 : x > y ? 1 : (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+static unsigned char *ddl_text_view(const struct ddl_report *r)
+{
+	const char *list = r->text_ranks;
+	if (list ? !strcmp(list, "all") : r->nranks <= DDL_TEXT_RANKS)
+		return NULL;
+	unsigned char *shown = calloc(r->nprocs + 1, 1);
+	size_t *v = shown ? malloc((r->nprocs + 1) * sizeof *v) : NULL;
+	if (!v) {
+		free(shown);
+		return NULL;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		if (list)
+			shown[i] = (unsigned char)ddl_proc_listed(r, i, list);
+		else if (r->procs[i].rank >= 0 && r->procs[i].niter)
+			v[n++] = i;
+	}
+	if (!list) {
+		qsort_r(v, n, sizeof *v, ddl_iter_mean_cmp, (void *)r);
+		for (size_t k = 0; k < n; k++)
+			if (k < DDL_TEXT_ENDS || k + DDL_TEXT_ENDS >= n)
+				shown[v[k]] = 1;
+	}
+	free(v);
+	return shown;
+}
+
+/* Ranks with iterations the view leaves out; 0 when it leaves none. */
+static size_t ddl_text_hidden(const struct ddl_report *r, const unsigned char *shown)
+{
+	size_t n = 0;
+	for (size_t i = 0; shown && i < r->nprocs; i++)
+		n += !shown[i] && r->procs[i].rank >= 0;
+	return n;
+}
+
+static int ddl_dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The ranks' mean ms of part OFF (a struct ddl_parts field's offset) in
+ * per_iter: the least, the median and the most, into OUT[3]. */
+static void ddl_part_spread(const struct ddl_report *r, size_t off, double *tmp, double out[3])
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].rank >= 0 && r->procs[i].niter)
+			tmp[n++] = *(const double *)((const char *)&r->procs[i].per_iter + off) * 1e3;
+	out[0] = out[1] = out[2] = 0;
+	if (!n)
+		return;
+	qsort(tmp, n, sizeof *tmp, ddl_dbl_cmp);
+	out[0] = tmp[0];
+	out[1] = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+	out[2] = tmp[n - 1];
+}
+
+static void ddl_gpu_section(const struct ddl_report *r, const unsigned char *shown, FILE *f)
 {
 	char b1[32], b2[32], b3[32];
 	fprintf(f, "\nCommunicators\n");
@@ -61,7 +141,7 @@ static void ddl_gpu_section(const struct ddl_report *r, FILE *f)
 	        "kernel s", "colls", "coll bytes", "intra", "inter", "coll dev s");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (!p->has_gpu)
+		if (!p->has_gpu || (shown && !shown[i]))
 			continue;
 		char label[96];
 		ddl_label(r, p, label, sizeof label);
@@ -210,7 +290,7 @@ static void ddl_measured_line(const struct ddl_report *r, FILE *f)
 }
 
 /* The Python hook's phases of the training loop, per rank. */
-static void ddl_loop_section(const struct ddl_report *r, FILE *f)
+static void ddl_loop_section(const struct ddl_report *r, const unsigned char *shown, FILE *f)
 {
 	int any = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
@@ -222,7 +302,7 @@ static void ddl_loop_section(const struct ddl_report *r, FILE *f)
 	        "optimizer", "other");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (!p->niter || !p->phases.have)
+		if (!p->niter || !p->phases.have || (shown && !shown[i]))
 			continue;
 		char label[96], fwd[32] = "-";
 		double other = p->iter_mean_s - p->phases.data_wait_s - p->phases.forward_s -
@@ -237,7 +317,7 @@ static void ddl_loop_section(const struct ddl_report *r, FILE *f)
 }
 
 /* The input pipeline (inputs.c): data stall split into fetch and prep. */
-static void ddl_inputs_section(const struct ddl_report *r, FILE *f)
+static void ddl_inputs_section(const struct ddl_report *r, const unsigned char *shown, FILE *f)
 {
 	int any = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
@@ -247,7 +327,7 @@ static void ddl_inputs_section(const struct ddl_report *r, FILE *f)
 	fprintf(f, "\nInput pipeline (data stall split by what the loader did while making batches)\n");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (!p->in.have || !p->in.batches)
+		if (!p->in.have || !p->in.batches || (shown && !shown[i]))
 			continue;
 		char label[96], who[64];
 		if (p->in.workers)
@@ -276,7 +356,7 @@ static void ddl_inputs_section(const struct ddl_report *r, FILE *f)
 /* Collectives of CPU jobs (gloo, MPI, torch.distributed), per rank and
  * iteration; for MPI's, the whole run's too, by operation, exactly as the
  * program made them (calls, and bytes as ddlprof-trace(5) counts them). */
-static void ddl_coll_section(const struct ddl_report *r, FILE *f)
+static void ddl_coll_section(const struct ddl_report *r, const unsigned char *shown, FILE *f)
 {
 	int any = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
@@ -287,7 +367,7 @@ static void ddl_coll_section(const struct ddl_report *r, FILE *f)
 	fprintf(f, "\nCollectives per iteration, and the stall put down to them (ms)\n");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
-		if (!p->niter || p->gpu_breakdown || !p->coll.count)
+		if (!p->niter || p->gpu_breakdown || !p->coll.count || (shown && !shown[i]))
 			continue;
 		char label[96];
 		fprintf(f, "  %s (%s): %.1f calls, %s (%s across machines)", ddl_label(r, p, label, sizeof label),
@@ -404,7 +484,7 @@ static uint64_t ddl_events_total(const struct ddl_report *r)
 
 
 /* The stragglers' verdict (stragglers.c): the culprit, why, who waits on it, its victims. */
-static void ddl_straggler_section(const struct ddl_report *r, FILE *f)
+static void ddl_straggler_section(const struct ddl_report *r, const unsigned char *shown, FILE *f)
 {
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
@@ -431,16 +511,27 @@ static void ddl_straggler_section(const struct ddl_report *r, FILE *f)
 			}
 		if (n) {
 			fprintf(f, "  waiting on it (%.3f ms an iteration, mean):", sum / n * 1e3);
-			for (size_t k = 0, c = 0; k < r->nprocs; k++)
-				if (k != i && r->procs[k].waits_on == (int)i)
+			int c = 0;
+			for (size_t k = 0; k < r->nprocs; k++)
+				if (k != i && r->procs[k].waits_on == (int)i && (!shown || c < 8))
 					fprintf(f, "%s%s", c++ ? ", " : " ", ddl_label(r, &r->procs[k], label, sizeof label));
+			if (c < n)
+				fprintf(f, ", and %d more (--ranks all)", n - c);
 			fputc('\n', f);
 		}
 	}
+	size_t victims = 0, said = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		victims += r->procs[i].victim != 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->victim)
 			continue;
+		if (shown && said == 8) {
+			fprintf(f, "  and %zu more victims (--ranks all)\n", victims - said);
+			break;
+		}
+		said++;
 		char label[96], of[96];
 		fprintf(f, "%s%s, late to its collectives in %.0f%% of the iterations because it waits on "
 		        "%s, makes the others wait %.3f ms an iteration\n", r->nstragglers ? "  victim: " :
@@ -565,9 +656,56 @@ static void ddl_hang_section(const struct ddl_report *r, FILE *f)
 		a = z;
 	}
 }
+/* The ranks' iterations in one go, when their lines are left out: the
+ * spread of their means, and which have slow iterations or a change of
+ * pace (the first eight named). */
+static void ddl_iter_summary(const struct ddl_report *r, const unsigned char *shown, FILE *f)
+{
+	const struct ddl_proc *lo = NULL, *hi = NULL;
+	size_t n = 0, nslow = 0, nshift = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		if (p->rank < 0 || !p->niter)
+			continue;
+		n++;
+		nslow += p->nslow > 0;
+		nshift += p->shift_at >= 0;
+		if (!lo || p->iter_mean_s < lo->iter_mean_s)
+			lo = p;
+		if (!hi || p->iter_mean_s > hi->iter_mean_s)
+			hi = p;
+	}
+	if (!n)
+		return;
+	char a[96], b[96];
+	fprintf(f, "  %zu ranks: a mean iteration from %.3f ms (%s) to %.3f ms (%s); %zu with slow iterations, "
+	        "%zu with a change of pace\n", n, lo->iter_mean_s * 1e3, ddl_label(r, lo, a, sizeof a),
+	        hi->iter_mean_s * 1e3, ddl_label(r, hi, b, sizeof b), nslow, nshift);
+	for (int kind = 0; kind < 2; kind++) {
+		if (!(kind ? nshift : nslow))
+			continue;
+		fprintf(f, "    %s:", kind ? "a change of pace" : "slow iterations");
+		size_t c = 0;
+		for (size_t i = 0; i < r->nprocs; i++) {
+			const struct ddl_proc *p = &r->procs[i];
+			if (p->rank < 0 || !p->niter || !(kind ? p->shift_at >= 0 : p->nslow > 0))
+				continue;
+			if (c++ < 8)
+				fprintf(f, "%s rank %d", c > 1 ? "," : "", p->rank);
+		}
+		if (c > 8)
+			fprintf(f, ", and %zu more", c - 8);
+		fputc('\n', f);
+	}
+	fprintf(f, "  below: the %d slowest and %d fastest ranks (%zu more: --ranks all, or --ranks LIST)\n",
+	        DDL_TEXT_ENDS, DDL_TEXT_ENDS, ddl_text_hidden(r, shown));
+}
+
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
 	int nomem = 0;
+	unsigned char *shown = ddl_text_view(r);
+	size_t hidden = ddl_text_hidden(r, shown);
 	char when[64] = "?";
 	time_t sec = (time_t)(r->start_real_ns / 1000000000);
 	struct tm tm;
@@ -637,10 +775,12 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		}
 		fprintf(f, "  mean %.3f ms, p50 %.3f ms, p99 %.3f ms\n", r->iter_mean_s * 1e3,
 		        r->iter_p50_s * 1e3, r->iter_p99_s * 1e3);
+		if (hidden)
+			ddl_iter_summary(r, shown, f);
 		for (size_t i = 0; i < r->nprocs; i++) {
 			const struct ddl_proc *p = &r->procs[i];
 			char label[96], run[48] = "";
-			if (!p->niter)
+			if (!p->niter || (shown && !shown[i]))
 				continue;
 			if (p->steps_run >= 0)
 				snprintf(run, sizeof run, " of %ld run", p->steps_run);
@@ -668,7 +808,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		        "network", "idle");
 		for (size_t i = 0; i < r->nprocs; i++) {
 			const struct ddl_proc *p = &r->procs[i];
-			if (!p->niter)
+			if (!p->niter || (shown && !shown[i]))
 				continue;
 			char label[96];
 			fprintf(f, "  %-28s %10.2f %10.2f %12.2f %10.2f %10.2f\n", ddl_label(r, p, label, sizeof label),
@@ -676,12 +816,27 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 			        p->per_iter.interconnect_stall * 1e3, p->per_iter.network_stall * 1e3,
 			        p->per_iter.idle * 1e3);
 		}
+		double *tmp = hidden ? malloc((r->nprocs + 1) * sizeof *tmp) : NULL;
+		nomem |= hidden && !tmp;
+		if (tmp) { /* the parts across every rank: least, median, most */
+			static const char *const rows[3] = {"least of the ranks", "median", "most"};
+			static const size_t off[5] = {offsetof(struct ddl_parts, compute), offsetof(struct ddl_parts, data_stall),
+			                              offsetof(struct ddl_parts, interconnect_stall),
+			                              offsetof(struct ddl_parts, network_stall), offsetof(struct ddl_parts, idle)};
+			double v[5][3];
+			for (int c = 0; c < 5; c++)
+				ddl_part_spread(r, off[c], tmp, v[c]);
+			for (int k = 0; k < 3; k++)
+				fprintf(f, "  %-28s %10.2f %10.2f %12.2f %10.2f %10.2f\n", rows[k], v[0][k], v[1][k], v[2][k],
+				        v[3][k], v[4][k]);
+			free(tmp);
+		}
 		fprintf(f, "  %-28s %9.1f%% %9.1f%% %11.1f%% %9.1f%% %9.1f%%\n", "job (share of time)",
 		        r->pct.compute, r->pct.data_stall, r->pct.interconnect_stall, r->pct.network_stall,
 		        r->pct.idle);
-		ddl_loop_section(r, f);
-		ddl_inputs_section(r, f);
-		ddl_coll_section(r, f);
+		ddl_loop_section(r, shown, f);
+		ddl_inputs_section(r, shown, f);
+		ddl_coll_section(r, shown, f);
 		if (r->have_sensitivity)
 			fprintf(f, "\nNetwork sensitivity %.2f: predicted iteration %.1f ms in one machine, "
 			        "%.1f ms in a rack (x%.2f), %.1f ms across racks (x%.2f)\n"
@@ -702,9 +857,9 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		        "calls or of long waits)\n", r->iteration_names);
 	}
 
-	ddl_straggler_section(r, f);
+	ddl_straggler_section(r, shown, f);
 	if (r->has_gpu) {
-		ddl_gpu_section(r, f);
+		ddl_gpu_section(r, shown, f);
 		nomem |= ddl_kernels_section(r, f) < 0;
 	}
 	ddl_callsites_section(r, f);
@@ -713,9 +868,27 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 	fprintf(f, "\nNetwork activity by process and thread\n");
 	fprintf(f, "  %-28s %9s %12s %12s %10s %10s %11s\n", "process / thread", "calls", "sent",
 	        "received", "in calls s", "blocked s", "peers l/r");
+	if (shown) { /* every process's together, then the ones shown */
+		struct ddl_netsum all = {0};
+		for (size_t i = 0; i < r->nprocs; i++) {
+			const struct ddl_netsum *n = &r->procs[i].net;
+			all.calls += n->calls;
+			all.bytes_sent += n->bytes_sent;
+			all.bytes_received += n->bytes_received;
+			all.in_calls_ns = ddl_ns_sat_add(all.in_calls_ns, n->in_calls_ns);
+			all.blocked_ns = ddl_ns_sat_add(all.blocked_ns, n->blocked_ns);
+		}
+		char label[96], sb[32], rb[32];
+		snprintf(label, sizeof label, "all %zu processes", r->nprocs);
+		fprintf(f, "  %-28s %9" PRIu64 " %12s %12s %10.4f %10.4f\n", label, all.calls,
+		        ddl_human_bytes(all.bytes_sent, sb, sizeof sb), ddl_human_bytes(all.bytes_received, rb, sizeof rb),
+		        (double)all.in_calls_ns / 1e9, (double)all.blocked_ns / 1e9);
+	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		char label[96];
+		if (shown && !shown[i])
+			continue;
 		ddl_net_row(f, ddl_label(r, p, label, sizeof label), &p->net);
 		if (p->command) {
 			char *cmd = NULL;
@@ -745,6 +918,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 				for (int j = 0; j < r->procs[i].tr[k]->nproblems; j++)
 					fprintf(f, "  %s\n", r->procs[i].tr[k]->problems[j]);
 	}
+	free(shown);
 	if (nomem) {
 		errno = ENOMEM;
 		return -1;

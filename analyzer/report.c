@@ -211,8 +211,11 @@ int main(int argc, char **argv)
 	if (fi < 0)
 		return ddl_cli_usage(P, "unknown format '%s' (text, json, dump, chrome, html or csv)",
 		                     format);
-	if ((ranks || it_a >= 0) && strcmp(format, "chrome"))
-		return ddl_cli_usage(P, "--ranks and --iterations choose what --chrome exports");
+	if (it_a >= 0 && strcmp(format, "chrome"))
+		return ddl_cli_usage(P, "--iterations chooses what --chrome exports");
+	if (ranks && strcmp(format, "chrome") && strcmp(format, "text"))
+		return ddl_cli_usage(P, "--ranks chooses the ranks the text shows and --chrome exports; %s keeps "
+		                     "every rank", format);
 	if (sqlite && ncompare)
 		return ddl_cli_usage(P, "--sqlite writes one run's report, not --compare");
 	if (sqlite && out && !strcmp(sqlite, out))
@@ -293,7 +296,18 @@ int main(int argc, char **argv)
 			if (t->corrupt)
 				status = 1;
 		}
-	rep.chrome_ranks = ranks;
+	int text = !strcmp(format, "text"), listed = 0;
+	for (size_t i = 0; text && ranks && i < rep.nprocs; i++)
+		listed += rep.procs[i].rank >= 0 && ddl_proc_listed(&rep, i, ranks);
+	if (text && ranks && !listed) {
+		fprintf(stderr, "ddlprof-report: --ranks %s: no such rank in run %s (%d rank%s, from 0)\n", ranks,
+		        run->id, rep.nranks, rep.nranks == 1 ? "" : "s");
+		ddl_report_free(&rep);
+		ddl_traceset_free(&set);
+		return 1;
+	}
+	rep.chrome_ranks = text ? NULL : ranks;
+	rep.text_ranks = text ? ranks : NULL;
 	rep.chrome_it_a = it_a;
 	rep.chrome_it_b = it_b;
 	int64_t wa, wb;

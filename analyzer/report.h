@@ -414,6 +414,9 @@ struct ddl_report {
 	 * A:B (A -1: all), as ddl_chrome_window checked them */
 	const char *chrome_ranks;
 	long chrome_it_a, chrome_it_b;
+	/* the text's --ranks (NULL: every rank's rows up to 16 ranks, else a
+	 * summary and the slowest and fastest; "all"; a list) */
+	const char *text_ranks;
 	long iterations;              /* per rank, the fewest after warm-up */
 	double iter_mean_s, iter_p50_s, iter_p99_s;
 	struct ddl_parts pct;          /* share of all iteration time, percent */
@@ -652,8 +655,11 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f);
 int ddl_out_chrome(const struct ddl_report *r, FILE *f);
 /* --ranks LIST (0,2,4-7): 0 when well formed, else -1 with ERR. */
 int ddl_rank_list_check(const char *list, char *err, size_t n);
-/* Whether RANK is in LIST (checked). */
+/* Whether RANK is in LIST (checked; "all" holds every rank). */
 int ddl_rank_list_has(const char *list, int rank);
+/* Whether process I of R is LIST's: a listed rank, or one that serves one
+ * (through the processes between). */
+int ddl_proc_listed(const struct ddl_report *r, size_t i, const char *list);
 /* --chrome's window of R (its chrome_* fields) in *A, *B (the real-time
  * clock; INT64_MIN, INT64_MAX: all); 0, or -1 with ERR when it selects
  * nothing (no such rank, no such iterations). */

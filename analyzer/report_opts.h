@@ -27,7 +27,9 @@
 	  "patterns of the marker ranges that are data loading, data stall on GPU jobs (default " \
 	  "data*,*dataload*,*data_load*,input*)") \
 	X(DDL_REPORT_O_RANKS, "ranks", 0, "LIST", \
-	  "with --chrome, only these ranks (0,2,4-7) and the processes that serve them") \
+	  "the ranks (0,2,4-7, or all) whose lines the text shows (by default every rank's up to 16, " \
+	  "else a summary and the slowest and fastest), or --chrome exports, with the processes " \
+	  "that serve them") \
 	X(DDL_REPORT_O_ITERATIONS, "iterations", 0, "A:B", \
 	  "with --chrome, only the events that overlap iterations A to B (numbered as the report " \
 	  "numbers them, the warm-up's included)") \

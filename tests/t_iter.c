@@ -108,8 +108,11 @@ static int it_check(json_t *rep, json_t *all, const char *what, const char *meth
 		CHECK(labs(n - (steps - IT_WARMUP)) <= 1, "%s rank %d: %ld iterations for %ld steps", what,
 		      first + k, n, steps);
 		CHECK(found == n + IT_WARMUP, "%s rank %d: %ld found, %ld analysed", what, first + k, found, n);
-		CHECK(fabs(mean - ref) <= IT_MEAN_TOL * ref, "%s rank %d: mean %.3f ms, the program's %.3f ms",
-		      what, first + k, mean * 1e3, ref * 1e3);
+		/* a rank held against another's timer: they start up to a step apart,
+		 * which moves the mean over every step by up to a step's share */
+		double tol = IT_MEAN_TOL + (by_first && steps > 0 ? 1.0 / (double)steps : 0);
+		CHECK(fabs(mean - ref) <= tol * ref, "%s rank %d: mean %.3f ms, the program's %.3f ms", what, first + k,
+		      mean * 1e3, ref * 1e3);
 		if (by_first && all) { /* and after the warm-up, loosely, against the first rank's */
 			double m1 = json_real_value(json_object_get(r, "iteration_mean_s"));
 			double m0 = json_real_value(json_object_get(it_rank(rep, first), "iteration_mean_s"));

@@ -542,7 +542,7 @@ int test_report_out_tcpring(void)
  * ranks' processes, every event overlapping the window the file says
  * (iteration 6 of those ranks, from its first start to its last end), the
  * one iteration slice each, device work among them, tracks still nested;
- * and a window of nothing, or those options without --chrome, refused.
+ * and a window of nothing, or --iterations without --chrome, refused.
  */
 static int ddl_check_chrome_window(const char *dir, json_t *rep)
 {
@@ -595,9 +595,9 @@ static int ddl_check_chrome_window(const char *dir, json_t *rep)
 		      "%s %s: status %d: %s", bad[k][0], bad[k][1], ddl_status(&r), r.err);
 		trun_free(&r);
 	}
-	char *b3[] = {(char *)R, "--ranks", "1", (char *)dir, NULL};
-	CHECK(trun(b3, NULL, 60, &r) == 0 && ddl_status(&r) == 2 && strstr(r.err, "--chrome"), "--ranks without "
-	      "--chrome: status %d: %s", ddl_status(&r), r.err);
+	char *b3[] = {(char *)R, "--iterations", "6:6", (char *)dir, NULL};
+	CHECK(trun(b3, NULL, 60, &r) == 0 && ddl_status(&r) == 2 && strstr(r.err, "--chrome"), "--iterations "
+	      "without --chrome: status %d: %s", ddl_status(&r), r.err);
 	trun_free(&r);
 	return DDL_PASS;
 }
@@ -876,6 +876,92 @@ int test_report_out_options(void)
 	CHECK(rep && ddl_check_csv(tdir, rep) == DDL_PASS, "csv with a quoted host");
 	json_decref(rep);
 	free(out);
+	trun_free(&r);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/* The lines of S that begin with PREFIX. */
+static int ddl_lines_with(const char *s, const char *prefix)
+{
+	int n = 0;
+	size_t k = strlen(prefix);
+	for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		n += !strncmp(p, prefix, k);
+	return n;
+}
+
+static int ddl_num_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A job of 40 ranks (bench/bigtrace's, 20000 events each): the text sums
+ * the ranks up rather than a line each (the extremes of their mean
+ * iteration, each part's least, median and most across them, held against
+ * the JSON's ranks) and shows the three slowest and fastest; --ranks all
+ * every rank's line, --ranks 3,7-8 those; JSON keeps every rank; a list
+ * of no rank, or --ranks with --json, refused.
+ */
+int test_report_out_many_ranks(void)
+{
+	char *dir = tmpdir(), tdir[4200];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	char *gen[] = {(char *)tbuild("bench/bigtrace"), tdir, "40", "20000", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(gen, NULL, 60, &r) == 0 && ddl_status(&r) == 0, "bigtrace: %s", r.err);
+	trun_free(&r);
+	json_t *rep = treport(tdir, NULL);
+	json_t *ranks = json_object_get(rep, "ranks");
+	CHECK(json_array_size(ranks) == 40, "%zu ranks in the JSON", json_array_size(ranks));
+	double mean[40], comp[40];
+	size_t i;
+	json_t *e;
+	json_array_foreach(ranks, i, e) {
+		mean[i] = json_number_value(json_object_get(e, "iteration_mean_s")) * 1e3;
+		comp[i] = json_number_value(tjget(e, "breakdown_s.compute")) * 1e3;
+	}
+	json_decref(rep);
+	qsort(mean, 40, sizeof *mean, ddl_num_cmp);
+	qsort(comp, 40, sizeof *comp, ddl_num_cmp);
+	char *out;
+	CHECK(ddl_report_run(tdir, "-q", NULL, &out) == 0, "the text report");
+	int lines = ddl_lines_with(out, ""), rows = ddl_lines_with(out, "  big"), least = ddl_lines_with(out, "  least of the ranks");
+	char want[128];
+	snprintf(want, sizeof want, "  40 ranks: a mean iteration from %.3f ms (", mean[0]);
+	const char *at = strstr(out, want), *to = at ? strstr(at, ") to ") : NULL;
+	double hi = to ? strtod(to + 5, NULL) : 0, med = 0;
+	const char *m = strstr(out, "\n  median ");
+	if (m)
+		med = strtod(m + 10, NULL);
+	fprintf(stderr, "    40 ranks: %d lines, %d of ranks; mean iteration %.3f to %.3f ms, median compute %.2f ms "
+	        "(the JSON's %.3f, %.3f, %.2f)\n", lines, rows, mean[0], hi, med, mean[0], mean[39],
+	        (comp[19] + comp[20]) / 2);
+	CHECK(lines < 80 && least == 1 && at && fabs(hi - mean[39]) < 0.001 &&
+	      fabs(med - (comp[19] + comp[20]) / 2) < 0.006 && strstr(out, "\n  all 40 processes "),
+	      "the summary:\n%s", out);
+	/* 6 ranks shown, a line each in the iterations, the breakdown and the network's table */
+	CHECK(rows == 6 * 3, "%d lines of ranks, want 18 (6 ranks in 3 tables):\n%s", rows, out);
+	free(out);
+	CHECK(ddl_report_run(tdir, "--ranks", "all", &out) == 0, "--ranks all");
+	rows = ddl_lines_with(out, "  big");
+	CHECK(rows == 40 * 3 && !strstr(out, "least of the ranks"), "--ranks all: %d lines of ranks", rows);
+	free(out);
+	CHECK(ddl_report_run(tdir, "--ranks", "3,7-8", &out) == 0, "--ranks 3,7-8");
+	rows = ddl_lines_with(out, "  big");
+	CHECK(rows == 3 * 3 && strstr(out, " rank 3: ") && strstr(out, " rank 7: ") && strstr(out, " rank 8: "),
+	      "--ranks 3,7-8: %d lines of ranks:\n%s", rows, out);
+	free(out);
+	const char *R = tbuild("bin/ddlprof-report");
+	char *bad1[] = {(char *)R, "--ranks", "99", tdir, NULL}, *bad2[] = {(char *)R, "--json", "--ranks", "1", tdir, NULL};
+	CHECK(trun(bad1, NULL, 60, &r) == 0 && ddl_status(&r) == 1 && strstr(r.err, "no such rank") && !*r.out,
+	      "--ranks 99: status %d: %s", ddl_status(&r), r.err);
+	trun_free(&r);
+	CHECK(trun(bad2, NULL, 60, &r) == 0 && ddl_status(&r) == 2 && strstr(r.err, "every rank"),
+	      "--json --ranks: status %d: %s", ddl_status(&r), r.err);
 	trun_free(&r);
 	trm(dir);
 	free(dir);
