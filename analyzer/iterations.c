@@ -334,7 +334,9 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
  * the next's makes it exact. Each step then starts at the same place of
  * the period: its call after the longest pause, each found one period of
  * bytes after the last one found (so an estimate a little off never
- * drifts), and its time is that call's own: where the pause began.
+ * drifts), and its time is that call's own: where the pause began (the
+ * first step's, whose pause runs back into the set-up, as long before its
+ * call as the steps' usual pause).
  */
 
 /*
@@ -347,7 +349,7 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
  */
 struct ddl_sockcall {
 	uint64_t off, bytes;
-	int64_t idle, from, end;
+	int64_t idle, from, at, end; /* AT: when the call began */
 	double w; /* the idle time's weight: log(1 + idle / 10 us) */
 };
 
@@ -428,7 +430,7 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 				cap = nc;
 			}
 			c[m++] = (struct ddl_sockcall){off, (uint64_t)e->result, idle,
-			                               longest >= 0 ? from : ddl_trace_real_ns(t, a),
+			                               longest >= 0 ? from : ddl_trace_real_ns(t, a), ddl_trace_real_ns(t, a),
 			                               ddl_trace_real_ns(t, a + d), ddl_idle_weight(idle)};
 			off += (uint64_t)e->result;
 			idle = 0;
@@ -844,9 +846,20 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 			}
 			free(start);
 			free(all);
+			/* the first step's pause runs back into the set-up (the wait
+			 * for the other ranks, the program's own start before its
+			 * loop): it starts as long before its first call as the
+			 * steps' usual pause */
+			int64_t med = used && m ? pause[m / 2] : 0;
+			int first = 1;
 			for (size_t k = 0; k + 1 < used; k++)
-				if (b[k] != SIZE_MAX && b[k + 1] != SIZE_MAX && c[b[k + 1]].from > c[b[k]].from)
-					found += ddl_push_iter(p, c[b[k]].from, c[b[k + 1]].from, tid) == 0;
+				if (b[k] != SIZE_MAX && b[k + 1] != SIZE_MAX && c[b[k + 1]].from > c[b[k]].from) {
+					int64_t a = c[b[k]].from;
+					if (first && c[b[k]].idle > 2 * med && c[b[k]].at - med > a && c[b[k]].at - med < c[b[k + 1]].from)
+						a = c[b[k]].at - med;
+					first = 0;
+					found += ddl_push_iter(p, a, c[b[k + 1]].from, tid) == 0;
+				}
 			/* the last step, when its bytes are all there: to the end of
 			 * the call that moved its last byte */
 			while (used && b[used - 1] == SIZE_MAX)
