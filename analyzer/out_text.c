@@ -697,8 +697,12 @@ static void ddl_iter_summary(const struct ddl_report *r, const unsigned char *sh
 			fprintf(f, ", and %zu more", c - 8);
 		fputc('\n', f);
 	}
-	fprintf(f, "  below: the %d slowest and %d fastest ranks (%zu more: --ranks all, or --ranks LIST)\n",
-	        DDL_TEXT_ENDS, DDL_TEXT_ENDS, ddl_text_hidden(r, shown));
+	if (r->text_ranks)
+		fprintf(f, "  below: the ranks of --ranks %s (%zu more: --ranks all)\n", r->text_ranks,
+		        ddl_text_hidden(r, shown));
+	else
+		fprintf(f, "  below: the %d slowest and %d fastest ranks (%zu more: --ranks all, or --ranks LIST)\n",
+		        DDL_TEXT_ENDS, DDL_TEXT_ENDS, ddl_text_hidden(r, shown));
 }
 
 int ddl_out_text(const struct ddl_report *r, FILE *f)

@@ -952,7 +952,8 @@ int test_report_out_many_ranks(void)
 	free(out);
 	CHECK(ddl_report_run(tdir, "--ranks", "3,7-8", &out) == 0, "--ranks 3,7-8");
 	rows = ddl_lines_with(out, "  big");
-	CHECK(rows == 3 * 3 && strstr(out, " rank 3: ") && strstr(out, " rank 7: ") && strstr(out, " rank 8: "),
+	CHECK(rows == 3 * 3 && strstr(out, " rank 3: ") && strstr(out, " rank 7: ") && strstr(out, " rank 8: ") &&
+	      strstr(out, "\n  below: the ranks of --ranks 3,7-8 (37 more: --ranks all)\n"),
 	      "--ranks 3,7-8: %d lines of ranks:\n%s", rows, out);
 	free(out);
 	const char *R = tbuild("bin/ddlprof-report");
