@@ -113,6 +113,64 @@ static void pause_for_writer(void)
 	nanosleep(&ts, NULL);
 }
 
+/* What the loops below work on, set by main. */
+static int g_fd;
+static const char *g_buf;
+static sem_t g_sem;
+static int (*g_libc_sem_wait)(sem_t *);
+
+static void run_wrapped(long n)
+{
+	loop_wrapped(g_fd, g_buf, n);
+}
+
+static void run_direct(long n)
+{
+	loop_direct(fake_send, g_fd, g_buf, n);
+}
+
+static void run_floor(long n)
+{
+	loop_floor(fake_send, g_fd, g_buf, n);
+}
+
+/* a free semaphore's wait, posted before each (as CPython takes a free lock) */
+static void run_sem(long n)
+{
+	for (long i = 0; i < n; i++) {
+		sem_post(&g_sem);
+		sem_wait(&g_sem);
+	}
+}
+
+static void run_sem_libc(long n)
+{
+	for (long i = 0; i < n; i++) {
+		sem_post(&g_sem);
+		g_libc_sem_wait(&g_sem);
+	}
+}
+
+/* ROUNDS rounds of N calls of A then N of B, interleaved (PAUSE: a flush
+ * between rounds); the medians of their ns a call into *MA, *MB. */
+static void interleave(int rounds, long n, void (*a)(long), void (*b)(long), int pause, double *ma, double *mb)
+{
+	double w[101], d[101];
+	for (int r = 0; r < rounds; r++) {
+		double t0 = now_ns();
+		a(n);
+		double t1 = now_ns();
+		b(n);
+		double t2 = now_ns();
+		w[r] = (t1 - t0) / (double)n;
+		d[r] = (t2 - t1) / (double)n;
+		if (pause)
+			pause_for_writer();
+	}
+	*ma = median(w, rounds);
+	*mb = median(d, rounds);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -137,27 +195,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "sem")) {
 		void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-		int (*real_wait)(sem_t *) = libc ? (int (*)(sem_t *))dlsym(libc, "sem_wait") : NULL;
-		sem_t s;
-		if (!real_wait || sem_init(&s, 0, 0) != 0)
+		g_libc_sem_wait = libc ? (int (*)(sem_t *))dlsym(libc, "sem_wait") : NULL;
+		if (!g_libc_sem_wait || sem_init(&g_sem, 0, 0) != 0)
 			return 1;
-		double w[101], d[101];
-		for (int r = 0; r < rounds; r++) {
-			double a = now_ns();
-			for (long i = 0; i < n; i++) {
-				sem_post(&s);
-				sem_wait(&s);
-			}
-			double b = now_ns();
-			for (long i = 0; i < n; i++) {
-				sem_post(&s);
-				real_wait(&s);
-			}
-			double c = now_ns();
-			w[r] = (b - a) / (double)n;
-			d[r] = (c - b) / (double)n;
-		}
-		double mw = median(w, rounds), md = median(d, rounds);
+		double mw, md;
+		interleave(rounds, n, run_sem, run_sem_libc, 0, &mw, &md);
 		printf("wrapped_ns %.2f direct_ns %.2f added_ns %.2f\n", mw, md, mw - md);
 		return 0;
 	}
@@ -165,6 +207,8 @@ int main(int argc, char **argv)
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
 		return 1;
 	static char buf[65536];
+	g_fd = sv[0];
+	g_buf = buf;
 	void *(*set)(const char *, void *) =
 		(void *(*)(const char *, void *))dlsym(RTLD_DEFAULT, "ddl_real_set");
 
@@ -176,34 +220,15 @@ int main(int argc, char **argv)
 		set("send", (void *)fake_send);
 	}
 	if (!strcmp(mode, "fake")) {
-		double w[101], d[101];
 		send(sv[0], buf, 64, 0); /* first call: thread buffer, descriptor probe */
-		for (int r = 0; r < rounds; r++) {
-			double a = now_ns();
-			loop_wrapped(sv[0], buf, n);
-			double b = now_ns();
-			loop_direct(fake_send, sv[0], buf, n);
-			double c = now_ns();
-			w[r] = (b - a) / (double)n;
-			d[r] = (c - b) / (double)n;
-			pause_for_writer();
-		}
-		double mw = median(w, rounds), md = median(d, rounds);
+		double mw, md;
+		interleave(rounds, n, run_wrapped, run_direct, 1, &mw, &md);
 		printf("wrapped_ns %.2f direct_ns %.2f added_ns %.2f\n", mw, md, mw - md);
 		return 0;
 	}
 	if (!strcmp(mode, "floor")) {
-		double w[101], d[101];
-		for (int r = 0; r < rounds; r++) {
-			double a = now_ns();
-			loop_floor(fake_send, sv[0], buf, n);
-			double b = now_ns();
-			loop_direct(fake_send, sv[0], buf, n);
-			double c = now_ns();
-			w[r] = (b - a) / (double)n;
-			d[r] = (c - b) / (double)n;
-		}
-		double mw = median(w, rounds), md = median(d, rounds);
+		double mw, md;
+		interleave(rounds, n, run_floor, run_direct, 0, &mw, &md);
 		printf("floor_ns %.2f direct_ns %.2f added_ns %.2f\n", mw, md, mw - md);
 		return 0;
 	}

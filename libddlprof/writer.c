@@ -29,7 +29,7 @@
 
 #include "ddl.h"
 #include "ddlprof/tracedir.h"
-#include "ddlprof/crc32c.h"
+#include "ddlprof/chunk.h"
 
 /* Events per chunk: 32768 (1 MiB raw), or 4096 where RLIMIT_AS is set;
  * fixed before the stage is first mapped. */
@@ -410,8 +410,9 @@ static int ddl_write_all(int fd, const struct iovec *iov0, int n)
 
 static int ddl_chunk_write(int fd, uint16_t type, const void *p, size_t n, int may_compress)
 {
-	struct ddl_chunk c = {DDL_CHUNK_MAGIC, type, 0, (uint32_t)n, (uint32_t)n, 0, 0};
 	const void *out = p;
+	uint32_t size = (uint32_t)n;
+	unsigned flags = 0;
 	/* Either codec fails cleanly when the output would not fit in zcap
 	 * (a strings chunk may be longer than a stage): the chunk goes raw. */
 	if (may_compress && ddl_w.codec && ddl_w.zbuf && n >= 256 && n <= DDL_CHUNK_MAX) {
@@ -425,12 +426,11 @@ static int ddl_chunk_write(int fd, uint16_t type, const void *p, size_t n, int m
 		}
 		if (z && z < n && (uint64_t)z * DDL_CHUNK_RATIO_MAX >= n) {
 			out = ddl_w.zbuf;
-			c.size = (uint32_t)z;
-			c.flags = ddl_w.codec;
+			size = (uint32_t)z;
+			flags = ddl_w.codec;
 		}
 	}
-	c.crc = ddl_crc32c(out, c.size);
-	c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+	struct ddl_chunk c = ddl_chunk_make(type, flags, out, size, (uint32_t)n);
 	struct iovec iov[2] = {{&c, sizeof c}, {(void *)out, c.size}};
 	return ddl_write_all(fd, iov, 2);
 }

@@ -16,7 +16,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "ddlprof/crc32c.h"
+#include "ddlprof/chunk.h"
 #include "test.h"
 #include "trace_read.h"
 
@@ -36,9 +36,7 @@ static int ht_write(const char *path, const struct ht_part *v, size_t n)
 	FILE *f = fopen(path, "wb");
 	int ok = f != NULL;
 	for (size_t i = 0; ok && i < n; i++) {
-		struct ddl_chunk c = {DDL_CHUNK_MAGIC, (uint16_t)v[i].type, 0, (uint32_t)v[i].n,
-		                      (uint32_t)v[i].n, ddl_crc32c(v[i].p, v[i].n), 0};
-		c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+		struct ddl_chunk c = ddl_chunk_make(v[i].type, 0, v[i].p, (uint32_t)v[i].n, (uint32_t)v[i].n);
 		ok = (!v[i].type || fwrite(&c, sizeof c, 1, f) == 1) && fwrite(v[i].p, 1, v[i].n, f) == v[i].n;
 	}
 	if (f && fclose(f))

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ddlprof/crc32c.h"
+#include "ddlprof/chunk.h"
 #include "ddlprof/trace.h"
 #include "test.h"
 
@@ -753,9 +753,7 @@ static uint32_t it_rand(void)
 /* Appends chunk TYPE with N bytes of P behind its checked header to F. */
 static int it_chunk(FILE *f, unsigned type, const void *p, size_t n)
 {
-	struct ddl_chunk c = {DDL_CHUNK_MAGIC, (uint16_t)type, 0, (uint32_t)n, (uint32_t)n,
-	                      ddl_crc32c(p, n), 0};
-	c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+	struct ddl_chunk c = ddl_chunk_make(type, 0, p, (uint32_t)n, (uint32_t)n);
 	return fwrite(&c, sizeof c, 1, f) == 1 && fwrite(p, 1, n, f) == n ? 0 : -1;
 }
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ddlprof/crc32c.h"
+#include "ddlprof/chunk.h"
 #include "ddlprof/trace.h"
 #include "test.h"
 
@@ -287,9 +287,7 @@ static void ddl_kw_put(struct ddl_kw *w, const void *p, size_t n)
 
 static void ddl_kw_chunk(struct ddl_kw *w, unsigned type, const void *p, size_t n)
 {
-	struct ddl_chunk c = {DDL_CHUNK_MAGIC, (uint16_t)type, 0, (uint32_t)n, (uint32_t)n,
-	                      ddl_crc32c(p, n), 0};
-	c.hcrc = ddl_crc32c(&c, offsetof(struct ddl_chunk, hcrc));
+	struct ddl_chunk c = ddl_chunk_make(type, 0, p, (uint32_t)n, (uint32_t)n);
 	ddl_kw_put(w, &c, sizeof c);
 	ddl_kw_put(w, p, n);
 }
