@@ -356,12 +356,6 @@ int ddl_report_bw(double bw[3], const char *spec, char *err, size_t errlen)
 	return 0;
 }
 
-static int ddl_dbl_cmp(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
-}
-
 /* The first iteration of P whose length is the median of its iterations
  * (the lower one of an even count); the first one without memory. */
 static size_t ddl_median_iter(const struct ddl_proc *p)
@@ -370,7 +364,7 @@ static size_t ddl_median_iter(const struct ddl_proc *p)
 	if (!v)
 		return 0;
 	memcpy(v, p->iter_s, p->niter * sizeof *v);
-	qsort(v, p->niter, sizeof *v, ddl_dbl_cmp);
+	qsort(v, p->niter, sizeof *v, ddl_cmp_double);
 	double m = v[(p->niter - 1) / 2];
 	free(v);
 	size_t k = 0;

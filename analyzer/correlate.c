@@ -35,12 +35,6 @@ static int ddl_cmp_host(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int ddl_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static uint32_t ddl_os_tid(const struct ddl_trace *t, unsigned idx)
 {
 	return idx < t->nthreads ? t->threads[idx].tid : 0;

@@ -166,7 +166,6 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 }
 
 static int ddl_cmp_i64(const void *a, const void *b);
-static int ddl_cmp_double(const void *a, const void *b);
 
 static int ddl_cmp_u64(const void *a, const void *b)
 {
@@ -927,12 +926,6 @@ static void ddl_keep_training_thread(struct ddl_proc *p)
 		qsort(p->iter, m, sizeof *p->iter, ddl_cmp_iter);
 	for (size_t i = 0; i < m; i++)
 		p->iter_s[i] = (double)(p->iter[i].end_ns - p->iter[i].start_ns) / 1e9;
-}
-
-static int ddl_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 /* The q-quantile of n sorted values, nearest rank. */

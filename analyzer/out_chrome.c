@@ -1036,18 +1036,22 @@ static int ddl_chrome_has(const struct ddl_report *r, size_t i)
 	return !r->chrome_ranks || ddl_proc_listed(r, i, r->chrome_ranks);
 }
 
+int ddl_rank_list_names(const struct ddl_report *r, const char *list, char *err, size_t n)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].rank >= 0 && ddl_proc_listed(r, i, list))
+			return 0;
+	snprintf(err, n, "--ranks %s: no such rank in run %s (%d rank%s, from 0)", list, r->run->id, r->nranks,
+	         r->nranks == 1 ? "" : "s");
+	return -1;
+}
+
 int ddl_chrome_window(const struct ddl_report *r, int64_t *a, int64_t *b, char *err, size_t n)
 {
 	*a = INT64_MIN;
 	*b = INT64_MAX;
-	size_t any = 0;
-	for (size_t i = 0; i < r->nprocs; i++)
-		any += ddl_chrome_has(r, i) && r->procs[i].rank >= 0;
-	if (r->chrome_ranks && !any) {
-		snprintf(err, n, "--ranks %s: no such rank in run %s (%d rank%s, from 0)", r->chrome_ranks, r->run->id,
-		         r->nranks, r->nranks == 1 ? "" : "s");
+	if (r->chrome_ranks && ddl_rank_list_names(r, r->chrome_ranks, err, n) < 0)
 		return -1;
-	}
 	if (r->chrome_it_a < 0)
 		return 0;
 	int64_t lo = INT64_MAX, hi = INT64_MIN;

@@ -100,12 +100,6 @@ static size_t ddl_text_hidden(const struct ddl_report *r, const unsigned char *s
 	return n;
 }
 
-static int ddl_dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The ranks' mean ms of part OFF (a struct ddl_parts field's offset) in
  * per_iter: the least, the median and the most, into OUT[3]. */
 static void ddl_part_spread(const struct ddl_report *r, size_t off, double *tmp, double out[3])
@@ -117,9 +111,9 @@ static void ddl_part_spread(const struct ddl_report *r, size_t off, double *tmp,
 	out[0] = out[1] = out[2] = 0;
 	if (!n)
 		return;
-	qsort(tmp, n, sizeof *tmp, ddl_dbl_cmp);
+	qsort(tmp, n, sizeof *tmp, ddl_cmp_double);
 	out[0] = tmp[0];
-	out[1] = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+	out[1] = ddl_sorted_median(tmp, n);
 	out[2] = tmp[n - 1];
 }
 
@@ -659,7 +653,7 @@ static void ddl_hang_section(const struct ddl_report *r, FILE *f)
 /* The ranks' iterations in one go, when their lines are left out: the
  * spread of their means, and which have slow iterations or a change of
  * pace (the first eight named). */
-static void ddl_iter_summary(const struct ddl_report *r, const unsigned char *shown, FILE *f)
+static void ddl_iter_summary(const struct ddl_report *r, size_t hidden, FILE *f)
 {
 	const struct ddl_proc *lo = NULL, *hi = NULL;
 	size_t n = 0, nslow = 0, nshift = 0;
@@ -698,11 +692,10 @@ static void ddl_iter_summary(const struct ddl_report *r, const unsigned char *sh
 		fputc('\n', f);
 	}
 	if (r->text_ranks)
-		fprintf(f, "  below: the ranks of --ranks %s (%zu more: --ranks all)\n", r->text_ranks,
-		        ddl_text_hidden(r, shown));
+		fprintf(f, "  below: the ranks of --ranks %s (%zu more: --ranks all)\n", r->text_ranks, hidden);
 	else
 		fprintf(f, "  below: the %d slowest and %d fastest ranks (%zu more: --ranks all, or --ranks LIST)\n",
-		        DDL_TEXT_ENDS, DDL_TEXT_ENDS, ddl_text_hidden(r, shown));
+		        DDL_TEXT_ENDS, DDL_TEXT_ENDS, hidden);
 }
 
 int ddl_out_text(const struct ddl_report *r, FILE *f)
@@ -780,7 +773,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		fprintf(f, "  mean %.3f ms, p50 %.3f ms, p99 %.3f ms\n", r->iter_mean_s * 1e3,
 		        r->iter_p50_s * 1e3, r->iter_p99_s * 1e3);
 		if (hidden)
-			ddl_iter_summary(r, shown, f);
+			ddl_iter_summary(r, hidden, f);
 		for (size_t i = 0; i < r->nprocs; i++) {
 			const struct ddl_proc *p = &r->procs[i];
 			char label[96], run[48] = "";

@@ -296,22 +296,14 @@ int main(int argc, char **argv)
 			if (t->corrupt)
 				status = 1;
 		}
-	int text = !strcmp(format, "text"), listed = 0;
-	for (size_t i = 0; text && ranks && i < rep.nprocs; i++)
-		listed += rep.procs[i].rank >= 0 && ddl_proc_listed(&rep, i, ranks);
-	if (text && ranks && !listed) {
-		fprintf(stderr, "ddlprof-report: --ranks %s: no such rank in run %s (%d rank%s, from 0)\n", ranks,
-		        run->id, rep.nranks, rep.nranks == 1 ? "" : "s");
-		ddl_report_free(&rep);
-		ddl_traceset_free(&set);
-		return 1;
-	}
+	int text = !strcmp(format, "text");
 	rep.chrome_ranks = text ? NULL : ranks;
 	rep.text_ranks = text ? ranks : NULL;
 	rep.chrome_it_a = it_a;
 	rep.chrome_it_b = it_b;
 	int64_t wa, wb;
-	if (ddl_chrome_window(&rep, &wa, &wb, err, sizeof err) < 0) {
+	if ((text && ranks && ddl_rank_list_names(&rep, ranks, err, sizeof err) < 0) ||
+	    ddl_chrome_window(&rep, &wa, &wb, err, sizeof err) < 0) {
 		fprintf(stderr, "ddlprof-report: %s\n", err); /* before -o's file is made */
 		ddl_report_free(&rep);
 		ddl_traceset_free(&set);

@@ -647,6 +647,19 @@ const struct ddl_kernel *ddl_kernel_find(const struct ddl_report *r, const char 
  */
 char *ddl_kernel_shorten(const char *name, char *out, size_t n, size_t width);
 
+/* qsort's order of doubles, ascending; and the median of N sorted ones
+ * (the mean of the middle two of an even count; 0 of none). */
+static inline int ddl_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static inline double ddl_sorted_median(const double *v, size_t n)
+{
+	return !n ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Output formats; each returns 0, or -1 on a write error or without memory
  * (errno ENOMEM: what was written lacks something). */
 int ddl_out_text(const struct ddl_report *r, FILE *f);
@@ -660,6 +673,8 @@ int ddl_rank_list_has(const char *list, int rank);
 /* Whether process I of R is LIST's: a listed rank, or one that serves one
  * (through the processes between). */
 int ddl_proc_listed(const struct ddl_report *r, size_t i, const char *list);
+/* 0 when LIST names a rank of R, else -1 with ERR saying so. */
+int ddl_rank_list_names(const struct ddl_report *r, const char *list, char *err, size_t n);
 /* --chrome's window of R (its chrome_* fields) in *A, *B (the real-time
  * clock; INT64_MIN, INT64_MAX: all); 0, or -1 with ERR when it selects
  * nothing (no such rank, no such iterations). */

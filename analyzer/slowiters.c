@@ -30,18 +30,12 @@
 
 #define DDL_SLOW_MIN_ITERS 8
 
-static int ddl_dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The median of X[0..N) (reordering TMP, a copy). */
 static double ddl_median(const double *x, size_t n, double *tmp)
 {
 	memcpy(tmp, x, n * sizeof *tmp);
-	qsort(tmp, n, sizeof *tmp, ddl_dbl_cmp);
-	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+	qsort(tmp, n, sizeof *tmp, ddl_cmp_double);
+	return ddl_sorted_median(tmp, n);
 }
 
 /* The robust deviation of X[0..N) around M. */
@@ -49,8 +43,8 @@ static double ddl_mad(const double *x, size_t n, double m, double *tmp)
 {
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = fabs(x[i] - m);
-	qsort(tmp, n, sizeof *tmp, ddl_dbl_cmp);
-	double mad = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+	qsort(tmp, n, sizeof *tmp, ddl_cmp_double);
+	double mad = ddl_sorted_median(tmp, n);
 	return 1.4826 * mad;
 }
 

@@ -131,12 +131,6 @@ static int ddl_blame(const struct ddl_cend *v, const size_t *glast, const size_t
 	return v[last].proc;
 }
 
-static int ddl_dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The slot (an analysed iteration of REF) that holds instant T, or -1. */
 static long ddl_slot_of(const struct ddl_proc *ref, int64_t t)
 {
@@ -160,7 +154,7 @@ static double ddl_median_but(double *x, size_t n, size_t skip)
 	}
 	if (!n)
 		return 0;
-	qsort(x, n, sizeof *x, ddl_dbl_cmp);
+	qsort(x, n, sizeof *x, ddl_cmp_double);
 	return x[(n - 1) / 2];
 }
 
