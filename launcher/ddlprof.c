@@ -249,16 +249,30 @@ static int ddl_prepare_dir(const char *dir)
 	return 0;
 }
 
-/* Warns, once, when DIR already holds traces of other runs. */
+/*
+ * A trace of this run's own id counts as an earlier run's when nothing was
+ * written to it for this long before we started: a live process writes at
+ * least its clock sample every second (writer.c), so the other ranks of
+ * this job (srun, mpirun: each rank's launcher scans the same directory)
+ * are never taken for one.
+ */
+#define DDL_EARLIER_RUN_S 5
+
+/*
+ * Warns, once, when DIR already holds traces of other runs, or of an
+ * earlier run with the same id (a rerun with a fixed --run-id), which the
+ * report tells apart by time and names ID#1, ID#2 ...
+ */
 static void ddl_warn_other_runs(const char *dir, const char *run)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
 	char other[DDL_RUNID_MAX] = "";
-	int count = 0;
+	int count = 0, same = 0;
+	time_t now = time(NULL);
 	struct dirent *e;
-	while ((e = readdir(d)) && count < 100000) {
+	while ((e = readdir(d)) && count + same < 100000) {
 		size_t l = strlen(e->d_name);
 		if (l < 6 || strcmp(e->d_name + l - 5, ".ddlt"))
 			continue;
@@ -284,6 +298,8 @@ static void ddl_warn_other_runs(const char *dir, const char *run)
 			if (!count)
 				snprintf(other, sizeof other, "%s", h.run_id);
 			count++;
+		} else if (fst.st_mtime + DDL_EARLIER_RUN_S <= now) {
+			same++;
 		}
 	}
 	closedir(d);
@@ -292,6 +308,11 @@ static void ddl_warn_other_runs(const char *dir, const char *run)
 		        "ddlprof: %s already holds %d trace%s of another run (%s%s); ddlprof-report "
 		        "shows the newest run, --run ID picks one\n",
 		        dir, count, count == 1 ? "" : "s", other, count > 1 ? ", ..." : "");
+	if (same)
+		fprintf(stderr,
+		        "ddlprof: %s already holds %d trace%s of an earlier run with the same id (%s); "
+		        "ddlprof-report tells them apart by time (%s#1, %s#2, ...) and shows the newest\n",
+		        dir, same, same == 1 ? "" : "s", run, run, run);
 }
 
 /* Whether V is a whole number in LO..HI (an option's value). */

@@ -13,7 +13,7 @@ if [ -x build/examples/ddlsynth ]; then
 	build/bin/ddlprof -o build/demo-trace --run-id demo --kernel-sample 1 -- build/examples/ddlsynth \
 		--ranks 4 --ranks-per-host 2 --layers 6 --params-per-layer 500k --compute-ms 4 \
 		--bucket-mb 4 --overlap off --allreduce hierarchical --intra-gbps 2 --net-gbps 0.5 \
-		--input-mb 2 --data-ms 3 --iterations 12 --markers --plan-json build/demo-plan.json
+		--input-mb 2 --data-ms 3 --iterations 12 --markers --plan-json build/demo-plan.json --force
 	echo
 	build/bin/ddlprof-report build/demo-trace
 	echo

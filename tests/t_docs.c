@@ -38,7 +38,9 @@
  *                      the whole commands with V=1
  * docs_readme_marks    the README's marked blocks (below): every "Real output"
  *                      is marked, every group has commands and output
- * docs_readme_demo     sections 1, 2, 3 and 6 run as written, twice; their
+ * docs_readme_demo     sections 1, 2, 3 and 6 run as written, twice (section
+ *                      1 first by make demo's script, then as the README
+ *                      writes it); their
  *                      output against the README's; the --fail-if figure is
  *                      the report's network share, there and here
  * docs_readme_torch    section 4 on two namespace hosts (root, python3-torch)
@@ -1963,9 +1965,11 @@ static int docs_readme_group(const char *group, int again, char **outs, int maxo
 			}
 			if (!strcmp(b[i].kind, "script") && docs_script_has(&b[i]) != DDL_PASS)
 				return DDL_FAIL;
-			if (pass && !strcmp(b[i].kind, "script"))
-				continue; /* make demo's own, which starts afresh */
-			char *cmd = !strcmp(b[i].kind, "script") ? strdup(b[i].opts) : docs_ns_text(b[i].text);
+			/* make demo's own script first, which starts afresh; the
+			 * second time the commands as the README writes them, after
+			 * what the script left (they must be rerunnable as written) */
+			char *cmd = !strcmp(b[i].kind, "script") && !pass ? strdup(b[i].opts)
+			                                                  : docs_ns_text(b[i].text);
 			char *o;
 			double t0 = tnow();
 			int st = docs_tty_sh(cmd, dir, env, 200, &o);

@@ -199,6 +199,72 @@ int test_launcher_dir_safety(void)
 	return DDL_PASS;
 }
 
+/* Sets every trace file in DIR's mtime AGO seconds back; how many. */
+static int age_traces(const char *dir, int ago)
+{
+	char cmd[PATH_MAX + 96];
+	snprintf(cmd, sizeof cmd, "touch -d '%d seconds ago' %s/*.ddlt && ls %s/*.ddlt | wc -l", ago,
+	         dir, dir);
+	int n = -1;
+	FILE *f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+/* A rerun with the same --run-id into the same directory (issue 16, 2). */
+int test_launcher_same_run_id(void)
+{
+	char *dir = tmpdir(), p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/t", dir);
+	const char *L = tbuild("bin/ddlprof");
+	struct ddl_run_result r;
+	char *a1[] = {(char *)L, "-o", p, "--run-id", "same", (char *)tbuild("tests/progs/socketpair"), NULL};
+	CHECK(trun(a1, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "first run");
+	CHECK(!strstr(r.err, "same id"), "warned on an empty directory: %s", r.err);
+	trun_free(&r);
+	/* traces of this id written just now are the job's other ranks' (each
+	 * rank's launcher scans the directory): no warning */
+	CHECK(trun(a1, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "second launcher");
+	CHECK(!strstr(r.err, "same id"), "warned about traces written a moment ago: %s", r.err);
+	trun_free(&r);
+	trm(dir);
+	dir = tmpdir();
+	snprintf(p, sizeof p, "%s/t", dir);
+	CHECK(trun(a1, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "first run");
+	trun_free(&r);
+	int old = age_traces(p, 60);
+	CHECK(old >= 2, "the first run left %d traces", old);
+	/* the same command a minute later: said, with the count of traces */
+	CHECK(trun(a1, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "rerun");
+	char want[160];
+	snprintf(want, sizeof want, "already holds %d traces of an earlier run with the same id (same)",
+	         old);
+	CHECK(strstr(r.err, want), "rerun not said (%s): %s", want, r.err);
+	CHECK(!strstr(r.err, "another run"), "the same id taken for another: %s", r.err);
+	trun_free(&r);
+	/* the report tells the two apart and shows the newest, naming the other */
+	json_t *rep = treport(p, NULL);
+	CHECK(rep && !strcmp(json_string_value(json_object_get(rep, "run_id")), "same#2"),
+	      "default run is not the newest of the two");
+	json_t *others = json_object_get(rep, "other_runs");
+	CHECK(json_array_size(others) == 1 && !strcmp(json_string_value(json_array_get(others, 0)), "same#1"),
+	      "the earlier run not named");
+	CHECK(json_array_size(json_object_get(rep, "processes")) == (size_t)old,
+	      "the newest run has %zu processes, not %d", json_array_size(json_object_get(rep, "processes")),
+	      old);
+	json_decref(rep);
+	char *a3[] = {(char *)tbuild("bin/ddlprof-report"), p, NULL};
+	CHECK(trun(a3, NULL, 30, &r) == 0 && ddl_status(&r) == 0, "text report");
+	CHECK(strstr(r.out, "run same#2") && strstr(r.out, "also in these traces: run same#1"),
+	      "the text does not tell the runs apart: %.300s", r.out);
+	trun_free(&r);
+	trm(dir);
+	return DDL_PASS;
+}
+
 int test_launcher_runs(void)
 {
 	char *dir = tmpdir(), p[PATH_MAX];
