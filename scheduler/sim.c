@@ -57,7 +57,7 @@ static void ddl_sim_usage(void)
 	       "                   [--policy fifo|las|gandiva|dally|sensitivity]\n"
 	       "                   [--lease S] [--restart-cost S] [--json] [-o FILE]\n"
 	       "                   [--jobs-out FILE] [--force] [--seed N] [--strict] [--check]\n"
-	       "                   [--profiles DIR] [-q]\n"
+	       "                   [--profiles DIR] [-q] [--verbose]\n"
 	       "       ddlprof-sim --generate N [--format csv|philly] [--seed N] [--cluster RxMxG]\n"
 	       "                   [--load F] [-o FILE [--force]]\n"
 	       "Replay a job trace on a simulated GPU cluster under a scheduling policy.\n");

@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
@@ -1635,6 +1636,60 @@ int test_report_out_terminal(void)
 	return DDL_PASS;
 }
 
+/*
+ * A trace named twice is read once: the directory twice, the directory and
+ * its own files, a file through another path (issue 16, 1: the report had
+ * counted 19 iterations of a 12-iteration job, and every byte twice).
+ */
+int test_report_same_file_twice(void)
+{
+	char *dir = tmpdir(), tdir[4200], other[4300], link[4300];
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	const char *args[] = {tbuild("examples/tcpring"), "-n", "8", "-m", "1", "-c", "5", NULL};
+	CHECK(ddl_profile(tdir, args) == 0, "tcpring");
+	snprintf(other, sizeof other, "%s/t/../t/.", dir);
+	snprintf(link, sizeof link, "%s/l", dir);
+	CHECK(symlink(tdir, link) == 0, "symlink");
+	char *once;
+	CHECK(ddl_report_run(tdir, "--json", NULL, &once) == 0, "report once");
+	json_t *a = json_loads(once, 0, NULL);
+	CHECK(a && json_array_size(json_object_get(a, "processes")) == 5, "5 processes once (the job and its 4 ranks)");
+	const char *R = tbuild("bin/ddlprof-report");
+	char pattern[4300];
+	snprintf(pattern, sizeof pattern, "%s/*.ddlt", tdir);
+	glob_t g;
+	CHECK(glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc == 5, "5 trace files");
+	char *sets[][8] = {{tdir, tdir}, {tdir, other, link}, {tdir, g.gl_pathv[0], g.gl_pathv[3]},
+	                   {g.gl_pathv[1], link}};
+	for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+		char *argv[12] = {(char *)R, "--json"};
+		int n = 2;
+		for (int i = 0; sets[k][i]; i++)
+			argv[n++] = sets[k][i];
+		argv[n] = NULL;
+		struct ddl_run_result r;
+		CHECK(trun(argv, NULL, 60, &r) == 0 && ddl_status(&r) == 0, "report of set %zu: %s", k, r.err);
+		json_t *b = json_loads(r.out, 0, NULL);
+		trun_free(&r);
+		CHECK(b, "set %zu: no JSON", k);
+		/* the same report, field for field, but for the paths it was given */
+		json_object_del(a, "inputs");
+		json_object_del(b, "inputs");
+		char *x = json_dumps(a, JSON_SORT_KEYS), *y = json_dumps(b, JSON_SORT_KEYS);
+		CHECK(x && y && !strcmp(x, y), "set %zu: not the report of the traces once (%zu and %zu bytes)",
+		      k, x ? strlen(x) : 0, y ? strlen(y) : 0);
+		free(x);
+		free(y);
+		json_decref(b);
+	}
+	globfree(&g);
+	json_decref(a);
+	free(once);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
 /* Whether stderr names PATH and no temporary file of ours. */
 static int ddl_names_path(const struct ddl_run_result *r, const char *path)
 {
@@ -1646,8 +1701,8 @@ static int ddl_names_path(const struct ddl_run_result *r, const char *path)
  * temporary file of ours (the report writes PATH.tmp.PID, then renames):
  * every format of ddlprof-report and --compare into a directory that is
  * not there, and (as root) into a full file system, where the write
- * fails; ddlprof-sim --jobs-out and ddlsynth --plan-json likewise.
- * ddlprof-recommend writes only to standard output.
+ * fails; ddlprof-sim --jobs-out, ddlprof-recommend -o and ddlsynth
+ * --plan-json likewise.
  */
 int test_report_out_user_paths(void)
 {
@@ -1702,6 +1757,12 @@ int test_report_out_user_paths(void)
 	               "-q", "--jobs-out", out, NULL};
 	CHECK(trun(sim, NULL, 60, &r) == 0 && ddl_status(&r) == 1 && ddl_names_path(&r, out),
 	      "ddlprof-sim --jobs-out %s: status %d, stderr '%s'", out, ddl_status(&r), r.err);
+	trun_free(&r);
+	snprintf(out, sizeof out, "%s/missing/rec.json", dir);
+	char *rec[] = {(char *)tbuild("bin/ddlprof-recommend"), "--layers", "8", "--params", "10000000",
+	               "--compute-ms", "20", "--iterations", "1000", "--json", "-o", out, NULL};
+	CHECK(trun(rec, NULL, 60, &r) == 0 && ddl_status(&r) == 1 && ddl_names_path(&r, out),
+	      "ddlprof-recommend -o %s: status %d, stderr '%s'", out, ddl_status(&r), r.err);
 	trun_free(&r);
 	const char *synth = tbuild("examples/ddlsynth");
 	if (access(synth, X_OK) == 0) {
