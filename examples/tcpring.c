@@ -5,9 +5,10 @@
  * all-reduce over TCP (reduce-scatter, then all-gather), the way gloo and
  * NCCL's ring do. It is the demo's job until the GPU path exists.
  *
- * Ranks come from RANK and WORLD_SIZE; with neither set, it starts
- * WORLD_SIZE=4 ranks itself (re-executing itself with RANK set), so
- * `ddlprof -- tcpring` profiles a whole job.
+ * Ranks come from RANK and WORLD_SIZE, or, with neither set, from Slurm's
+ * SLURM_PROCID and SLURM_NTASKS (a task of `srun -n N`); with none of
+ * them, it starts WORLD_SIZE=4 ranks itself (re-executing itself with RANK
+ * set), so `ddlprof -- tcpring` profiles a whole job.
  *
  * Options: -n ITER (20), -m MB of gradients (8), -c MS of compute (20),
  * -p PORT base (20000 + pid % 1500 * 8: below the ephemeral ports), -k to name each step "step" with
@@ -136,8 +137,9 @@ static int tcpring_usage(FILE *f, int status)
 {
 	fputs("usage: tcpring [-n ITER] [-m MB] [-c MS] [-p PORT] [-k]\n"
 	      "A data-parallel job without a GPU: each rank computes, then ring-all-reduces\n"
-	      "its gradients over TCP. Ranks from RANK and WORLD_SIZE; with neither set it\n"
-	      "starts WORLD_SIZE (default 4) ranks of itself.\n"
+	      "its gradients over TCP. Ranks from RANK and WORLD_SIZE, else from srun's\n"
+	      "SLURM_PROCID and SLURM_NTASKS; with none set it starts WORLD_SIZE (default 4)\n"
+	      "ranks of itself.\n"
 	      "  -n ITER   iterations (20)\n"
 	      "  -m MB     gradient buffer, MiB (8)\n"
 	      "  -c MS     compute per iteration, ms (20)\n"
@@ -170,6 +172,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE");
+	if (!rs && !ws && getenv("SLURM_PROCID") && getenv("SLURM_NTASKS")) {
+		rs = getenv("SLURM_PROCID"); /* one task of srun -n N */
+		ws = getenv("SLURM_NTASKS");
+	}
 	if (!rs || !ws) { /* start the whole job: WORLD_SIZE ranks of ourselves */
 		int world = ws ? atoi(ws) : 4;
 		char w[16], r[16], p[16];

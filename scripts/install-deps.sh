@@ -27,6 +27,8 @@
 #                     examples/mpi_allreduce and the MPI tests (about 11 MB)
 #     chromium        headless rendering of the HTML report (a screenshot test)
 #     groff-base      checks that the man pages render without warnings
+#     slurmctld, slurmd, slurm-client, munge  a real one-node Slurm for the
+#                     srun and sbatch test (scripts/slurm-local.sh)
 #   fuzz    make fuzz: the build's, and
 #     clang, libclang-rt-14-dev  libFuzzer
 #   bench   make bench: the build's, and where it can python3-torch (the
@@ -60,6 +62,7 @@ for s in $sets; do
 	check)
 		need="$need $BUILD zlib1g-dev sqlite3 libunwind-dev libpapi-dev iproute2"
 		want="$want python3-torch openmpi-bin libopenmpi-dev chromium groff-base"
+		want="$want slurmctld slurmd slurm-client munge"
 		;;
 	fuzz) need="$need $BUILD clang libclang-rt-14-dev" ;;
 	bench)

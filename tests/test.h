@@ -145,6 +145,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(launcher_parent_link) \
 	X(launcher_runs) \
 	X(launcher_same_run_id) \
+	X(slurm_real) \
 	X(launcher_dir_checked) \
 	X(launcher_silent_command) \
 	X(docs_man_render) \
