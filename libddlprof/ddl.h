@@ -613,6 +613,10 @@ static inline void ddl_ring_put_args_call(struct ddl_thread *t, unsigned kind, u
 
 /* ---- writer.c ---- */
 int ddl_writer_start(void) DDL_HIDDEN;
+/* A forked child's writer: started by ddl_writer_start_pending, when the
+ * child first takes a ring. */
+void ddl_writer_start_later(void) DDL_HIDDEN;
+void ddl_writer_start_pending(void) DDL_HIDDEN;
 /* ddl_disable, said once for a process and the children it forks. */
 void ddl_writer_disable_once(const char *why, int err) DDL_HIDDEN;
 void ddl_writer_reopen(void) DDL_HIDDEN;

@@ -27,7 +27,8 @@ static void ddl_atfork_parent(void)
 	ddl_writer_atfork_parent();
 }
 
-/* The child keeps recording into a trace of its own, created on first data. */
+/* The child keeps recording into a trace of its own, created on first data;
+ * its writer starts then too (ddl_writer_start_later). */
 static void ddl_atfork_child(void)
 {
 	ddl_g.pid = getpid();
@@ -42,9 +43,7 @@ static void ddl_atfork_child(void)
 	ddl_mpi_after_fork_child();
 	if (!atomic_load(&ddl_g.enabled))
 		return;
-	int rc = ddl_writer_start();
-	if (rc < 0)
-		ddl_writer_disable_once("cannot start the trace writer in a forked child", -rc);
+	ddl_writer_start_later(); /* on the child's first ring */
 }
 void ddl_process_init(void)
 {

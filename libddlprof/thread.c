@@ -195,6 +195,7 @@ struct ddl_thread *ddl_thread_slow(void)
 	ddl_altstack_take(t->alt);
 	if (ddl_key != (pthread_key_t)-1)
 		pthread_setspecific(ddl_key, t);
+	ddl_writer_start_pending(); /* a forked child's first ring: its writer now */
 	ddl_self = t;
 	ddl_self_state = DDL_TS_READY;
 	errno = saved;
@@ -227,6 +228,7 @@ struct ddl_thread *ddl_thread_internal_ring(void)
 		if (ddl_key != (pthread_key_t)-1)
 			pthread_setspecific(ddl_key, t);
 		own = t;
+		ddl_writer_start_pending();
 	}
 	errno = saved;
 	return t;

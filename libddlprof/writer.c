@@ -85,6 +85,7 @@ static struct {
 	_Atomic int *told;      /* shared with forked children: a failure was reported */
 	struct ddl_event *stage; /* ddl_stage_events, mapped on the first events (ddl_buffers_map) */
 	int inline_mode;        /* no writer thread: the recording threads write (ddl_writer_inline) */
+	_Atomic int start_pending; /* a forked child's writer, started on its first ring */
 	int64_t last_flush_ns;  /* CLOCK_MONOTONIC of the last flush, in inline mode */
 	/* the codec, found at run time: set once, before the first file is made */
 	int codec_tried;
@@ -773,6 +774,7 @@ static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t v
  */
 int ddl_writer_inline(struct ddl_thread *t, uint64_t used)
 {
+	ddl_writer_start_pending(); /* a forked child's writer, where it is safe now */
 	uint64_t full_half = (t->mask + 1) / 2;
 	uint64_t next = used + DDL_INLINE_CHECK;
 	t->half = next < full_half ? next : full_half;
@@ -971,6 +973,60 @@ int ddl_writer_start(void)
 	return 0;
 }
 
+/*
+ * A forked child's writer thread starts when the child first records (its
+ * first ring), not in fork() itself: most children exec or exit at once,
+ * and a thread made for each of them cost the parent's fork and wait a
+ * clone, the thread's set-up and a CPU to run it on, milliseconds apiece
+ * beside busy threads on a loaded machine (bench/forkbusy). Until then the
+ * child is in inline mode: its threads write their own events, and its
+ * exit or exec writes from the exiting thread.
+ *
+ * pthread_create is not async-signal-safe (it allocates; a handler may
+ * have interrupted malloc), and a recorded call may run in a signal
+ * handler. fork() resets those locks in the child, which is why the writer
+ * could start there; later it starts only where the calling thread's
+ * signal mask is the one it had at fork (a handler runs with its signal
+ * blocked), looked at again every DDL_INLINE_CHECK events while pending; a
+ * child whose mask never comes back to it stays in inline mode.
+ */
+static sigset_t ddl_fork_mask;
+
+void ddl_writer_start_later(void)
+{
+	if (ddl_w.inline_mode || ddl_g.cfg.writer == DDL_WRITER_INLINE)
+		return; /* inline in the parent: inline here too (ddl_writer_start) */
+	sigemptyset(&ddl_fork_mask);
+	pthread_sigmask(SIG_BLOCK, NULL, &ddl_fork_mask);
+	ddl_w.owner = getpid();
+	ddl_w.last_flush_ns = ddl_mono_ns();
+	ddl_g.writer_inline = 1; /* meanwhile */
+	atomic_store(&ddl_w.start_pending, 1);
+}
+
+void ddl_writer_start_pending(void)
+{
+	if (ddl_likely(!atomic_load_explicit(&ddl_w.start_pending, memory_order_relaxed)))
+		return;
+	sigset_t cur;
+	int saved = errno, same = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0;
+	/* signal by signal: the kernel fills 8 bytes of glibc's 128 */
+	for (int sig = 1; same && sig < NSIG; sig++)
+		same = sigismember(&cur, sig) == sigismember(&ddl_fork_mask, sig);
+	if (!same || !atomic_exchange(&ddl_w.start_pending, 0)) {
+		errno = saved;
+		return;
+	}
+	int hush = ddl_thread_hush(); /* what starting a thread calls is not the program's */
+	int rc = ddl_writer_start();
+	if (rc < 0)
+		ddl_writer_disable_once("cannot start the trace writer in a forked child", -rc);
+	else if (ddl_w.running)
+		ddl_g.writer_inline = 0; /* the writer writes from now on */
+	ddl_thread_unhush(hush);
+	errno = saved;
+}
+
 /* After a failed exec the image goes on: its trace may too. */
 void ddl_writer_reopen(void)
 {
@@ -1129,6 +1185,7 @@ void ddl_writer_after_fork_child(void)
 	atomic_store(&ddl_w.sig_flushed_ns, 0); /* the child's own first fault flushes */
 	ddl_w.finished = 0;
 	ddl_w.open_sig = 0; /* a new file: its open calls are its own */
+	atomic_store(&ddl_w.start_pending, 0);
 }
 
 /*

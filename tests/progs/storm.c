@@ -19,6 +19,10 @@
  *                     sem_wait, sem_timedwait and sem_clockwait (see
  *                     calls() below);
  *                     every result is checked
+ *   storm quiet N     N children in turn, each of which counts its own
+ *                     threads (/proc/self/status through raw system calls,
+ *                     which nothing records) and exits with the count at
+ *                     once: prints how many children saw how many threads
  */
 #define _GNU_SOURCE
 #define PROG "storm"
@@ -32,6 +36,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -784,6 +789,43 @@ static int calls(void)
 	return 0;
 }
 
+/* The calling process's thread count, read with raw system calls; -1 on failure. */
+static int quiet_threads(void)
+{
+	char st[4096];
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	long n = syscall(SYS_read, (int)fd, st, sizeof st - 1);
+	syscall(SYS_close, (int)fd);
+	if (n <= 0)
+		return -1;
+	st[n] = 0;
+	const char *t = strstr(st, "\nThreads:");
+	return t ? atoi(t + 9) : -1;
+}
+
+static int quiet(int n)
+{
+	int seen[8] = {0};
+	for (int i = 0; i < n; i++) {
+		pid_t p = fork();
+		if (p < 0)
+			die("fork");
+		if (p == 0)
+			syscall(SYS_exit_group, quiet_threads());
+		int status;
+		if (waitpid(p, &status, 0) != p || !WIFEXITED(status))
+			die("waitpid");
+		seen[WEXITSTATUS(status) < 7 ? WEXITSTATUS(status) : 7]++;
+	}
+	for (int k = 0; k < 8; k++)
+		if (seen[k])
+			printf("quiet: %d children saw %d thread%s\n", seen[k], k, k == 1 ? "" : "s");
+	write_expect(0, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	memset(buf, 's', sizeof buf);
@@ -803,6 +845,8 @@ int main(int argc, char **argv)
 		return calls();
 	if (!strcmp(m, "nproc"))
 		return nproc();
-	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit | calls | nproc\n");
+	if (!strcmp(m, "quiet") && n > 0)
+		return quiet(n);
+	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit | calls | nproc | quiet N\n");
 	return 2;
 }
