@@ -85,6 +85,7 @@ int ddl_proc_piece(struct ddl_proc *p, int64_t a, int64_t b, int part)
 			free(p->pieces);
 			p->pieces = NULL;
 			p->npieces = 0;
+			p->incomplete = 1; /* the timelines draw no pieces of it */
 			return -1;
 		}
 		p->pieces = q;
@@ -357,12 +358,15 @@ int ddl_report_bw(double bw[3], const char *spec, char *err, size_t errlen)
 }
 
 /* The first iteration of P whose length is the median of its iterations
- * (the lower one of an even count); the first one without memory. */
-static size_t ddl_median_iter(const struct ddl_proc *p)
+ * (the lower one of an even count); the first one without memory, and P
+ * is then incomplete. */
+static size_t ddl_median_iter(struct ddl_proc *p)
 {
 	double *v = malloc(p->niter * sizeof *v);
-	if (!v)
+	if (!v) {
+		p->incomplete = 1;
 		return 0;
+	}
 	memcpy(v, p->iter_s, p->niter * sizeof *v);
 	qsort(v, p->niter, sizeof *v, ddl_cmp_double);
 	double m = v[(p->niter - 1) / 2];

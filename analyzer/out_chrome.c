@@ -1096,6 +1096,9 @@ int ddl_out_chrome(const struct ddl_report *r, FILE *f)
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schema\":\"ddlprof-chrome/1\",\"run_id\":", f);
 	ddl_cw_str(f, r->run->id);
 	fprintf(f, ",\"start_unix_ns\":%" PRId64 ",\"ddlprof\":\"%s\"", w.t0, DDLPROF_VERSION);
+	/* as in the JSON: memory ran out, the timeline misses what was not read */
+	fprintf(f, ",\"truncated\":%s,\"incomplete\":%s", r->truncated ? "true" : "false",
+	        r->incomplete ? "true" : "false");
 	if (r->chrome_ranks || r->chrome_it_a >= 0) { /* a window: what it holds */
 		fputs(",\"window\":{\"ranks\":", f);
 		ddl_cw_str(f, r->chrome_ranks ? r->chrome_ranks : "all");

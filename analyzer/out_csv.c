@@ -4,7 +4,9 @@
  * notebooks. A header line names the columns; fields are RFC 4180: a host
  * name holding a comma, a quote or a line break is quoted, its quotes
  * doubled; lines end in a newline alone, as Unix tools expect. Times are
- * seconds, with nine decimals.
+ * seconds, with nine decimals. The last column, incomplete, is 1 on the
+ * rows of a report that memory ran out for (the process's, or the run's:
+ * every row), so that a table read without the exit status still says so.
  */
 #include <string.h>
 
@@ -32,7 +34,7 @@ int ddl_out_csv(const struct ddl_report *r, FILE *f)
 #define DDL_X_HEAD(n) fputs("," #n "_s", f);
 	DDL_PARTS(DDL_X_HEAD)
 #undef DDL_X_HEAD
-	fputs("\n", f);
+	fputs(",incomplete\n", f);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		for (size_t k = 0; k < p->niter; k++) {
@@ -45,7 +47,7 @@ int ddl_out_csv(const struct ddl_report *r, FILE *f)
 #define DDL_X_COL(n) fprintf(f, ",%.9f", pp->n);
 			DDL_PARTS(DDL_X_COL)
 #undef DDL_X_COL
-			fputs("\n", f);
+			fprintf(f, ",%d\n", r->incomplete || p->incomplete);
 		}
 	}
 	return ferror(f) ? -1 : 0;

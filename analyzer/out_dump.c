@@ -82,6 +82,8 @@ static const char *ddl_dump_gpu(const struct ddl_trace *t, size_t i, char *buf, 
 int ddl_out_dump(const struct ddl_report *r, FILE *f)
 {
 	fprintf(f, "# host pid tid time_s event fd result dur_us peer_or_name\n");
+	if (r->incomplete) /* a comment, as the header is: the lines below are not every event */
+		fprintf(f, "# INCOMPLETE: memory ran out; the events below are those that were read\n");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		for (size_t k = 0; k < p->ntr; k++) {

@@ -526,7 +526,8 @@ int ddl_class_blocks(int cls);
 void ddl_report_breakdown(struct ddl_report *r);
 /* Appends [A, B) of part PART to P's pieces of its shown iteration,
  * joining it to the last when that is of the same part and ends at A
- * (breakdown.c); 0, or -1 without memory (the pieces are then dropped). */
+ * (breakdown.c); 0, or -1 without memory (the pieces are then dropped and P
+ * is incomplete). */
 int ddl_proc_piece(struct ddl_proc *p, int64_t a, int64_t b, int part);
 /* When each process's socket traffic is in flight, seen from both ends of
  * its connections (flight.c): *OUT gets r->nprocs interval sets, each

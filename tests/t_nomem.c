@@ -15,7 +15,8 @@
  * built here with cc; glibc only, and not under AddressSanitizer, whose
  * allocator comes first.
  *
- * report_nomem_each     the report, text and --json
+ * report_nomem_each     the report: text, --json, --html, --csv, --chrome and
+ *                       --dump, each of which says it is incomplete
  * report_nomem_compare  --compare single=... node=..., text and --json
  */
 #include <dirent.h>
@@ -131,7 +132,7 @@ static int nm_traces(const char *dir, int *gpu)
 struct nm_run {
 	const char *what;   /* for messages */
 	char *argv[12];     /* ddlprof-report and its arguments */
-	int json;
+	int format;         /* NM_TEXT ... */
 	char *out;          /* stdout with all its memory */
 	int status;         /* and its exit status */
 	unsigned long allocs; /* allocations of its own code it made */
@@ -168,13 +169,30 @@ static int nm_reference(struct nm_run *x, const char *shim, const char *dir)
 	return 0;
 }
 
+enum { NM_TEXT, NM_JSON, NM_HTML, NM_CSV, NM_CHROME, NM_DUMP };
+
 /* Whether OUT says the report is incomplete, in X's format. */
 static int nm_says_incomplete(const struct nm_run *x, const char *out)
 {
-	if (!x->json)
+	if (x->format == NM_TEXT)
 		return strstr(out, "INCOMPLETE: memory ran out") != NULL;
+	if (x->format == NM_HTML)
+		return strstr(out, "<b>Incomplete:</b> memory ran out") != NULL;
+	if (x->format == NM_DUMP)
+		return strstr(out, "\n# INCOMPLETE: memory ran out") != NULL;
+	if (x->format == NM_CSV) { /* every row, when there are rows */
+		const char *row = strchr(out, '\n');
+		int rows = 0, marked = 0;
+		for (; row && row[1]; row = strchr(row + 1, '\n')) {
+			const char *end = strchr(row + 1, '\n');
+			rows++;
+			marked += end && end - row >= 2 && !strncmp(end - 2, ",1", 2);
+		}
+		return strstr(out, ",incomplete\n") && marked == rows;
+	}
 	json_t *j = json_loads(out, 0, NULL);
-	int said = json_is_true(json_object_get(j, "incomplete"));
+	json_t *o = x->format == NM_CHROME ? json_object_get(j, "otherData") : j;
+	int said = json_is_true(json_object_get(o, "incomplete"));
 	json_decref(j);
 	return said;
 }
@@ -266,16 +284,30 @@ int test_report_nomem_each(void)
 	snprintf(bare, sizeof bare, "%s/bare", dir);
 	const char *rep = tbuild("bin/ddlprof-report");
 	int incomplete = 0;
-	struct nm_run text = {"report of sockets", {(char *)rep, sock, NULL}, 0};
+	struct nm_run text = {"report of sockets", {(char *)rep, sock, NULL}, NM_TEXT};
 	CHECK(nm_sweep(&text, shim, dir, 1, 4, &incomplete) == DDL_PASS, "text report");
-	struct nm_run hdr = {"report of a header alone", {(char *)rep, bare, NULL}, 0};
+	struct nm_run hdr = {"report of a header alone", {(char *)rep, bare, NULL}, NM_TEXT};
 	CHECK(nm_sweep(&hdr, shim, dir, 1, 1, &incomplete) == DDL_PASS, "header alone");
 	/* --json: jansson's allocations too, so every third */
-	struct nm_run json = {"--json report of sockets", {(char *)rep, "--json", sock, NULL}, 1};
+	struct nm_run json = {"--json report of sockets", {(char *)rep, "--json", sock, NULL}, NM_JSON};
 	CHECK(nm_sweep(&json, shim, dir, 3, 16, &incomplete) == DDL_PASS, "--json report");
+	/* the other formats, every other allocation: each says so on its own */
+	static const struct {
+		const char *what, *flag;
+		int format;
+	} other[] = {{"--html report of sockets", "--html", NM_HTML},
+	             {"--csv report of sockets", "--csv", NM_CSV},
+	             {"--chrome report of sockets", "--chrome", NM_CHROME},
+	             {"--dump of sockets", "--dump", NM_DUMP}};
+	for (size_t k = 0; k < sizeof other / sizeof other[0]; k++) {
+		struct nm_run o = {other[k].what, {(char *)rep, (char *)other[k].flag, sock, NULL}, other[k].format};
+		CHECK(nm_sweep(&o, shim, dir, 2, 16, &incomplete) == DDL_PASS, "%s", other[k].what);
+	}
 	if (have_gpu) {
-		struct nm_run dev = {"report of the GPU job", {(char *)rep, gpu, NULL}, 0};
+		struct nm_run dev = {"report of the GPU job", {(char *)rep, gpu, NULL}, NM_TEXT};
 		CHECK(nm_sweep(&dev, shim, dir, 1, 4, &incomplete) == DDL_PASS, "text report, GPU job");
+		struct nm_run devh = {"--html report of the GPU job", {(char *)rep, "--html", gpu, NULL}, NM_HTML};
+		CHECK(nm_sweep(&devh, shim, dir, 2, 16, &incomplete) == DDL_PASS, "--html report, GPU job");
 	} else {
 		fprintf(stderr, "    no ddlsynth (no CUDA headers): the GPU job left out\n");
 	}
@@ -298,10 +330,10 @@ int test_report_nomem_compare(void)
 	snprintf(node, sizeof node, "node=%s/%s", dir, have_gpu ? "gpu" : "sockets");
 	const char *rep = tbuild("bin/ddlprof-report");
 	int incomplete = 0;
-	struct nm_run text = {"--compare", {(char *)rep, "--compare", single, node, NULL}, 0};
+	struct nm_run text = {"--compare", {(char *)rep, "--compare", single, node, NULL}, NM_TEXT};
 	CHECK(nm_sweep(&text, shim, dir, 1, 4, &incomplete) == DDL_PASS, "--compare");
 	struct nm_run json = {"--compare --json", {(char *)rep, "--compare", single, node, "--json", NULL},
-	                      1};
+	                      NM_JSON};
 	CHECK(nm_sweep(&json, shim, dir, 3, 16, &incomplete) == DDL_PASS, "--compare --json");
 	CHECK(incomplete > 0, "no failure made a comparison that says it is incomplete");
 	trm(dir);

@@ -404,14 +404,14 @@ static int ddl_check_csv(const char *dir, json_t *rep)
 	char *out;
 	CHECK(ddl_report_run(dir, "--csv", NULL, &out) == 0, "--csv");
 	const char *head = "rank,host,pid,iteration,start_s,duration_s,compute_s,data_stall_s,"
-	                   "interconnect_stall_s,network_stall_s,idle_s\n";
+	                   "interconnect_stall_s,network_stall_s,idle_s,incomplete\n";
 	CHECK(!strncmp(out, head, strlen(head)), "header: %.200s", out);
 	long pids[DDL_MAXP], rows[DDL_MAXP];
 	int np = 0;
 	char *save;
 	for (char *line = strtok_r(out + strlen(head), "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *f[16];
-		CHECK(ddl_csv_split(line, f, 16) == 11, "row '%s'", line);
+		CHECK(ddl_csv_split(line, f, 16) == 12 && !strcmp(f[11], "0"), "row '%s'", line);
 		long pid = strtol(f[2], NULL, 10);
 		double v[7];
 		for (int k = 0; k < 7; k++) {
