@@ -397,6 +397,7 @@ int ddl_out_json(const struct ddl_report *r, FILE *f)
 		json_object_set_new(jp, "events", json_integer((json_int_t)p->events));
 		json_object_set_new(jp, "incomplete", json_boolean(p->incomplete));
 		json_object_set_new(jp, "events_dropped", json_integer((json_int_t)p->dropped));
+		json_object_set_new(jp, "threads_unrecorded", json_integer((json_int_t)p->threads_unrecorded));
 		json_object_set_new(jp, "counters", ddl_json_counters(p->ctr));
 		if (p->has_gpu)
 			json_object_set_new(jp, "gpu", ddl_json_gpu(&p->gpu));

@@ -698,6 +698,29 @@ static void ddl_iter_summary(const struct ddl_report *r, size_t hidden, FILE *f)
 		        DDL_TEXT_ENDS, DDL_TEXT_ENDS, hidden);
 }
 
+/* What the library could not record: events lost to full buffers, and
+ * threads that found no room for one (ulimit -v), with the processes. */
+static void ddl_text_unrecorded(const struct ddl_report *r, FILE *f)
+{
+	uint64_t ev = 0;
+	unsigned long th = 0;
+	size_t pev = 0, pth = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		ev += r->procs[i].dropped;
+		pev += r->procs[i].dropped > 0;
+		th += r->procs[i].threads_unrecorded;
+		pth += r->procs[i].threads_unrecorded > 0;
+	}
+	if (ev)
+		fprintf(f, "  NOT RECORDED: %" PRIu64 " event%s lost to full buffers (%zu process%s; "
+		        "DDLPROF_BUFFER_EVENTS in ddlprof(1))\n", ev, ev == 1 ? "" : "s", pev,
+		        pev == 1 ? "" : "es");
+	if (th)
+		fprintf(f, "  NOT RECORDED: %lu thread%s found no room for a buffer under ulimit -v (%zu "
+		        "process%s); their calls are not in the figures\n", th, th == 1 ? "" : "s", pth,
+		        pth == 1 ? "" : "es");
+}
+
 int ddl_out_text(const struct ddl_report *r, FILE *f)
 {
 	int nomem = 0;
@@ -736,6 +759,7 @@ int ddl_out_text(const struct ddl_report *r, FILE *f)
 		           "figures miss what was not\n");
 	if (r->truncated)
 		fprintf(f, "  TRUNCATED: some traces were cut short; figures cover what was written\n");
+	ddl_text_unrecorded(r, f);
 	const char *pert = r->nprocs ? ddl_trace_meta(r->procs[0].tr[0], "DDLPROF_PERTURB_NET") : NULL;
 	if (pert)
 		fprintf(f, "  PERTURBED: the job's sends were slowed on purpose (--perturb-net %s)\n", pert);

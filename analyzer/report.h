@@ -191,6 +191,7 @@ struct ddl_proc {
 	uint32_t serves_pid;  /* workers and children: the rank process's pid (same host) */
 	int images;           /* trace files: one per exec image */
 	uint64_t events, dropped; /* recorded, and lost to full buffers */
+	unsigned threads_unrecorded; /* threads that found no room for a buffer (ulimit -v) */
 	int truncated, corrupt;
 	int incomplete;       /* memory ran out: not all read, or not all analysed */
 	const char *command;

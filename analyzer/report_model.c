@@ -426,6 +426,8 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 		p->images++;
 		p->events += t->nev;
 		p->dropped += t->end.dropped;
+		const char *lost = ddl_trace_meta(t, "threads_unrecorded"); /* the last count said */
+		p->threads_unrecorded += lost ? (unsigned)strtoul(lost, NULL, 10) : 0;
 		p->truncated |= t->truncated;
 		p->corrupt |= t->corrupt;
 		p->incomplete |= t->incomplete;

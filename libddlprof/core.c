@@ -142,6 +142,12 @@ static int ddl_settings_load(struct ddl_settings *c)
 	while (ring & (ring - 1))
 		ring += ring & -ring; /* round up to a power of two */
 	c->ring_events = ring;
+	/* Under ulimit -v the threads' buffers (each its ring and alternate
+	 * signal stack) keep to a 64th of the limit, the first one whatever
+	 * it costs: a program short of room for its own threads by more than
+	 * that, and the library's fixed 0.9 MiB, runs as without us, its later
+	 * threads unrecorded (thread.c). */
+	c->thread_budget = c->as_limited ? (size_t)(as.rlim_cur / 64) : SIZE_MAX;
 	if ((v = ddl_env("DDLPROF_COMPRESS"))) {
 		/* a codec, or as before a boolean: on means the default codec */
 		if (!strcmp(v, "lz4") || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on") ||

@@ -113,13 +113,17 @@ static const CUpti_CallbackId ddl_cupti_drv_apis[] = {
 
 /* Interned API names by domain and callback id, "cudaLaunchKernel_v7000" as "cudaLaunchKernel". */
 #define DDL_CUPTI_MAX_CBID 2048
-static _Atomic uint32_t ddl_cupti_names[2][DDL_CUPTI_MAX_CBID];
+typedef _Atomic uint32_t ddl_cupti_name_tab[2][DDL_CUPTI_MAX_CBID];
+static void *_Atomic ddl_cupti_names_map; /* a ddl_cupti_name_tab, mapped on first use (ddl_lazy) */
 
 static uint32_t ddl_cupti_api_name(int driver, uint32_t cbid)
 {
 	if (cbid >= DDL_CUPTI_MAX_CBID || !ddl_cp.cb_name)
 		return 0;
-	uint32_t id = atomic_load_explicit(&ddl_cupti_names[driver][cbid], memory_order_relaxed);
+	ddl_cupti_name_tab *names = ddl_lazy(&ddl_cupti_names_map, sizeof *names);
+	if (!names)
+		return 0; /* unnamed: the call's kind still says what it was */
+	uint32_t id = atomic_load_explicit(&(*names)[driver][cbid], memory_order_relaxed);
 	if (id)
 		return id;
 	const char *name = NULL;
@@ -134,7 +138,7 @@ static uint32_t ddl_cupti_api_name(int driver, uint32_t cbid)
 	if (v && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2))
 		*v = 0;
 	id = ddl_name_intern(buf);
-	atomic_store_explicit(&ddl_cupti_names[driver][cbid], id, memory_order_relaxed);
+	atomic_store_explicit(&(*names)[driver][cbid], id, memory_order_relaxed);
 	return id;
 }
 

@@ -186,6 +186,7 @@ struct ddl_settings {
 	char papi[512];          /* DDLPROF_PAPI: counters to read, comma-separated (papi.c) */
 	int writer;              /* DDLPROF_WRITER: enum ddl_writer_mode */
 	int as_limited;          /* RLIMIT_AS is set (ulimit -v): smaller buffers */
+	size_t thread_budget;    /* under it, the bytes of thread buffers we may map (thread.c) */
 	long command_pid;        /* DDLPROF_COMMAND_PID: the pid of the launcher's command, or 0 */
 	unsigned hang_timeout_s; /* DDLPROF_HANG_TIMEOUT: the watchdog's limit, 0 off (writer.c) */
 };
@@ -331,7 +332,7 @@ struct ddl_thread {
 };
 
 extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
-extern __thread int ddl_self_state DDL_HIDDEN; /* 0 new, 1 ready, 2 internal */
+extern __thread int ddl_self_state DDL_HIDDEN; /* 0 new, 1 ready, 2 internal ... (thread.c) */
 extern __thread int ddl_private_fds DDL_HIDDEN; /* this thread has its own fd table */
 struct ddl_thread *ddl_thread_slow(void) DDL_HIDDEN;
 int ddl_ring_room(struct ddl_thread *t, uint64_t h) DDL_HIDDEN;
@@ -619,6 +620,13 @@ void ddl_writer_start_later(void) DDL_HIDDEN;
 void ddl_writer_start_pending(void) DDL_HIDDEN;
 /* ddl_disable, said once for a process and the children it forks. */
 void ddl_writer_disable_once(const char *why, int err) DDL_HIDDEN;
+/* 1 the first time WHAT (a bit, DDL_TOLD_*) is asked for in this process
+ * and the children it forks, 0 after: a line said once a job. */
+#define DDL_TOLD_DISABLED 1
+#define DDL_TOLD_BUDGET 2
+int ddl_told_first(int what) DDL_HIDDEN;
+/* Threads that found no room for a buffer of their own (thread.c). */
+unsigned ddl_threads_unrecorded(void) DDL_HIDDEN;
 void ddl_writer_reopen(void) DDL_HIDDEN;
 /* Stop the writer around calls the kernel refuses to multi-threaded processes. */
 int ddl_writer_pause(void) DDL_HIDDEN;

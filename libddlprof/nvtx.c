@@ -52,7 +52,8 @@ struct nvtxDomainRegistration_st {
 	_Atomic int ready;
 };
 
-static struct nvtxDomainRegistration_st ddl_domains[DDL_NVTX_DOMAINS];
+/* DDL_NVTX_DOMAINS of them, mapped on the first domain made (ddl_lazy) */
+static void *_Atomic ddl_domains_map;
 static _Atomic unsigned ddl_ndomains;
 static _Atomic uint32_t ddl_range_seq;
 
@@ -390,6 +391,10 @@ static nvtxStringHandle_t ddl_nvtxDomainRegisterStringW(nvtxDomainHandle_t d, co
  */
 static nvtxDomainHandle_t ddl_nvtx_domain(const char *name, size_t len)
 {
+	struct nvtxDomainRegistration_st *ddl_domains =
+	    ddl_lazy(&ddl_domains_map, DDL_NVTX_DOMAINS * sizeof *ddl_domains);
+	if (!ddl_domains)
+		return NULL; /* the default domain */
 	unsigned n = atomic_load(&ddl_ndomains);
 	for (unsigned i = 0; i < n && i < DDL_NVTX_DOMAINS; i++) {
 		struct nvtxDomainRegistration_st *d = &ddl_domains[i];

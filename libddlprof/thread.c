@@ -19,7 +19,8 @@ __thread struct ddl_thread *ddl_self __attribute__((tls_model("initial-exec")));
 __thread int ddl_self_state __attribute__((tls_model("initial-exec")));
 __thread int ddl_private_fds __attribute__((tls_model("initial-exec")));
 
-enum { DDL_TS_NEW = 0, DDL_TS_READY, DDL_TS_INTERNAL, DDL_TS_BUSY, DDL_TS_GONE };
+enum { DDL_TS_NEW = 0, DDL_TS_READY, DDL_TS_INTERNAL, DDL_TS_BUSY, DDL_TS_GONE,
+       DDL_TS_UNRECORDED /* found no buffer (ddl_thread_unrecorded): passes through */ };
 enum { DDL_RING_LIVE = 0, DDL_RING_DEAD = 1, DDL_RING_FREE = 2 };
 
 static pthread_mutex_t ddl_reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -114,6 +115,41 @@ void ddl_thread_unhush(int token)
 	}
 }
 
+/* Bytes of rings and alternate stacks mapped, against ddl_g.cfg.thread_budget
+ * (under ddl_reg_lock); threads that found no room. */
+static size_t ddl_rings_mapped;
+static _Atomic unsigned ddl_unrecorded;
+
+unsigned ddl_threads_unrecorded(void)
+{
+	return atomic_load(&ddl_unrecorded);
+}
+
+/*
+ * The calling thread found no buffer (the budget under ulimit -v spent, or
+ * the mapping refused): it passes through unrecorded from now on, and the
+ * rest of the process is profiled as before. Said once a job; the count
+ * goes into the trace at each power of two and exactly at the end.
+ */
+static void ddl_thread_unrecorded(int err)
+{
+	unsigned n = atomic_fetch_add(&ddl_unrecorded, 1) + 1;
+	if (!(n & (n - 1))) {
+		char v[16];
+		snprintf(v, sizeof v, "%u", n);
+		ddl_meta("threads_unrecorded", v);
+	}
+	if (ddl_told_first(DDL_TOLD_BUDGET)) {
+		if (ddl_g.cfg.as_limited)
+			ddl_warn("no room for another thread's buffer within ulimit -v (the library keeps its "
+			         "threads' buffers to a 64th of it, %zu KiB): threads from here on are not "
+			         "recorded; the program continues", ddl_g.cfg.thread_budget / 1024);
+		else
+			ddl_warn("cannot map a thread buffer: %s; threads from here on are not recorded, the "
+			         "program continues", strerror(err));
+	}
+}
+
 /* Claim a drained ring of an ended thread, or map a new one. NULL on failure. */
 static struct ddl_thread *ddl_thread_claim(void)
 {
@@ -132,6 +168,11 @@ static struct ddl_thread *ddl_thread_claim(void)
 	size_t n = ddl_g.cfg.ring_events, page = (size_t)getpagesize();
 	size_t head = (sizeof(struct ddl_thread) + page - 1) & ~(page - 1);
 	size_t bytes = page + DDL_ALTSTACK + head; /* guard page, alternate stack, header */
+	size_t cost = bytes + n * sizeof(struct ddl_event);
+	if (ddl_rings_mapped && cost > ddl_g.cfg.thread_budget - ddl_rings_mapped) {
+		errno = ENOMEM; /* the first ring whatever it costs, the others within the budget */
+		return NULL;
+	}
 	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
@@ -140,6 +181,7 @@ static struct ddl_thread *ddl_thread_claim(void)
 		munmap(m, bytes);
 		return NULL;
 	}
+	ddl_rings_mapped += cost;
 	/* above the alternate stack's top, which a handler never writes past */
 	struct ddl_thread *t = (struct ddl_thread *)((char *)m + page + DDL_ALTSTACK);
 	memset(t, 0, sizeof *t);
@@ -186,8 +228,8 @@ struct ddl_thread *ddl_thread_slow(void)
 		ddl_thread_take(t, 0);
 	pthread_mutex_unlock(&ddl_reg_lock);
 	if (!t) {
-		ddl_writer_disable_once("cannot map a thread buffer", errno);
-		ddl_self_state = DDL_TS_NEW;
+		ddl_thread_unrecorded(errno);
+		ddl_self_state = DDL_TS_UNRECORDED; /* its calls pass through, until a fork */
 		errno = saved;
 		return NULL;
 	}
@@ -295,8 +337,10 @@ void ddl_threads_after_fork_child(void)
 		atomic_store(&t->dead, t->alt && t->alt == mine ? DDL_RING_LIVE : DDL_RING_FREE);
 	}
 	ddl_self = NULL;
-	if (ddl_self_state == DDL_TS_READY)
-		ddl_self_state = DDL_TS_NEW;
+	if (atomic_exchange(&ddl_unrecorded, 0)) /* the parent's; the child's trace says its own */
+		ddl_meta("threads_unrecorded", "0");
+	if (ddl_self_state == DDL_TS_READY || ddl_self_state == DDL_TS_UNRECORDED)
+		ddl_self_state = DDL_TS_NEW; /* a ring of its own in the child, where there is room */
 }
 
 /*

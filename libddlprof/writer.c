@@ -299,9 +299,14 @@ static int64_t ddl_mono_ns(void)
 
 /* Profiling off, with one line for a process and the children it forks
  * (a full disk, a lost directory, no threads left fail them all alike). */
+int ddl_told_first(int what)
+{
+	return !ddl_w.told || !(atomic_fetch_or(ddl_w.told, what) & what);
+}
+
 void ddl_writer_disable_once(const char *why, int err)
 {
-	if (ddl_w.told && atomic_exchange(ddl_w.told, 1))
+	if (!ddl_told_first(DDL_TOLD_DISABLED))
 		atomic_store(&ddl_g.enabled, 0);
 	else
 		ddl_disable(why, err);
@@ -954,7 +959,7 @@ int ddl_writer_start(void)
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		pthread_attr_init(&a);
-		pthread_attr_setstacksize(&a, 128 * 1024);
+		pthread_attr_setstacksize(&a, 64 * 1024);
 		rc = pthread_create(&ddl_w.thread, &a, ddl_writer_main, NULL);
 		pthread_attr_destroy(&a);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1052,6 +1057,12 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 		                !pthread_equal(pthread_self(), ddl_w.thread); i++)
 			syscall(SYS_futex, &ddl_w.alive, FUTEX_WAIT_PRIVATE, 1, &step, NULL, 0);
 		return;
+	}
+	unsigned lost = ddl_threads_unrecorded();
+	if (end_reason && lost) { /* the exact count, beside the powers of two said on the way */
+		char v[16];
+		snprintf(v, sizeof v, "%u", lost);
+		ddl_meta("threads_unrecorded", v);
 	}
 	if (ddl_w.running && !pthread_equal(pthread_self(), ddl_w.thread)) {
 		ddl_w.end_reason = end_reason;

@@ -940,6 +940,66 @@ int test_e2e_address_limit(void)
 	return DDL_PASS;
 }
 
+/*
+ * Many threads under ulimit -v (tests/progs/threads: 400 at once): the
+ * library keeps its threads' buffers to a 64th of the limit, so with 4 MiB
+ * more than the least the program runs in alone it runs alike under
+ * ddlprof; the threads past that budget pass through unrecorded, and the
+ * report says how many (each thread took 200 KiB: 40 MiB more, and exit
+ * 99 from pthread_create, before).
+ */
+int test_e2e_address_limit_threads(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return DDL_SKIP; /* the sanitizers' runtimes do not fit under ulimit -v */
+#endif
+	char *dir = tmpdir(), prof[3 * PATH_MAX], tdir[PATH_MAX];
+	const char *plain = tbuild("tests/progs/threads");
+	snprintf(tdir, sizeof tdir, "%s/t", dir);
+	snprintf(prof, sizeof prof, "%s -q -o %s -- %s", tbuild("bin/ddlprof"), tdir, plain);
+	long lo = 8192, hi = 1 << 20; /* lo fails, hi runs */
+	struct ddl_run_result a, b;
+	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0,
+	      "threads does not run under ulimit -v %ld", hi);
+	trun_free(&a);
+	while (hi - lo > 256) {
+		long mid = (lo + hi) / 2;
+		CHECK(ddl_run_vlimit(mid, plain, &a) == 0, "run under ulimit -v %ld", mid);
+		if (WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0)
+			hi = mid;
+		else
+			lo = mid;
+		trun_free(&a);
+	}
+	long v = hi + 4096;
+	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && ddl_run_vlimit(v, prof, &b) == 0, "runs");
+	printf("    400 threads run in %ld KiB without ddlprof; with it, in %ld: status %#x\n", hi, v,
+	       b.status);
+	CHECK(a.status == b.status && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
+	      "status %#x without, %#x with ddlprof; stdout:\n%s---\n%s%s", a.status, b.status, a.out, b.out,
+	      b.err);
+	/* the library's one line, as for every failure of its own (ddlprof(1), DDLPROF_QUIET) */
+	CHECK(strstr(b.err, "no room for another thread's buffer within ulimit -v") &&
+	      strchr(b.err, '\n') == b.err + b.nerr - 1, "messages: %s", b.err);
+	trun_free(&a);
+	trun_free(&b);
+	json_t *rep = treport(tdir, NULL);
+	json_t *p = rep ? json_array_get(json_object_get(rep, "processes"), 0) : NULL;
+	long lost = (long)json_integer_value(json_object_get(p, "threads_unrecorded"));
+	size_t kept = json_array_size(json_object_get(p, "threads"));
+	printf("    %zu threads recorded, %ld not\n", kept, lost);
+	CHECK(p && lost > 0 && kept > 0 && lost + (long)kept <= 402 && lost + (long)kept >= 390,
+	      "%zu threads recorded and %ld not, of the program's 401", kept, lost);
+	json_decref(rep);
+	char *text[] = {(char *)tbuild("bin/ddlprof-report"), tdir, NULL};
+	CHECK(trun(text, NULL, 30, &a) == 0 && strstr(a.out, "NOT RECORDED: ") &&
+	      strstr(a.out, "found no room for a buffer under ulimit -v"),
+	      "the text does not say so:\n%.600s", a.out);
+	trun_free(&a);
+	trm(dir);
+	return DDL_PASS;
+}
+
 /* Rank and world size come from whichever launcher's variables are set. */
 int test_e2e_rank_env(void)
 {

@@ -64,6 +64,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_fork_quiet_child) \
 	X(e2e_altstack_view) \
 	X(e2e_address_limit) \
+	X(e2e_address_limit_threads) \
 	X(e2e_setuid_program) \
 	X(e2e_fatal_signal_handler) \
 	X(e2e_dir_mode_fixed) \
