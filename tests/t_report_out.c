@@ -813,6 +813,77 @@ int test_report_out_special_targets(void)
 	return DDL_PASS;
 }
 
+/* Reads FIFO to its end into the void, in a child; its pid. */
+static pid_t ddl_fifo_drain(const char *fifo)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int in = open(fifo, O_RDONLY);
+		char buf[4096];
+		long total = 0;
+		ssize_t n;
+		while (in >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+			total += n;
+		_exit(in >= 0 && total > 0 ? 0 : 1);
+	}
+	return pid;
+}
+
+/*
+ * The other tools' outputs on a device node and a FIFO (issue 18, 1):
+ * ddlprof-sim -o and --jobs-out, ddlprof-recommend -o, ddlsynth
+ * --plan-json, each with --force: written in place, never replaced.
+ */
+int test_tools_out_special_targets(void)
+{
+	char *dir = tmpdir(), dev[4200], fifo[4200];
+	snprintf(dev, sizeof dev, "%s/null", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	int have_dev = mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0;
+	if (!have_dev)
+		fprintf(stderr, "    mknod: %s: the device case left out\n", strerror(errno));
+	CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+	const char *jobs = tbuild("../examples/jobs.csv"), *synth = tbuild("examples/ddlsynth");
+	char *cmds[][16] = {
+		{(char *)tbuild("bin/ddlprof-sim"), "--trace", (char *)jobs, "-q", "--json", "--force", "-o", NULL},
+		{(char *)tbuild("bin/ddlprof-sim"), "--trace", (char *)jobs, "-q", "--force", "--jobs-out", NULL},
+		{(char *)tbuild("bin/ddlprof-recommend"), "--layers", "8", "--params", "10000000", "--compute-ms",
+		 "20", "--iterations", "1000", "--json", "--force", "-o", NULL},
+		{(char *)synth, "--ranks", "2", "--layers", "2", "--params-per-layer", "1000", "--compute-ms", "1",
+		 "--iterations", "2", "--force", "--plan-json", NULL},
+	};
+	for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+		if (k == 3 && access(synth, X_OK) != 0)
+			continue; /* no CUDA headers: no ddlsynth */
+		int n = 0;
+		while (cmds[k][n])
+			n++;
+		for (int which = have_dev ? 0 : 1; which < 2; which++) {
+			const char *target = which ? fifo : dev;
+			cmds[k][n] = (char *)target;
+			cmds[k][n + 1] = NULL;
+			pid_t drain = which ? ddl_fifo_drain(fifo) : -1;
+			struct ddl_run_result r;
+			CHECK(trun(cmds[k], NULL, 60, &r) == 0 && ddl_status(&r) == 0, "%s ... %s: status %d: %s",
+			      cmds[k][0], target, ddl_status(&r), r.err);
+			trun_free(&r);
+			int st;
+			CHECK(drain < 0 || (waitpid(drain, &st, 0) == drain && WIFEXITED(st) && WEXITSTATUS(st) == 0),
+			      "%s: nothing came out of the FIFO", cmds[k][0]);
+			struct stat sb;
+			CHECK(lstat(target, &sb) == 0 && (which ? S_ISFIFO(sb.st_mode)
+			                                        : S_ISCHR(sb.st_mode) && sb.st_rdev == makedev(1, 3)),
+			      "%s %s %s: the target was replaced (mode %o)", cmds[k][0], cmds[k][n - 1], target,
+			      (unsigned)sb.st_mode);
+			cmds[k][n] = NULL;
+		}
+	}
+	CHECK(ddl_no_tmp_left(dir), "a temporary file was left in %s", dir);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
 int test_report_out_options(void)
 {
 	char *dir = tmpdir(), tdir[4200], file[4200];

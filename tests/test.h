@@ -200,6 +200,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sqlite_bad_paths) \
 	X(report_out_terminal) \
 	X(report_out_user_paths) \
+	X(tools_out_special_targets) \
 	X(report_same_file_twice) \
 	X(report_out_names) \
 	X(report_out_many_ranks) \
