@@ -321,10 +321,21 @@ TSAN_RUN := DDLPROF_DISABLE=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 $(TSAN_O
 TSAN_DEPS := tests/tsan/harness.c tests/tsan/harness.h $(LIB_SRC) $(READ_SRC) \
 	$(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
 TSAN_GPU := $(if $(EMU_SRC),$(TSAN_B)/tests/tsan/gpu_hot)
-tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_B)/tests/tsan/mpi_hot $(TSAN_GPU)
+tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_B)/tests/tsan/mpi_hot $(TSAN_GPU) \
+		$(TSAN_B)/bin/ddlprof-report $(B)/bench/bigtrace
 	$(TSAN_RUN) $(TSAN_B)/tests/tsan/hot
 	$(TSAN_RUN) $(TSAN_B)/tests/tsan/mpi_hot
 	$(if $(TSAN_GPU),$(TSAN_RUN) $(TSAN_GPU))
+	@rm -rf $(TSAN_B)/bigtrace && $(B)/bench/bigtrace $(TSAN_B)/bigtrace 12 20000 >/dev/null
+	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --json $(TSAN_B)/bigtrace >$(TSAN_B)/report.json
+	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --html $(TSAN_B)/bigtrace >$(TSAN_B)/report.html
+
+# The report's per-process stages on several threads (analyzer/parallel.c),
+# under ThreadSanitizer, on bench/bigtrace's socket job of 12 ranks.
+$(TSAN_B)/bin/ddlprof-report: $(REPORT_SRC) $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
+	@mkdir -p $(@D)
+	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -pthread -o $@ $(REPORT_SRC) $(READ_SRC) \
+		$(JANSSON_LIBS) $(SQLITE_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lstdc++ -lm
 
 $(TSAN_B)/tests/tsan/hot: tests/tsan/hot.c $(TSAN_DEPS)
 	@mkdir -p $(@D)

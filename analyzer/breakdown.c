@@ -377,32 +377,67 @@ static size_t ddl_median_iter(struct ddl_proc *p)
 	return k;
 }
 
+/* The breakdown's per-process stages (ddl_parallel): each writes only its
+ * own process. */
+struct ddl_bd {
+	struct ddl_report *r;
+	const struct ddl_ivset *fl; /* traffic in flight per process, or NULL */
+	unsigned char *cpu;         /* per process: not a GPU job's, its turn in stage two */
+};
+
+/* One: a process's device timeline, where it has one (breakdown_gpu.c). */
+static void ddl_bd_gpu(void *arg, size_t i)
+{
+	struct ddl_bd *j = arg;
+	struct ddl_proc *p = &j->r->procs[i];
+	if (!p->niter)
+		return;
+	free(p->iter_parts);
+	p->iter_parts = calloc(p->niter, sizeof *p->iter_parts);
+	if (!p->iter_parts)
+		p->incomplete = 1; /* the outputs give each iteration the means */
+	free(p->pieces);
+	p->pieces = NULL;
+	p->npieces = 0;
+	p->shown = ddl_median_iter(p);
+	p->train_tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
+	j->cpu[i] = ddl_proc_breakdown_gpu(j->r, p) < 0;
+}
+
+/* Two: the training thread of the others, against their traffic in flight. */
+static void ddl_bd_cpu(void *arg, size_t i)
+{
+	struct ddl_bd *j = arg;
+	struct ddl_proc *p = &j->r->procs[i];
+	if (!j->cpu[i])
+		return;
+	ddl_proc_breakdown(j->r, p, j->fl ? &j->fl[i] : NULL);
+	if (!j->fl)
+		p->incomplete = 1; /* its traffic's windows not known: blocked time is idle */
+}
+
 void ddl_report_breakdown(struct ddl_report *r)
 {
 	struct ddl_parts total = {0};
 	struct ddl_ivset *fl = NULL;
-	int have_fl = 0;
 	double all = 0;
+	struct ddl_bd j = {r, NULL, calloc(r->nprocs ? r->nprocs : 1, 1)};
+	if (!j.cpu) {
+		r->incomplete = 1; /* no breakdown at all */
+		return;
+	}
+	ddl_parallel(r->nprocs, ddl_bd_gpu, &j);
+	int need_fl = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		need_fl |= j.cpu[i];
+	if (need_fl && ddl_report_flights(r, &fl) == 0)
+		j.fl = fl;
+	if (need_fl)
+		ddl_parallel(r->nprocs, ddl_bd_cpu, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {
-		struct ddl_proc *p = &r->procs[i];
+		const struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)
 			continue;
-		free(p->iter_parts);
-		p->iter_parts = calloc(p->niter, sizeof *p->iter_parts);
-		if (!p->iter_parts)
-			p->incomplete = 1; /* the outputs give each iteration the means */
-		free(p->pieces);
-		p->pieces = NULL;
-		p->npieces = 0;
-		p->shown = ddl_median_iter(p);
-		p->train_tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
-		if (ddl_proc_breakdown_gpu(r, p) < 0) {
-			if (!have_fl)
-				have_fl = ddl_report_flights(r, &fl) == 0 ? 1 : -1;
-			ddl_proc_breakdown(r, p, fl ? &fl[i] : NULL);
-			if (have_fl < 0)
-				p->incomplete = 1; /* its traffic's windows not known: blocked time is idle */
-		}
 		double n = (double)p->niter;
 #define DDL_X_ADD(f) total.f += p->per_iter.f * n;
 		DDL_PARTS(DDL_X_ADD)
@@ -410,6 +445,7 @@ void ddl_report_breakdown(struct ddl_report *r)
 		all += p->iter_mean_s * n;
 	}
 	ddl_flights_free(fl, r->nprocs);
+	free(j.cpu);
 	if (all <= 0)
 		return;
 #define DDL_X_PCT(f) r->pct.f = 100.0 * total.f / all;

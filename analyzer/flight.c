@@ -389,17 +389,64 @@ void ddl_flights_free(struct ddl_ivset *f, size_t n)
 	free(f);
 }
 
+/* The per-process stages (ddl_parallel): each writes its own fp[i], fl[i]
+ * and rc[i], and reads what no other writes meanwhile. */
+struct ddl_fjob {
+	const struct ddl_report *r;
+	struct ddl_fproc *fp;
+	struct ddl_ivset *fl;
+	const struct ddl_fconn *conn;
+	size_t nc;
+	int *rc;
+};
+
+static void ddl_fjob_build(void *arg, size_t i)
+{
+	struct ddl_fjob *j = arg;
+	j->rc[i] = ddl_fproc_build(&j->r->procs[i], &j->fp[i]);
+}
+
+/* Process I's windows: its connections' (both ends), and its sends and
+ * receives on no named connection (their own time, local). */
+static void ddl_fjob_windows(void *arg, size_t i)
+{
+	struct ddl_fjob *j = arg;
+	int rc = 0;
+	for (size_t k = 0; k < j->nc && !rc; k++)
+		if (j->conn[k].proc == i)
+			rc = ddl_fconn_windows(j->conn, &j->conn[k], &j->fl[i]);
+	for (size_t x = 0; x < j->fp[i].n && !rc; x++)
+		if (!j->fp[i].v[x].peer)
+			rc = ddl_ivset_push(&j->fl[i], j->fp[i].v[x].a, j->fp[i].v[x].b, 0);
+	if (!rc)
+		ddl_ivset_merge(&j->fl[i], DDL_FLIGHT_GAP_NS);
+	j->rc[i] = rc;
+}
+
+/* 0 when every process's stage did. */
+static int ddl_fjob_rc(const struct ddl_fjob *j, size_t np)
+{
+	int rc = 0;
+	for (size_t i = 0; i < np; i++)
+		rc |= j->rc[i];
+	return rc;
+}
+
 int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 {
 	*out = NULL;
 	size_t np = r->nprocs;
 	struct ddl_fproc *fp = calloc(np ? np : 1, sizeof *fp);
 	struct ddl_ivset *fl = calloc(np ? np : 1, sizeof *fl);
+	int *rcs = calloc(np ? np : 1, sizeof *rcs);
 	struct ddl_fconn *conn = NULL;
 	size_t nc = 0, cc = 0;
-	int rc = fp && fl ? 0 : -1;
-	for (size_t i = 0; i < np && !rc; i++)
-		rc = ddl_fproc_build(&r->procs[i], &fp[i]);
+	int rc = fp && fl && rcs ? 0 : -1;
+	struct ddl_fjob job = {r, fp, fl, NULL, 0, rcs};
+	if (!rc) {
+		ddl_parallel(np, ddl_fjob_build, &job);
+		rc = ddl_fjob_rc(&job, np);
+	}
 	/* connections: runs of equal (peer, fd); offsets count each direction's bytes */
 	for (size_t i = 0; i < np && !rc; i++) {
 		const struct ddl_fx *v = fp[i].v;
@@ -443,20 +490,16 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 	}
 	if (!rc)
 		rc = ddl_fconn_pair(r, conn, nc);
-	for (size_t i = 0; i < np && !rc; i++) {
-		for (size_t k = 0; k < nc && !rc; k++)
-			if (conn[k].proc == i)
-				rc = ddl_fconn_windows(conn, &conn[k], &fl[i]);
-		/* sends and receives on no named connection: their own time, local */
-		for (size_t j = 0; j < fp[i].n && !rc; j++)
-			if (!fp[i].v[j].peer)
-				rc = ddl_ivset_push(&fl[i], fp[i].v[j].a, fp[i].v[j].b, 0);
-		if (!rc)
-			ddl_ivset_merge(&fl[i], DDL_FLIGHT_GAP_NS);
+	if (!rc) {
+		job.conn = conn;
+		job.nc = nc;
+		ddl_parallel(np, ddl_fjob_windows, &job);
+		rc = ddl_fjob_rc(&job, np);
 	}
 	for (size_t i = 0; fp && i < np; i++)
 		free(fp[i].v);
 	free(fp);
+	free(rcs);
 	free(conn);
 	if (rc) {
 		ddl_flights_free(fl, np);

@@ -1453,6 +1453,75 @@ static void ddl_iterations_crosscheck(struct ddl_report *r)
 	free(per);
 }
 
+/* How a process's iterations were found (ddl_it_proc), for the job's. */
+enum { DDL_IT_STEPS = 1, DDL_IT_COLL = 2, DDL_IT_SOCKET = 4, DDL_IT_WAITS = 8 };
+
+struct ddl_itjob {
+	struct ddl_report *r;
+	const char *patterns;
+	int warmup, ranked;
+	unsigned char *how; /* per process: DDL_IT_* */
+};
+
+/* Process I's iterations, by the first method that finds any (ddl_parallel:
+ * it writes only its process). */
+static void ddl_it_proc(void *arg, size_t i)
+{
+	struct ddl_itjob *j = arg;
+	struct ddl_proc *p = &j->r->procs[i];
+	p->steps_run = -1;
+	if ((j->ranked && p->rank < 0) || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD ||
+	    p->role == DDL_ROLE_LAUNCHER) {
+		/* a launcher among ranks (mpirun, a job's own parent), a loader's
+		 * worker, a rank's child: not a rank's steps */
+		p->iteration_method = "none";
+		return;
+	}
+	int by_steps = 0;
+	if (!j->r->iteration_names_given && ddl_proc_step_iterations(p)) {
+		p->iteration_method = "steps";
+		by_steps = 1;
+	} else {
+		ddl_proc_iterations(p, j->patterns);
+		ddl_keep_training_thread(p);
+		p->iteration_method = "markers";
+		if (p->niter)
+			p->steps_run = (long)p->niter; /* the ranges are the steps */
+	}
+	if (!p->niter && !by_steps && j->r->iteration_names_given && ddl_proc_step_iterations(p))
+		p->iteration_method = "steps";
+	if (p->niter && !strcmp(p->iteration_method, "steps"))
+		j->how[i] |= DDL_IT_STEPS;
+	if (!p->niter && ddl_proc_coll_iterations(p)) {
+		p->iteration_method = "collectives";
+		j->how[i] |= DDL_IT_COLL;
+	}
+	if (!p->niter && ddl_proc_socket_iterations(p)) {
+		ddl_keep_training_thread(p); /* in time order */
+		p->iteration_method = "socket";
+		j->how[i] |= DDL_IT_SOCKET;
+	}
+	if (!p->niter && ddl_proc_wait_iterations(p)) {
+		p->iteration_method = "waits";
+		j->how[i] |= DDL_IT_WAITS;
+	}
+	if (!p->niter) {
+		p->iteration_method = "none";
+		return;
+	}
+	p->niter_found = p->niter;
+	p->iter_period_s = ddl_proc_period(p);
+	size_t skip = (size_t)j->warmup < p->niter ? (size_t)j->warmup : p->niter - 1;
+	memmove(p->iter_s, p->iter_s + skip, (p->niter - skip) * sizeof *p->iter_s);
+	memmove(p->iter, p->iter + skip, (p->niter - skip) * sizeof *p->iter);
+	p->niter -= skip;
+	p->warmup_skipped = (int)skip;
+	double sum = 0;
+	for (size_t k = 0; k < p->niter; k++)
+		sum += p->iter_s[k];
+	p->iter_mean_s = sum / (double)p->niter;
+}
+
 void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmup)
 {
 	size_t total = 0;
@@ -1462,58 +1531,25 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 	int by_socket = 0, by_coll = 0, by_waits = 0, ranked = 0, any_steps = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		ranked |= r->procs[i].rank >= 0;
+	struct ddl_itjob j = {r, patterns, warmup, ranked, calloc(r->nprocs ? r->nprocs : 1, 1)};
+	if (!j.how) {
+		r->incomplete = 1; /* no iterations looked for */
+		r->iterations = 0;
+		r->iterations_found = 0;
+		r->iteration_method = "none";
+		r->iteration_status = "none";
+		return;
+	}
+	ddl_cls(0); /* its table made here, before the threads read it */
+	ddl_parallel(r->nprocs, ddl_it_proc, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {
-		struct ddl_proc *p = &r->procs[i];
-		p->steps_run = -1;
-		if ((ranked && p->rank < 0) || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD ||
-		    p->role == DDL_ROLE_LAUNCHER) {
-			/* a launcher among ranks (mpirun, a job's own parent), a loader's
-			 * worker, a rank's child: not a rank's steps */
-			p->iteration_method = "none";
+		const struct ddl_proc *p = &r->procs[i];
+		any_steps |= (j.how[i] & DDL_IT_STEPS) != 0;
+		by_coll |= (j.how[i] & DDL_IT_COLL) != 0;
+		by_socket |= (j.how[i] & DDL_IT_SOCKET) != 0;
+		by_waits |= (j.how[i] & DDL_IT_WAITS) != 0;
+		if (!p->niter || !strcmp(p->iteration_method, "none"))
 			continue;
-		}
-		int by_steps = 0;
-		if (!r->iteration_names_given && ddl_proc_step_iterations(p)) {
-			p->iteration_method = "steps";
-			by_steps = 1;
-		} else {
-			ddl_proc_iterations(p, patterns);
-			ddl_keep_training_thread(p);
-			p->iteration_method = "markers";
-			if (p->niter)
-				p->steps_run = (long)p->niter; /* the ranges are the steps */
-		}
-		if (!p->niter && !by_steps && r->iteration_names_given && ddl_proc_step_iterations(p))
-			p->iteration_method = "steps";
-		any_steps |= p->niter && !strcmp(p->iteration_method, "steps");
-		if (!p->niter && ddl_proc_coll_iterations(p)) {
-			p->iteration_method = "collectives";
-			by_coll = 1;
-		}
-		if (!p->niter && ddl_proc_socket_iterations(p)) {
-			ddl_keep_training_thread(p); /* in time order */
-			p->iteration_method = "socket";
-			by_socket = 1;
-		}
-		if (!p->niter && ddl_proc_wait_iterations(p)) {
-			p->iteration_method = "waits";
-			by_waits = 1;
-		}
-		if (!p->niter) {
-			p->iteration_method = "none";
-			continue;
-		}
-		p->niter_found = p->niter;
-		p->iter_period_s = ddl_proc_period(p);
-		size_t skip = (size_t)warmup < p->niter ? (size_t)warmup : p->niter - 1;
-		memmove(p->iter_s, p->iter_s + skip, (p->niter - skip) * sizeof *p->iter_s);
-		memmove(p->iter, p->iter + skip, (p->niter - skip) * sizeof *p->iter);
-		p->niter -= skip;
-		p->warmup_skipped = (int)skip;
-		double sum = 0;
-		for (size_t k = 0; k < p->niter; k++)
-			sum += p->iter_s[k];
-		p->iter_mean_s = sum / (double)p->niter;
 		total += p->niter;
 		if (r->iterations < 0 || (long)p->niter < r->iterations)
 			r->iterations = (long)p->niter;
@@ -1522,6 +1558,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		if (p->steps_run > r->steps_run)
 			r->steps_run = p->steps_run;
 	}
+	free(j.how);
 	ddl_iterations_crosscheck(r);
 	if (!total) {
 		r->iterations = 0;

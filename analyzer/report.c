@@ -156,6 +156,14 @@ int main(int argc, char **argv)
 			if (*end || end == optarg || warmup < 0 || warmup > 1000000)
 				return ddl_cli_usage(P, "--warmup '%s': a whole number, 0 or more", optarg);
 			break;
+		case DDL_REPORT_O_THREADS: {
+			long n = strtol(optarg, &end, 10);
+			if (*end || end == optarg || n < 1 || n > DDL_THREADS_MAX)
+				return ddl_cli_usage(P, "--threads '%s': a whole number from 1 to %d", optarg,
+				                     DDL_THREADS_MAX);
+			ddl_report_threads = (int)n;
+			break;
+		}
 		case DDL_REPORT_O_RANKS:
 			if (ddl_rank_list_check(optarg, err, sizeof err) < 0)
 				return ddl_cli_usage(P, "%s", err);

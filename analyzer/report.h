@@ -525,6 +525,13 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
  * MPI's calls): what a CPU job's training thread stalls in (breakdown.c). */
 int ddl_class_blocks(int cls);
 void ddl_report_breakdown(struct ddl_report *r);
+/* The per-process stages on several threads (parallel.c): FN(ARG, i) for
+ * each i below N, each i once, on up to ddl_parallel_threads() threads;
+ * FN writes only what is i's, so the order never shows. */
+#define DDL_THREADS_MAX 256
+extern int ddl_report_threads; /* --threads; 0: the CPUs this process may run on */
+int ddl_parallel_threads(void);
+void ddl_parallel(size_t n, void (*fn)(void *arg, size_t i), void *arg);
 /* Appends [A, B) of part PART to P's pieces of its shown iteration,
  * joining it to the last when that is of the same part and ends at A
  * (breakdown.c); 0, or -1 without memory (the pieces are then dropped and P

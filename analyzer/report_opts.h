@@ -52,6 +52,9 @@
 	  "write to FILE (through a temporary file, renamed when complete) instead of standard " \
 	  "output") \
 	X(DDL_REPORT_O_FORCE, "force", 0, NULL, "overwrite an existing -o FILE") \
+	X(DDL_REPORT_O_THREADS, "threads", 0, "N", \
+	  "analyse the processes on N threads (default: the CPUs it may run on); the report is " \
+	  "the same byte for byte with any N") \
 	X(DDL_REPORT_O_QUIET, "quiet", 'q', NULL, \
 	  "no progress line (shown on a terminal while reading takes over a second)") \
 	DDL_CLI_HELP_VERSION(X, DDL_REPORT)

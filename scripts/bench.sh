@@ -93,6 +93,7 @@ echo "   streaming reader's peak memory: $($B/bench/readspeed -m "$T"/evlz4/*.dd
 	"2,000,000 events, $($B/bench/readspeed -m "$T"/ev8m/*.ddlt | awk '{print $4}') KiB for 8,000,000"
 rm -rf "$T/ev8m"
 [ "$ONLY" = reader ] && exit 0
+B=$B bench/report_scale.sh
 echo "-- scheduler simulator"
 bench/sim_bench.sh | sed 's/^/   /'
 B=$B bench/torch_step.sh

@@ -892,6 +892,32 @@ static int ddl_run_vlimit(long kib, const char *cmd, struct ddl_run_result *r)
 	return trun(argv, NULL, 30, r);
 }
 
+/* The least ulimit -v (KiB, within STEP) under which CMD exits 0: LO fails,
+ * HI must run (checked). -1 when it does not, or a run cannot be made. */
+static long ddl_least_vlimit(const char *cmd, long lo, long hi, long step)
+{
+	struct ddl_run_result r;
+	int ok = ddl_run_vlimit(hi, cmd, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
+	trun_free(&r);
+	if (!ok) {
+		fprintf(stderr, "    %s does not run under ulimit -v %ld\n", cmd, hi);
+		return -1;
+	}
+	while (hi - lo > step) {
+		long mid = (lo + hi) / 2;
+		if (ddl_run_vlimit(mid, cmd, &r) != 0) {
+			trun_free(&r);
+			return -1;
+		}
+		if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
+			hi = mid;
+		else
+			lo = mid;
+		trun_free(&r);
+	}
+	return hi;
+}
+
 /*
  * An address-space limit (ulimit -v): the smallest under which a program
  * runs without ddlprof is found, and with ddlprof the program runs, alike,
@@ -907,20 +933,9 @@ int test_e2e_address_limit(void)
 	char *dir = tmpdir(), plain[PATH_MAX + 16], prof[3 * PATH_MAX];
 	snprintf(plain, sizeof plain, "%s altstack", tbuild("tests/progs/crash"));
 	snprintf(prof, sizeof prof, "%s -q -o %s/t -- %s", tbuild("bin/ddlprof"), dir, plain);
-	long lo = 1024, hi = 65536; /* lo fails, hi runs */
 	struct ddl_run_result a, b;
-	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0,
-	      "crash altstack does not run under ulimit -v %ld", hi);
-	trun_free(&a);
-	while (hi - lo > 32) {
-		long mid = (lo + hi) / 2;
-		CHECK(ddl_run_vlimit(mid, plain, &a) == 0, "run under ulimit -v %ld", mid);
-		if (WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0)
-			hi = mid;
-		else
-			lo = mid;
-		trun_free(&a);
-	}
+	long hi = ddl_least_vlimit(plain, 1024, 65536, 32);
+	CHECK(hi > 0, "no limit found for %s", plain);
 	long v = hi + 1536;
 	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && ddl_run_vlimit(v, prof, &b) == 0, "runs");
 	printf("    runs in %ld KiB without ddlprof; with it, in %ld: status %#x\n", hi, v, b.status);
@@ -957,20 +972,9 @@ int test_e2e_address_limit_threads(void)
 	const char *plain = tbuild("tests/progs/threads");
 	snprintf(tdir, sizeof tdir, "%s/t", dir);
 	snprintf(prof, sizeof prof, "%s -q -o %s -- %s", tbuild("bin/ddlprof"), tdir, plain);
-	long lo = 8192, hi = 1 << 20; /* lo fails, hi runs */
 	struct ddl_run_result a, b;
-	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0,
-	      "threads does not run under ulimit -v %ld", hi);
-	trun_free(&a);
-	while (hi - lo > 256) {
-		long mid = (lo + hi) / 2;
-		CHECK(ddl_run_vlimit(mid, plain, &a) == 0, "run under ulimit -v %ld", mid);
-		if (WIFEXITED(a.status) && WEXITSTATUS(a.status) == 0)
-			hi = mid;
-		else
-			lo = mid;
-		trun_free(&a);
-	}
+	long hi = ddl_least_vlimit(plain, 8192, 1 << 20, 256);
+	CHECK(hi > 0, "no limit found for %s", plain);
 	long v = hi + 4096;
 	CHECK(ddl_run_vlimit(hi, plain, &a) == 0 && ddl_run_vlimit(v, prof, &b) == 0, "runs");
 	printf("    400 threads run in %ld KiB without ddlprof; with it, in %ld: status %#x\n", hi, v,

@@ -978,6 +978,66 @@ static int ddl_num_cmp(const void *a, const void *b)
  * every rank's line, --ranks 3,7-8 those; JSON keeps every rank; a list
  * of no rank, or --ranks with --json, refused.
  */
+/* ddlprof-report ARGS... DIR with --threads N prepended: its stdout, malloc'd, or NULL. */
+static char *ddl_report_threads_out(const char *dir, const char *threads, const char *fmt)
+{
+	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "-q", "--threads", (char *)threads,
+	                (char *)(fmt ? fmt : dir), fmt ? (char *)dir : NULL, NULL};
+	struct ddl_run_result r;
+	if (trun(argv, NULL, 120, &r) != 0 || ddl_status(&r) != 0) {
+		fprintf(stderr, "    --threads %s %s: status %d: %s\n", threads, fmt ? fmt : "", ddl_status(&r),
+		        r.err);
+		trun_free(&r);
+		return NULL;
+	}
+	char *out = r.out;
+	r.out = NULL;
+	trun_free(&r);
+	return out;
+}
+
+/*
+ * The per-process stages run on several threads (analyzer/parallel.c);
+ * the report is the same byte for byte with 1 thread or many, in every
+ * format: on bench/bigtrace's 24 ranks, on tcpring's real traces and, where
+ * ddlsynth was built, on a GPU job of the emulation.
+ */
+int test_report_threads_identical(void)
+{
+	char *dir = tmpdir(), big[4200], ring[4200], gpu[4200];
+	snprintf(big, sizeof big, "%s/big", dir);
+	snprintf(ring, sizeof ring, "%s/ring", dir);
+	snprintf(gpu, sizeof gpu, "%s/gpu", dir);
+	char *gen[] = {(char *)tbuild("bench/bigtrace"), big, "24", "10000", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(gen, NULL, 60, &r) == 0 && ddl_status(&r) == 0, "bigtrace: %s", r.err);
+	trun_free(&r);
+	const char *tcp[] = {tbuild("examples/tcpring"), "-n", "12", "-m", "2", "-c", "5", NULL};
+	CHECK(ddl_profile(ring, tcp) == 0, "tcpring");
+	const char *dirs[3] = {big, ring, NULL};
+	const char *synth = tbuild("examples/ddlsynth");
+	if (access(synth, X_OK) == 0) {
+		const char *s[] = {synth, "--ranks", "4", "--ranks-per-host", "2", "--layers", "4", "--params-per-layer",
+		                   "200k", "--compute-ms", "2", "--iterations", "10", "--markers", NULL};
+		CHECK(ddl_profile(gpu, s) == 0, "ddlsynth");
+		dirs[2] = gpu;
+	}
+	const char *fmts[] = {NULL, "--json", "--html", "--csv", "--chrome"};
+	for (int d = 0; d < 3 && dirs[d]; d++)
+		for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
+			char *one = ddl_report_threads_out(dirs[d], "1", fmts[k]);
+			char *many = ddl_report_threads_out(dirs[d], "7", fmts[k]);
+			CHECK(one && many && *one, "%s %s: no report", dirs[d], fmts[k] ? fmts[k] : "text");
+			CHECK(!strcmp(one, many), "%s %s: 7 threads give another report than 1 (%zu and %zu bytes)",
+			      dirs[d], fmts[k] ? fmts[k] : "text", strlen(one), strlen(many));
+			free(one);
+			free(many);
+		}
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
 int test_report_out_many_ranks(void)
 {
 	char *dir = tmpdir(), tdir[4200];

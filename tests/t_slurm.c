@@ -43,18 +43,6 @@ static int sl_sh(const char *conf, const char *cmd, int timeout_s, struct ddl_ru
 	return trun(argv, e, timeout_s, r);
 }
 
-/* The ranks[] entry of RANK in REP, or NULL. */
-static json_t *sl_rank(json_t *rep, int rank)
-{
-	json_t *ranks = json_object_get(rep, "ranks");
-	for (size_t i = 0; i < json_array_size(ranks); i++) {
-		json_t *r = json_array_get(ranks, i);
-		if (json_integer_value(json_object_get(r, "rank")) == rank)
-			return r;
-	}
-	return NULL;
-}
-
 /* The value of KEY= in scontrol's TEXT, up to the next blank, into OUT. */
 static const char *sl_field(const char *text, const char *key, char *out, size_t cap)
 {
@@ -113,7 +101,7 @@ static int sl_body(const char *dir, const char *conf)
 	      (long long)json_integer_value(json_object_get(json_object_get(rep, "job"), "ranks")));
 	double mean0 = NAN;
 	for (int k = 0; k < 4; k++) {
-		json_t *rk = sl_rank(rep, k);
+		json_t *rk = trank_of(rep, k);
 		CHECK(rk, "no rank %d", k);
 		const char *host = json_string_value(json_object_get(rk, "host"));
 		long n = (long)json_integer_value(json_object_get(rk, "iterations"));

@@ -147,13 +147,7 @@ static char *ddl_rank_file(const char *prefix, int rank, const char *what)
 
 static json_t *ddl_rank(json_t *rep, int rank)
 {
-	json_t *ranks = json_object_get(rep, "ranks");
-	for (size_t i = 0; i < json_array_size(ranks); i++) {
-		json_t *r = json_array_get(ranks, i);
-		if (json_integer_value(json_object_get(r, "rank")) == rank)
-			return r;
-	}
-	return NULL;
+	return trank_of(rep, rank);
 }
 
 static double ddl_num(json_t *o, const char *path)

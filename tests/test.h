@@ -204,6 +204,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(report_same_file_twice) \
 	X(report_out_names) \
 	X(report_out_many_ranks) \
+	X(report_threads_identical) \
 	X(kernels_synth) \
 	X(kernels_demangle) \
 	X(nvtx_iterations) \
@@ -292,6 +293,8 @@ json_t *treport(const char *dir, int *status);
 /* Finds the process with this pid in a report, and its ranks[] entry (NULL: none). */
 json_t *tproc(json_t *report, long pid);
 json_t *trank(json_t *report, long pid);
+/* The ranks[] entry of rank RANK (the first one), or NULL. */
+json_t *trank_of(json_t *report, int rank);
 /* The member of O at a dotted PATH ("job.breakdown_pct.compute"), or NULL. */
 json_t *tjget(json_t *o, const char *path);
 /* A full file system at MNT (made if missing): a 64 KiB tmpfs filled up,

@@ -207,6 +207,18 @@ json_t *tproc(json_t *report, long pid)
 	return tfind_pid(report, "processes", pid);
 }
 
+/* The ranks[] entry of rank RANK in REPORT (the first one), or NULL. */
+json_t *trank_of(json_t *report, int rank)
+{
+	json_t *ranks = json_object_get(report, "ranks");
+	for (size_t i = 0; i < json_array_size(ranks); i++) {
+		json_t *r = json_array_get(ranks, i);
+		if (json_integer_value(json_object_get(r, "rank")) == rank)
+			return r;
+	}
+	return NULL;
+}
+
 json_t *trank(json_t *report, long pid)
 {
 	return tfind_pid(report, "ranks", pid);

@@ -1,0 +1,65 @@
+#!/bin/sh
+# ddlprof-report at scale, figures not pass/fail: bench/bigtrace's synthetic
+# data-parallel socket job at 1, 128 and 1,024 ranks, and for each the
+# report's events per second end to end (ddlprof-report -q --json, wall
+# clock) and its peak resident memory, with 1 thread and with the default
+# (--threads: the machine's CPUs), against the streaming reader's rate on
+# the same files in the same run (bench/readspeed: what reading alone
+# costs). Medians of RUNS runs (default 3).
+#
+#   bench/report_scale.sh [RANKS:EVENTS_PER_RANK ...]   default 1:1000000 128:100000 1024:10000
+#
+# B names the build folder (build). Needs /usr/bin/time (GNU time) for
+# the peak memory; without it the memory column says '?'.
+set -eu
+cd "$(dirname "$0")/.."
+B=${B:-build}
+RUNS=${RUNS:-3}
+T=$(mktemp -d /tmp/ddlscale.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+[ $# -gt 0 ] || set -- 1:1000000 128:100000 1024:10000
+med() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+have_time=0
+[ -x /usr/bin/time ] && /usr/bin/time -f %M true >/dev/null 2>&1 && have_time=1
+
+# One report run: prints "SECONDS KIB".
+one() {
+	if [ $have_time = 1 ]; then
+		/usr/bin/time -f '%e %M' -o "$T/time" "$@" >"$T/out.json" 2>/dev/null || true
+		cat "$T/time"
+	else
+		s=$(date +%s.%N)
+		"$@" >"$T/out.json" 2>/dev/null || true
+		echo "$(echo "$s $(date +%s.%N)" | awk '{print $2 - $1}') ?"
+	fi
+}
+
+echo "-- ddlprof-report at scale (bench/bigtrace's socket job; $(nproc) CPUs; medians of $RUNS)"
+printf '   %6s %11s %12s | %-28s | %-28s | %s\n' ranks events "trace MB" \
+	"1 thread: events/s, peak" "$(nproc) threads: events/s, peak" "reader alone (streaming)"
+for spec in "$@"; do
+	ranks=${spec%%:*}
+	per=${spec#*:}
+	rm -rf "$T/d"
+	$B/bench/bigtrace "$T/d" "$ranks" "$per" >/dev/null
+	total=$((ranks * per))
+	mb=$(du -sm "$T/d" | awk '{print $1}')
+	for th in 1 0; do
+		: >"$T/s$th"
+		: >"$T/m$th"
+		for i in $(seq "$RUNS"); do
+			if [ $th = 1 ]; then
+				set -- $(one $B/bin/ddlprof-report -q --json --threads 1 "$T/d")
+			else
+				set -- $(one $B/bin/ddlprof-report -q --json "$T/d")
+			fi
+			echo "$1" >>"$T/s$th"
+			echo "$2" >>"$T/m$th"
+		done
+	done
+	rate() { awk -v n="$total" -v s="$(med <"$1")" 'BEGIN {printf "%.3g", s > 0 ? n / s : 0}'; }
+	mem() { m=$(med <"$1" 2>/dev/null || echo '?'); [ "$m" = '?' ] && echo '?' || echo "$((${m%.*} / 1024)) MB"; }
+	reader=$($B/bench/readspeed 3 "$T"/d/*.ddlt | awk '{for (i = 1; i < NF; i += 2) if ($i == "stream_events_per_s") printf "%.3g events/s", $(i + 1)}')
+	printf '   %6d %11d %12d | %-28s | %-28s | %s\n' "$ranks" "$total" "$mb" \
+		"$(rate "$T/s1") ($(mem "$T/m1"))" "$(rate "$T/s0") ($(mem "$T/m0"))" "$reader"
+done
