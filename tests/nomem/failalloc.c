@@ -61,13 +61,14 @@ static int fa_fails(void *ra)
 		fa_init();
 	if ((uintptr_t)ra < fa_lo || (uintptr_t)ra >= fa_hi)
 		return 0;
-	fa_count++;
-	if (!fa_at || (fa_count != fa_at && !(fa_after && fa_count > fa_at)))
+	/* the report's threads allocate side by side (analyzer/parallel.c) */
+	unsigned long count = __atomic_add_fetch(&fa_count, 1, __ATOMIC_RELAXED);
+	if (!fa_at || (count != fa_at && !(fa_after && count > fa_at)))
 		return 0;
-	if (fa_count == fa_at) {
+	if (count == fa_at) {
 		char msg[96];
 		int n = snprintf(msg, sizeof msg, "failalloc: allocation %lu fails (called from 0x%lx)\n",
-		                 fa_count, (unsigned long)((uintptr_t)ra - fa_bias));
+		                 count, (unsigned long)((uintptr_t)ra - fa_bias));
 		if (write(2, msg, (size_t)n) != n)
 			n = -1;
 	}
