@@ -322,16 +322,20 @@ TSAN_DEPS := tests/tsan/harness.c tests/tsan/harness.h $(LIB_SRC) $(READ_SRC) \
 	$(wildcard libddlprof/*.h analyzer/*.h include/ddlprof/*.h)
 TSAN_GPU := $(if $(EMU_SRC),$(TSAN_B)/tests/tsan/gpu_hot)
 tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_B)/tests/tsan/mpi_hot $(TSAN_GPU) \
-		$(TSAN_B)/bin/ddlprof-report $(B)/bench/bigtrace
+		$(TSAN_B)/bin/ddlprof-report $(B)/bench/bigtrace $(if $(EMU_SRC),all)
 	$(TSAN_RUN) $(TSAN_B)/tests/tsan/hot
 	$(TSAN_RUN) $(TSAN_B)/tests/tsan/mpi_hot
 	$(if $(TSAN_GPU),$(TSAN_RUN) $(TSAN_GPU))
 	@rm -rf $(TSAN_B)/bigtrace && $(B)/bench/bigtrace $(TSAN_B)/bigtrace 12 20000 >/dev/null
 	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --json $(TSAN_B)/bigtrace >$(TSAN_B)/report.json
 	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --html $(TSAN_B)/bigtrace >$(TSAN_B)/report.html
+	$(if $(EMU_SRC),@rm -rf $(TSAN_B)/synth && $(B)/bin/ddlprof -q -o $(TSAN_B)/synth -- $(B)/examples/ddlsynth \
+		--ranks 4 --ranks-per-host 2 --layers 4 --params-per-layer 200k --compute-ms 2 --iterations 8 --markers)
+	$(if $(EMU_SRC),$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --json $(TSAN_B)/synth >$(TSAN_B)/synth.json)
 
 # The report's per-process stages on several threads (analyzer/parallel.c),
-# under ThreadSanitizer, on bench/bigtrace's socket job of 12 ranks.
+# under ThreadSanitizer, on bench/bigtrace's socket job of 12 ranks and,
+# with the emulation, on a GPU job of ddlsynth.
 $(TSAN_B)/bin/ddlprof-report: $(REPORT_SRC) $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -pthread -o $@ $(REPORT_SRC) $(READ_SRC) \
