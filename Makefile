@@ -330,7 +330,7 @@ tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_B)/tests/tsan/mpi_hot $(TSAN_GP
 	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --json $(TSAN_B)/bigtrace >$(TSAN_B)/report.json
 	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --html $(TSAN_B)/bigtrace >$(TSAN_B)/report.html
 	$(if $(EMU_SRC),@rm -rf $(TSAN_B)/synth && $(B)/bin/ddlprof -q -o $(TSAN_B)/synth -- $(B)/examples/ddlsynth \
-		--ranks 4 --ranks-per-host 2 --layers 4 --params-per-layer 200k --compute-ms 2 --iterations 8 --markers)
+		--ranks 4 --ranks-per-host 2 --layers 4 --params-per-layer 200k --compute-ms 2 --iterations 8 --markers >/dev/null)
 	$(if $(EMU_SRC),$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --json $(TSAN_B)/synth >$(TSAN_B)/synth.json)
 
 # The report's per-process stages on several threads (analyzer/parallel.c),
