@@ -4,6 +4,7 @@
  * how much of a span is covered, by tag). Merged sets answer by binary
  * search or, asked in time order, by resuming where the last answer ended.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "ivset.h"
@@ -72,10 +73,61 @@ long ddl_ivset_cuts(const struct ddl_ivset *const *sets, int n, int64_t a, int64
 	return (long)m;
 }
 
+/*
+ * Sorts V (N of them) by start, stably, as qsort's merge sort did with
+ * ddl_iv_cmp (equal starts keep the order they were pushed in): nothing
+ * to do when they came in order, else a radix sort of the starts less
+ * the least, 11 bits a pass (three passes for a run of 8.8 s, four up to
+ * 73 minutes), with qsort where the buffer cannot be had.
+ */
+static void ddl_iv_sort(struct ddl_iv *v, size_t n)
+{
+	size_t i = 1;
+	while (i < n && v[i - 1].a <= v[i].a)
+		i++;
+	if (i >= n)
+		return;
+	int64_t lo = v[0].a, hi = v[0].a;
+	for (size_t k = 1; k < n; k++) {
+		lo = v[k].a < lo ? v[k].a : lo;
+		hi = v[k].a > hi ? v[k].a : hi;
+	}
+	uint64_t span = (uint64_t)hi - (uint64_t)lo;
+	struct ddl_iv *tmp = n >= 64 ? malloc(n * sizeof *tmp) : NULL;
+	if (!tmp) {
+		qsort(v, n, sizeof *v, ddl_iv_cmp); /* glibc's is a stable merge sort where it can be */
+		return;
+	}
+	enum { BITS = 11, BINS = 1 << BITS };
+	size_t count[BINS];
+	struct ddl_iv *from = v, *to = tmp;
+	for (unsigned shift = 0; shift < 64 && (shift == 0 || span >> shift); shift += BITS) {
+		for (size_t b = 0; b < BINS; b++)
+			count[b] = 0;
+		for (size_t k = 0; k < n; k++)
+			count[((uint64_t)from[k].a - (uint64_t)lo) >> shift & (BINS - 1)]++;
+		size_t at = 0;
+		for (size_t b = 0; b < BINS; b++) {
+			size_t c = count[b];
+			count[b] = at;
+			at += c;
+		}
+		for (size_t k = 0; k < n; k++)
+			to[count[((uint64_t)from[k].a - (uint64_t)lo) >> shift & (BINS - 1)]++] = from[k];
+		struct ddl_iv *x = from;
+		from = to;
+		to = x;
+	}
+	if (from != v)
+		for (size_t k = 0; k < n; k++)
+			v[k] = from[k];
+	free(tmp);
+}
+
 void ddl_ivset_sort(struct ddl_ivset *s)
 {
 	if (s->n)
-		qsort(s->v, s->n, sizeof *s->v, ddl_iv_cmp);
+		ddl_iv_sort(s->v, s->n);
 }
 
 void ddl_ivset_merge(struct ddl_ivset *s, int64_t gap)

@@ -1,7 +1,8 @@
 /*
  * The analyzer's interval sets (analyzer/ivset.c), against the plainest
  * model there is: a bitmap of the instants 0..N-1, for random sets; and
- * the cuts that split a span where what covers it may change.
+ * the cuts that split a span where what covers it may change; and the
+ * sort by start, stable, against a reference.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,5 +105,58 @@ int test_ivset_against_bitmap(void)
 	CHECK(g.n == 2 && g.v[0].a == 10 && g.v[0].b == 30 && g.v[0].tag == 3 && g.v[1].a == 40,
 	      "gap merge: %zu intervals", g.n);
 	ddl_ivset_free(&g);
+	return DDL_PASS;
+}
+
+/* (a, then the order pushed): what a stable sort by start gives. */
+static int iv_ref_cmp(const void *x, const void *y)
+{
+	const struct ddl_iv *p = x, *q = y;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return p->tag < q->tag ? -1 : p->tag > q->tag; /* the tag holds the push order here */
+}
+
+/*
+ * ddl_ivset_sort: by start, equal starts in the order pushed, for sets in
+ * order already, reversed, of few distinct starts (many ties), of starts
+ * spread over hours (four radix passes), with negative starts, and small
+ * ones (qsort's side), against a reference sort.
+ */
+int test_ivset_sort_stable(void)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	static const size_t sizes[] = {0, 1, 2, 63, 64, 65, 1000, 100000};
+	static const int64_t spreads[] = {1, 7, 2048, 1000000, INT64_C(10000000000), INT64_C(4000000000000)};
+	for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+		for (size_t sp = 0; sp < sizeof spreads / sizeof spreads[0]; sp++)
+			for (int shape = 0; shape < 4; shape++) {
+				size_t n = sizes[si];
+				struct ddl_ivset s = {0};
+				for (size_t i = 0; i < n; i++) {
+					seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+					int64_t a = (int64_t)((seed >> 11) % (uint64_t)spreads[sp]);
+					if (shape == 1)
+						a = (int64_t)i * (spreads[sp] / (int64_t)(n ? n : 1) + 1); /* in order */
+					if (shape == 2)
+						a = (int64_t)(n - i) * 3; /* reversed */
+					if (shape == 3)
+						a -= spreads[sp] / 2; /* negative starts too */
+					CHECK(ddl_ivset_push(&s, a, a + 1 + (int64_t)(i % 5), (int)i) == 0, "push");
+				}
+				struct ddl_iv *ref = malloc((n ? n : 1) * sizeof *ref);
+				CHECK(ref, "malloc");
+				for (size_t i = 0; i < n; i++)
+					ref[i] = s.v[i];
+				qsort(ref, n, sizeof *ref, iv_ref_cmp);
+				ddl_ivset_sort(&s);
+				for (size_t i = 0; i < n; i++)
+					CHECK(s.v[i].a == ref[i].a && s.v[i].b == ref[i].b && s.v[i].tag == ref[i].tag,
+					      "n %zu, spread %lld, shape %d: at %zu (%lld, %d), not (%lld, %d)", n,
+					      (long long)spreads[sp], shape, i, (long long)s.v[i].a, s.v[i].tag,
+					      (long long)ref[i].a, ref[i].tag);
+				free(ref);
+				ddl_ivset_free(&s);
+			}
 	return DDL_PASS;
 }
