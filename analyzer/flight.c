@@ -110,7 +110,8 @@ static int ddl_fx_by_conn(const void *x, const void *y)
 	const struct ddl_fx *p = x, *q = y;
 	if (!p->peer != !q->peer)
 		return p->peer ? -1 : 1; /* connections first */
-	int c = p->peer ? strcmp(p->peer, q->peer) : 0;
+	/* one trace's records share their peer's text: most are the same pointer */
+	int c = p->peer && p->peer != q->peer ? strcmp(p->peer, q->peer) : 0;
 	if (c)
 		return c;
 	if (p->fd != q->fd)
@@ -453,7 +454,8 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 		size_t n = fp[i].n;
 		for (size_t j = 0; j < n && v[j].peer && !rc;) {
 			size_t k = j;
-			while (k < n && v[k].peer && !strcmp(v[k].peer, v[j].peer) && v[k].fd == v[j].fd)
+			while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
+			       v[k].fd == v[j].fd)
 				k++;
 			if (nc == cc) {
 				size_t c2 = cc ? cc * 2 : 64;
