@@ -699,11 +699,13 @@ int ddl_out_sqlite(const struct ddl_report *r, const char *path, char *err, size
  * say themselves. */
 void ddl_json_watch(void);
 int ddl_json_failed(void);
-
-/* Helpers the timeline outputs share (out_chrome.c). */
 /* The length of the well-formed UTF-8 sequence at S (1 to 4), or 0 when
- * S starts none (or is at its NUL). */
+ * S starts none (or is at its NUL); the outputs share it (out_chrome.c). */
 size_t ddl_utf8_len(const unsigned char *s);
+
+/* ---- devcalls.c: the device-call model ---- */
+/* A cudaMemcpyKind as its name ("HtoD"), or "unknown". */
+const char *ddl_copy_kind(unsigned op);
 /* Host calls that event-pair device intervals refer to, by (thread, corr). */
 struct ddl_devcall {
 	uint64_t key;
