@@ -9,7 +9,10 @@
  *   inputs.c) -> stragglers (stragglers.c) -> measured against predicted
  *   (breakdown.c) -> call sites, counters, kernels.
  *
- * Outputs (out_*.c) only read what this leaves in the report.
+ * The per-process parts of the iterations and the breakdown run on every
+ * core (parallel.c), each writing only its own process; what joins the
+ * processes comes after, in order. Outputs (out_*.c) only read what this
+ * leaves in the report, and the device-call model (devcalls.c).
  */
 #include <stdio.h>
 #include <string.h>
