@@ -176,6 +176,13 @@ static int ddl_fproc_build(const struct ddl_proc *p, struct ddl_fproc *out)
 		if (out->v[i].cls != DDL_CLASS_WAIT && out->v[i].bytes > 0)
 			out->v[m++] = out->v[i];
 	out->n = m;
+	/* the waits and the doubling's room given back: every process's records
+	 * are held together until the connections are paired */
+	struct ddl_fx *fit = m && m < out->cap ? realloc(out->v, m * sizeof *fit) : NULL;
+	if (fit) {
+		out->v = fit;
+		out->cap = m;
+	}
 	if (out->n > 1)
 		qsort(out->v, out->n, sizeof *out->v, ddl_fx_by_conn);
 	return 0;
