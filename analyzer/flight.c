@@ -374,17 +374,19 @@ static int ddl_fconn_windows(const struct ddl_fconn *all, const struct ddl_fconn
 	for (int e = 0; e < 2 && ends[e]; e++) {
 		const struct ddl_fconn *x = ends[e], *y = ends[1 - e]; /* Y sent what X receives */
 		for (size_t i = 0; i < x->ntx; i++)
-			rc |= ddl_ivset_push(f, x->tx[i].a, x->tx[i].b, c->remote);
+			rc |= ddl_ivset_push_merging(f, x->tx[i].a, x->tx[i].b, c->remote, DDL_FLIGHT_GAP_NS);
 		for (size_t i = 0; i < x->nrx; i++) {
 			const struct ddl_fx *rx = &x->rx[i];
 			if (x == c) /* its own receive calls count whole, as they always did */
-				rc |= ddl_ivset_push(f, rx->a, rx->b, c->remote);
+				rc |= ddl_ivset_push_merging(f, rx->a, rx->b, c->remote, DDL_FLIGHT_GAP_NS);
 			const struct ddl_fx *s = y ? ddl_fconn_last_send(y, rx->b) : NULL;
 			if (s && x != c)
-				rc |= ddl_ivset_push(f, rx->a > s->a ? rx->a : s->a, rx->b, c->remote);
+				rc |= ddl_ivset_push_merging(f, rx->a > s->a ? rx->a : s->a, rx->b, c->remote,
+				                             DDL_FLIGHT_GAP_NS);
 			s = y && rx->wb ? ddl_fconn_last_send(y, rx->wb) : NULL;
 			if (s)
-				rc |= ddl_ivset_push(f, rx->wa > s->a ? rx->wa : s->a, rx->wb, c->remote);
+				rc |= ddl_ivset_push_merging(f, rx->wa > s->a ? rx->wa : s->a, rx->wb, c->remote,
+				                             DDL_FLIGHT_GAP_NS);
 		}
 	}
 	return rc;
@@ -425,7 +427,8 @@ static void ddl_fjob_windows(void *arg, size_t i)
 			rc = ddl_fconn_windows(j->conn, &j->conn[k], &j->fl[i]);
 	for (size_t x = 0; x < j->fp[i].n && !rc; x++)
 		if (!j->fp[i].v[x].peer)
-			rc = ddl_ivset_push(&j->fl[i], j->fp[i].v[x].a, j->fp[i].v[x].b, 0);
+			rc = ddl_ivset_push_merging(&j->fl[i], j->fp[i].v[x].a, j->fp[i].v[x].b, 0,
+			                            DDL_FLIGHT_GAP_NS);
 	if (!rc)
 		ddl_ivset_merge(&j->fl[i], DDL_FLIGHT_GAP_NS);
 	j->rc[i] = rc;

@@ -27,6 +27,25 @@ int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag)
 	return 0;
 }
 
+int ddl_ivset_push_merging(struct ddl_ivset *s, int64_t a, int64_t b, int tag, int64_t gap)
+{
+	/* merged now and again, what it holds as it fills up is what merging all
+	 * of it once would give: merging is a closure */
+	if (s->n == s->cap && s->cap >= 4096) {
+		ddl_ivset_merge(s, gap);
+		if (s->n > s->cap / 2) { /* still more than half full: room to double, as a push would */
+			struct ddl_iv *q = realloc(s->v, 2 * s->cap * sizeof *q);
+			if (!q) {
+				s->nomem = 1;
+				return -1;
+			}
+			s->v = q;
+			s->cap *= 2;
+		}
+	}
+	return ddl_ivset_push(s, a, b, tag);
+}
+
 static int ddl_iv_cmp(const void *x, const void *y)
 {
 	const struct ddl_iv *p = x, *q = y;

@@ -25,6 +25,10 @@ struct ddl_ivset {
 /* Appends [A, B) (nothing when B <= A). 0, or -1 without memory (then
  * S->nomem is set and the set stays as it was). */
 int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag);
+/* As ddl_ivset_push into a set that will be merged with GAP: merges it
+ * whenever it fills up (from 4096 on), so that it holds about what the
+ * merged set does, not every interval pushed. */
+int ddl_ivset_push_merging(struct ddl_ivset *s, int64_t a, int64_t b, int tag, int64_t gap);
 /* Sorts S and merges intervals that overlap or are less than GAP apart;
  * a merged interval's tag is the OR of its parts' tags. */
 void ddl_ivset_merge(struct ddl_ivset *s, int64_t gap);

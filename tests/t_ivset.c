@@ -2,7 +2,8 @@
  * The analyzer's interval sets (analyzer/ivset.c), against the plainest
  * model there is: a bitmap of the instants 0..N-1, for random sets; and
  * the cuts that split a span where what covers it may change; and the
- * sort by start, stable, against a reference.
+ * sort by start, stable, against a reference; and merging as a set fills
+ * up against merging once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -158,5 +159,38 @@ int test_ivset_sort_stable(void)
 				free(ref);
 				ddl_ivset_free(&s);
 			}
+	return DDL_PASS;
+}
+
+/* ddl_ivset_push_merging gives what pushing everything and merging once
+ * does, for gaps of 0 and more, with tags OR'ed alike. */
+int test_ivset_push_merging(void)
+{
+	unsigned seed = 7;
+	static const int64_t gaps[] = {0, 3, 50, 1000};
+	for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++)
+		for (int round = 0; round < 4; round++) {
+			struct ddl_ivset all = {0}, inc = {0};
+			int count = 3000 + round * 9000;
+			for (int i = 0; i < count; i++) {
+				/* sparse sets, and dense ones that merge into few */
+				int64_t a = rand_r(&seed) % (round < 2 ? 400000 : 20000), len = 1 + rand_r(&seed) % 40;
+				int tag = 1 << (rand_r(&seed) % 3);
+				CHECK(ddl_ivset_push(&all, a, a + len, tag) == 0, "push");
+				CHECK(ddl_ivset_push_merging(&inc, a, a + len, tag, gaps[g]) == 0, "push_merging");
+			}
+			ddl_ivset_merge(&all, gaps[g]);
+			ddl_ivset_merge(&inc, gaps[g]);
+			CHECK(all.n == inc.n, "gap %lld, %d intervals: %zu merged, %zu merged along the way",
+			      (long long)gaps[g], count, all.n, inc.n);
+			for (size_t i = 0; i < all.n; i++)
+				CHECK(all.v[i].a == inc.v[i].a && all.v[i].b == inc.v[i].b && all.v[i].tag == inc.v[i].tag,
+				      "gap %lld: interval %zu differs", (long long)gaps[g], i);
+			CHECK(inc.cap < all.cap || count < 8192 || all.n * 4 > (size_t)count,
+			      "gap %lld: merging along the way kept room for %zu, as many as %zu", (long long)gaps[g],
+			      inc.cap, all.cap);
+			ddl_ivset_free(&all);
+			ddl_ivset_free(&inc);
+		}
 	return DDL_PASS;
 }

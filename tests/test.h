@@ -237,6 +237,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(sim_input_messages) \
 	X(ivset_against_bitmap) \
 	X(ivset_sort_stable) \
+	X(ivset_push_merging) \
 	X(slowiters_change_point) \
 	X(pyhook_entry_points) \
 	X(torch_ddp_models) \
