@@ -921,6 +921,14 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 	} else if (!t->ended) {
 		t->truncated = 1;
 	}
+	/* the doubling's room given back: a run's traces are held together */
+	if (t->nev && t->nev < t->cap_ev) {
+		struct ddl_event *fit = realloc(t->ev, t->nev * sizeof *fit);
+		if (fit) {
+			t->ev = fit;
+			t->cap_ev = t->nev;
+		}
+	}
 	ddl_clock_fit(t);
 	return 0;
 }
