@@ -1181,6 +1181,8 @@ static long long ddl_counter(const char *ns, const char *dev, const char *what)
 
 int test_e2e_pytorch_two_hosts(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	char *probe[] = {"/usr/bin/python3", "-c", "import torch", NULL};
 	struct ddl_run_result r;
 	if (geteuid() != 0 || access("/usr/bin/python3", X_OK) != 0 || trun(probe, NULL, 60, &r) != 0 ||
@@ -1654,6 +1656,8 @@ static int ddl_pytorch_figures(const char *dir, struct ddl_pt_fig *f)
 
 int test_e2e_pytorch_differential(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	char *probe[] = {"/usr/bin/python3", "-c", "import torch", NULL};
 	struct ddl_run_result r;
 	if (geteuid() != 0 || access("/usr/bin/python3", X_OK) != 0 || trun(probe, NULL, 60, &r) != 0 ||

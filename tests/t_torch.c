@@ -229,6 +229,8 @@ static void ddl_torch_done(char *dir, json_t *rep)
 
 int test_torch_ddp_models(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	if (!ddl_have_torch())
 		return DDL_SKIP;
 	static const char *const runs[][2] = {
@@ -254,6 +256,8 @@ int test_torch_ddp_models(void)
 
 int test_torch_dataloader_stall(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	if (!ddl_have_torch())
 		return DDL_SKIP;
 	/* prep: each sample costs 2 ms of CPU in a worker; fetch: 2 ms at the
@@ -303,6 +307,8 @@ int test_torch_dataloader_stall(void)
  */
 int test_torch_two_hosts(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	if (!ddl_have_torch())
 		return DDL_SKIP;
 	if (geteuid() != 0) {
@@ -643,6 +649,8 @@ static int ddl_hooked(const char *dir)
  * all the same. */
 int test_torch_hook_off(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	if (!ddl_have_torch())
 		return DDL_SKIP;
 	char script[4200], sitedir[4200] = "PYTHONPATH=";
@@ -705,6 +713,8 @@ int test_torch_hook_off(void)
  */
 int test_torch_synthetic_data(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	if (!ddl_have_torch())
 		return DDL_SKIP;
 	char *dir = tmpdir(), t[2][4200], prefix[2][4200], *err = NULL;
@@ -759,6 +769,8 @@ int test_torch_synthetic_data(void)
  * iteration for each of the loop's own. */
 int test_torch_optimizers(void)
 {
+	if (tskip_sanitized())
+		return DDL_SKIP;
 	if (!ddl_have_torch())
 		return DDL_SKIP;
 	static const char *const modes[] = {"gan", "gan2", "renew", "scaler", "subclass", "probe"};

@@ -303,6 +303,10 @@ json_t *tjget(json_t *o, const char *path);
  * to be umount()ed by the caller. 0, or -1 where none can be mounted (not
  * root, no tmpfs). */
 int tfulldisk(const char *mnt);
+/* 1 (with a line saying why) in the sanitizers' build: the tests of the
+ * analysis's figures on long real workloads (PyTorch) run in the plain
+ * build only, the library's own behaviour on them in both. */
+int tskip_sanitized(void);
 /* CLOCK_MONOTONIC in seconds, for a test to time what it runs. */
 double tnow(void);
 /* Runs a tests/progs program with and without ddlprof, compares stdout and

@@ -347,3 +347,14 @@ int tfulldisk(const char *mnt)
 		close(fd);
 	return 0;
 }
+
+int tskip_sanitized(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	printf("    skipped: a real workload's figures, checked in the plain build (torch_transparency "
+	       "and hang_torch run it under the sanitizers)\n");
+	return 1;
+#else
+	return 0;
+#endif
+}
