@@ -523,12 +523,13 @@ static int ddl_autocorr(const double *x, size_t n, double *r)
  * not drown the rest. The series is smoothed over two quanta so that a
  * period that is no whole number of quanta still meets itself.
  */
-static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t total, int *nomem)
+static double ddl_sock_period_at(const struct ddl_sockcall *c, size_t n, uint64_t total, size_t nq0,
+                                 int *nomem)
 {
 	double w[7];
 	for (int k = 0; k < 7; k++)
 		w[k] = exp(-(double)(k * k) / 8);
-	for (size_t nq = DDL_QUANTA;;) {
+	for (size_t nq = nq0;;) {
 		double q = (double)total / (double)nq;
 		double *x = calloc(3 * nq, sizeof *x), *s = x ? x + nq : NULL, *r = x ? x + 2 * nq : NULL;
 		if (!x) {
@@ -577,6 +578,7 @@ static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t t
 			nq *= 2;
 	}
 }
+
 
 /* The K-th largest (from 0) of V[0..N), which it reorders (three ways
  * about each pivot: many equal values cost no more than distinct ones). */
@@ -669,6 +671,58 @@ static size_t ddl_sock_at(const struct ddl_sockcall *c, size_t n, double at)
 			hi = mid;
 	}
 	return lo;
+}
+
+
+#define DDL_WINDOW_STEPS 2048u /* steps the period is looked for in: a window of longer runs */
+
+/*
+ * The period of calls C[0..N) (above), at a resolution fit for the number
+ * of steps: that many, roughly, is the count of calls after a pause eight
+ * times the median pause at least (a step's compute stands out of the
+ * waits within it; a ring's steps count once or a few times each). The
+ * quanta start at 32 a step (2048 at least), so that a period is never
+ * below a quantum (2048 quanta saw nothing past some 500 steps: a
+ * 3000-step run had no iterations); past DDL_WINDOW_STEPS steps, the
+ * period is looked for in that many of them in the middle of the run.
+ */
+static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t total, int *nomem)
+{
+	double *v = malloc(n * sizeof *v);
+	if (!v) {
+		*nomem = 1;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = (double)c[i].idle;
+	double med = ddl_select(v, n, n / 2), thr = 8 * med > 1000 ? 8 * med : 1000;
+	free(v);
+	size_t steps = 0;
+	for (size_t i = 0; i < n; i++)
+		steps += (double)c[i].idle >= thr;
+	if (steps <= DDL_QUANTA / 32)
+		return ddl_sock_period_at(c, n, total, DDL_QUANTA, nomem);
+	size_t seen = steps < DDL_WINDOW_STEPS ? steps : DDL_WINDOW_STEPS, nq = DDL_QUANTA;
+	while (nq < 32 * seen && nq < DDL_QUANTA_MAX)
+		nq *= 2;
+	if (steps <= DDL_WINDOW_STEPS)
+		return ddl_sock_period_at(c, n, total, nq, nomem);
+	/* the window: its calls, their offsets from its start */
+	uint64_t len = (uint64_t)((double)total * DDL_WINDOW_STEPS / (double)steps);
+	uint64_t from = (total - len) / 2;
+	size_t i0 = ddl_sock_at(c, n, (double)from), i1 = ddl_sock_at(c, n, (double)(from + len));
+	struct ddl_sockcall *w = i1 > i0 ? malloc((i1 - i0) * sizeof *w) : NULL;
+	if (!w) {
+		*nomem = i1 > i0;
+		return 0;
+	}
+	for (size_t i = i0; i < i1; i++) {
+		w[i - i0] = c[i];
+		w[i - i0].off -= from;
+	}
+	double per = i1 - i0 >= 8 ? ddl_sock_period_at(w, i1 - i0, len, nq, nomem) : 0;
+	free(w);
+	return per;
 }
 
 /* Of the calls within TOL bytes of offset AT, the one after the longest

@@ -1,13 +1,13 @@
 #!/bin/sh
 # ddlprof-report at scale, figures not pass/fail: bench/bigtrace's synthetic
-# data-parallel socket job at 1, 128 and 1,024 ranks, and for each the
+# data-parallel socket job at 2 (its ring's least), 128 and 1,024 ranks, and for each the
 # report's events per second end to end (ddlprof-report -q --json, wall
 # clock) and its peak resident memory, with 1 thread and with the default
 # (--threads: the machine's CPUs), against the streaming reader's rate on
 # the same files in the same run (bench/readspeed: what reading alone
 # costs). Medians of RUNS runs (default 3).
 #
-#   bench/report_scale.sh [RANKS:EVENTS_PER_RANK ...]   default 1:1000000 128:100000 1024:10000
+#   bench/report_scale.sh [RANKS:EVENTS_PER_RANK ...]   default 2:1000000 128:100000 1024:10000
 #
 # B names the build folder (build). Needs /usr/bin/time (GNU time) for
 # the peak memory; without it the memory column says '?'.
@@ -17,7 +17,7 @@ B=${B:-build}
 RUNS=${RUNS:-3}
 T=$(mktemp -d /tmp/ddlscale.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-[ $# -gt 0 ] || set -- 1:1000000 128:100000 1024:10000
+[ $# -gt 0 ] || set -- 2:1000000 128:100000 1024:10000
 med() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 have_time=0
 [ -x /usr/bin/time ] && /usr/bin/time -f %M true >/dev/null 2>&1 && have_time=1

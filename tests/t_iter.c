@@ -211,6 +211,40 @@ int test_iter_tcpring(void)
 }
 
 /*
+ * Long runs: thousands of steps (the period used to be looked for in 2048
+ * quanta of the traffic's bytes, below one quantum past some 500 steps: a
+ * 3000-step tcpring had "no iterations found", a 900-step one too). Its 900 steps
+ * against its own timer, and bench/bigtrace's 2 ranks of 17,000 steps
+ * (a period looked for in a window of the run) against the steps it wrote.
+ */
+int test_iter_long_runs(void)
+{
+	if (it_again(it_tcpring_once, "-n 900 -m 1 -c 0.5") != DDL_PASS)
+		return DDL_FAIL;
+	char *dir = tmpdir(), big[PATH_MAX];
+	snprintf(big, sizeof big, "%s/big", dir);
+	char *gen[] = {(char *)tbuild("bench/bigtrace"), big, "2", "300000", NULL};
+	struct ddl_run_result r;
+	CHECK(trun(gen, NULL, 60, &r) == 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "bigtrace: %s",
+	      r.err);
+	long steps = (long)it_after(r.out, "rank 0: ");
+	double ms = it_after(strstr(r.out, "mean step") ? strstr(r.out, "mean step") : "", "mean step ");
+	trun_free(&r);
+	json_t *rep = treport(big, NULL);
+	CHECK(rep && steps > 10000, "bigtrace: %ld steps", steps);
+	json_t *rk = it_rank(rep, 0);
+	long found = (long)json_integer_value(json_object_get(rk, "iterations_found"));
+	double mean = json_real_value(json_object_get(rk, "iteration_mean_s")) * 1e3;
+	fprintf(stderr, "    bigtrace, 2 ranks: %ld steps of %.3f ms; %ld found, %.3f ms\n", steps, ms, found, mean);
+	CHECK(labs(found - steps) <= 1 && fabs(mean - ms) <= 0.005 * ms, "%ld steps of %.3f ms, %ld found of %.3f ms",
+	      steps, ms, found, mean);
+	json_decref(rep);
+	trm(dir);
+	free(dir);
+	return DDL_PASS;
+}
+
+/*
  * The steps tcpring names with its markers (-k) are the program's own: on
  * the same trace, the socket calls (the markers passed over with
  * --iteration-name) must find the same steps, count and mean, to 1%.

@@ -75,6 +75,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_marker_iterations) \
 	X(e2e_socket_iterations) \
 	X(iter_tcpring) \
+	X(iter_long_runs) \
 	X(iter_tcpring_markers_agree) \
 	X(iter_ranks_env) \
 	X(iter_two_hosts) \
