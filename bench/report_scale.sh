@@ -57,7 +57,7 @@ for spec in "$@"; do
 			echo "$2" >>"$T/m$th"
 		done
 	done
-	rate() { awk -v n="$total" -v s="$(med <"$1")" 'BEGIN {printf "%.3g", s > 0 ? n / s : 0}'; }
+	rate() { awk -v n="$total" -v s="$(med <"$1")" 'BEGIN {printf "%.3g events/s", (s > 0 ? n / s : 0)}'; }
 	mem() { m=$(med <"$1" 2>/dev/null || echo '?'); [ "$m" = '?' ] && echo '?' || echo "$((${m%.*} / 1024)) MB"; }
 	reader=$($B/bench/readspeed 3 "$T"/d/*.ddlt | awk '{for (i = 1; i < NF; i += 2) if ($i == "stream_events_per_s") printf "%.3g events/s", $(i + 1)}')
 	printf '   %6d %11d %12d | %-28s | %-28s | %s\n' "$ranks" "$total" "$mb" \
