@@ -22,10 +22,13 @@ med() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR
 have_time=0
 [ -x /usr/bin/time ] && /usr/bin/time -f %M true >/dev/null 2>&1 && have_time=1
 
-# One report run: prints "SECONDS KIB".
+# One report run: prints "SECONDS KIB"; a report that fails is said, and stops the script.
 one() {
 	if [ $have_time = 1 ]; then
-		/usr/bin/time -f '%e %M' -o "$T/time" "$@" >"$T/out.json" 2>/dev/null || true
+		if ! /usr/bin/time -f '%e %M' -o "$T/time" "$@" >"$T/out.json" 2>"$T/err"; then
+			echo "report_scale: $* failed: $(head -c 300 "$T/err")" >&2
+			exit 1
+		fi
 		cat "$T/time"
 	else
 		s=$(date +%s.%N)
@@ -53,6 +56,7 @@ for spec in "$@"; do
 			else
 				set -- $(one $B/bin/ddlprof-report -q --json "$T/d")
 			fi
+			[ $# -ge 2 ] || exit 1 # the report failed: said above
 			echo "$1" >>"$T/s$th"
 			echo "$2" >>"$T/m$th"
 		done

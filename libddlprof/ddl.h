@@ -334,7 +334,7 @@ struct ddl_thread {
 extern __thread struct ddl_thread *ddl_self DDL_HIDDEN;
 extern __thread int ddl_self_state DDL_HIDDEN; /* 0 new, 1 ready, 2 internal ... (thread.c) */
 extern __thread int ddl_private_fds DDL_HIDDEN; /* this thread has its own fd table */
-struct ddl_thread *ddl_thread_slow(void) DDL_HIDDEN;
+struct ddl_thread *ddl_thread_slow(unsigned family) DDL_HIDDEN;
 int ddl_ring_room(struct ddl_thread *t, uint64_t h) DDL_HIDDEN;
 void ddl_thread_mark_internal(void) DDL_HIDDEN;
 struct ddl_thread *ddl_thread_internal_ring(void) DDL_HIDDEN;
@@ -378,7 +378,7 @@ static inline struct ddl_thread *ddl_thread_enter(unsigned family)
 {
 	struct ddl_thread *t = ddl_self;
 	if (ddl_unlikely(!t))
-		t = ddl_thread_slow();
+		t = ddl_thread_slow(family);
 	if (ddl_unlikely(!t || t->busy ||
 	                 !(atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed) & family)))
 		return NULL;
@@ -617,7 +617,7 @@ int ddl_writer_start(void) DDL_HIDDEN;
 /* A forked child's writer: started by ddl_writer_start_pending, when the
  * child first takes a ring. */
 void ddl_writer_start_later(void) DDL_HIDDEN;
-void ddl_writer_start_pending(void) DDL_HIDDEN;
+void ddl_writer_start_pending(unsigned family) DDL_HIDDEN;
 /* ddl_disable, said once for a process and the children it forks. */
 void ddl_writer_disable_once(const char *why, int err) DDL_HIDDEN;
 /* 1 the first time WHAT (a bit, DDL_TOLD_*) is asked for in this process
@@ -672,6 +672,10 @@ struct ddl_strtab {
 extern struct ddl_strtab ddl_str DDL_HIDDEN;
 /* Records a string for the trace. Never allocates with malloc (signal paths). */
 void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len) DDL_HIDDEN;
+/* The same, waiting for the string lock TRIES tries at most (< 0: as long
+ * as it takes); 0 when added, -1 when not (the lock held, no memory). */
+int ddl_strings_try_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len,
+                        int tries) DDL_HIDDEN;
 /* A new communicator id for DDL_STR_COMM (NCCL, gloo, torch groups): 1, 2, ... */
 uint32_t ddl_id_wait(_Atomic uint32_t *id) DDL_HIDDEN;
 uint32_t ddl_comm_id_new(void) DDL_HIDDEN;
@@ -715,6 +719,9 @@ void ddl_gpu_stop(void) DDL_HIDDEN;
 /* ---- diag.c ---- */
 /* A key=value fact about the process, in the trace's string table. */
 void ddl_meta(const char *key, const char *val) DDL_HIDDEN;
+/* The count of threads that found no buffer, for the trace: waits for the
+ * string lock a while at most (an exit from a handler during fork). */
+void ddl_meta_unrecorded(unsigned n) DDL_HIDDEN;
 /* Turn profiling off for good in this process, with one line on stderr. */
 void ddl_disable(const char *why, int err) DDL_HIDDEN;
 void ddl_warn(const char *fmt, ...) DDL_HIDDEN __attribute__((format(printf, 1, 2)));

@@ -99,13 +99,21 @@ void ddl_disable(const char *why, int err)
 		ddl_warn("%s; profiling is off, the program continues", why);
 }
 
+static _Atomic uint32_t ddl_meta_seq;
+
 void ddl_meta(const char *key, const char *val)
 {
-	static _Atomic uint32_t seq;
 	char buf[1100];
 	int n = snprintf(buf, sizeof buf, "%s=%s", key, val);
 	if (n < 0)
 		return;
-	ddl_strings_add(DDL_STR_META, atomic_fetch_add(&seq, 1), 0, buf,
+	ddl_strings_add(DDL_STR_META, atomic_fetch_add(&ddl_meta_seq, 1), 0, buf,
 	                (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+void ddl_meta_unrecorded(unsigned n)
+{
+	char buf[48];
+	int k = snprintf(buf, sizeof buf, "threads_unrecorded=%u", n);
+	ddl_strings_try_add(DDL_STR_META, atomic_fetch_add(&ddl_meta_seq, 1), 0, buf, (size_t)k, 2000);
 }

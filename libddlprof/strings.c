@@ -46,6 +46,12 @@ uint64_t ddl_comm_key_of(uint32_t id)
 
 void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len)
 {
+	ddl_strings_try_add(kind, id, value, text, len, -1);
+}
+
+int ddl_strings_try_add(uint16_t kind, uint32_t id, uint32_t value, const char *text, size_t len,
+                        int tries)
+{
 	if (len > 1024)
 		len = 1024;
 	if (kind == DDL_STR_COMM)
@@ -57,7 +63,11 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ddl_spin_try(&ddl_str.lock, -1);
+	if (!ddl_spin_try(&ddl_str.lock, tries)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		errno = saved;
+		return -1;
+	}
 	if (ddl_str.len + need > ddl_str.cap) {
 		size_t ncap = ddl_str.cap ? ddl_str.cap * 2 : 65536;
 		while (ncap < ddl_str.len + need)
@@ -69,7 +79,7 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 			ddl_spin_unlock(&ddl_str.lock);
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			errno = saved;
-			return;
+			return -1;
 		}
 		ddl_str.buf = n;
 		ddl_str.cap = ncap;
@@ -82,6 +92,7 @@ void ddl_strings_add(uint16_t kind, uint32_t id, uint32_t value, const char *tex
 	ddl_spin_unlock(&ddl_str.lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = saved;
+	return 0;
 }
 
 /*

@@ -134,11 +134,8 @@ unsigned ddl_threads_unrecorded(void)
 static void ddl_thread_unrecorded(int err)
 {
 	unsigned n = atomic_fetch_add(&ddl_unrecorded, 1) + 1;
-	if (!(n & (n - 1))) {
-		char v[16];
-		snprintf(v, sizeof v, "%u", n);
-		ddl_meta("threads_unrecorded", v);
-	}
+	if (!(n & (n - 1)))
+		ddl_meta_unrecorded(n);
 	if (ddl_told_first(DDL_TOLD_BUDGET)) {
 		if (ddl_g.cfg.as_limited)
 			ddl_warn("no room for another thread's buffer within ulimit -v (the library keeps its "
@@ -169,7 +166,8 @@ static struct ddl_thread *ddl_thread_claim(void)
 	size_t head = (sizeof(struct ddl_thread) + page - 1) & ~(page - 1);
 	size_t bytes = page + DDL_ALTSTACK + head; /* guard page, alternate stack, header */
 	size_t cost = bytes + n * sizeof(struct ddl_event);
-	if (ddl_rings_mapped && cost > ddl_g.cfg.thread_budget - ddl_rings_mapped) {
+	if (ddl_rings_mapped &&
+	    (ddl_rings_mapped >= ddl_g.cfg.thread_budget || cost > ddl_g.cfg.thread_budget - ddl_rings_mapped)) {
 		errno = ENOMEM; /* the first ring whatever it costs, the others within the budget */
 		return NULL;
 	}
@@ -214,7 +212,7 @@ static void ddl_thread_take(struct ddl_thread *t, int internal)
 	t->tid = (pid_t)syscall(SYS_gettid);
 }
 
-struct ddl_thread *ddl_thread_slow(void)
+struct ddl_thread *ddl_thread_slow(unsigned family)
 {
 	if (ddl_self_state != DDL_TS_NEW || !ddl_g.initialised ||
 	    !atomic_load_explicit(&ddl_g.enabled, memory_order_relaxed))
@@ -237,7 +235,7 @@ struct ddl_thread *ddl_thread_slow(void)
 	ddl_altstack_take(t->alt);
 	if (ddl_key != (pthread_key_t)-1)
 		pthread_setspecific(ddl_key, t);
-	ddl_writer_start_pending(); /* a forked child's first ring: its writer now */
+	ddl_writer_start_pending(family); /* a forked child's first ring: its writer, where safe */
 	ddl_self = t;
 	ddl_self_state = DDL_TS_READY;
 	errno = saved;
@@ -270,7 +268,7 @@ struct ddl_thread *ddl_thread_internal_ring(void)
 		if (ddl_key != (pthread_key_t)-1)
 			pthread_setspecific(ddl_key, t);
 		own = t;
-		ddl_writer_start_pending();
+		ddl_writer_start_pending(~0u); /* the library's own thread: never a handler's */
 	}
 	errno = saved;
 	return t;
@@ -301,6 +299,8 @@ int ddl_ring_room(struct ddl_thread *t, uint64_t h)
 		t->kick_tail = t->cached_tail + 1;
 		ddl_writer_wake();
 	}
+	if (!ddl_g.writer_inline && t->half < (t->mask + 1) / 2)
+		t->half = (t->mask + 1) / 2; /* taken in inline mode, before a forked child's writer */
 	if (used > t->mask) {
 		t->dropped++;
 		return 0;
@@ -338,7 +338,7 @@ void ddl_threads_after_fork_child(void)
 	}
 	ddl_self = NULL;
 	if (atomic_exchange(&ddl_unrecorded, 0)) /* the parent's; the child's trace says its own */
-		ddl_meta("threads_unrecorded", "0");
+		ddl_meta_unrecorded(0);
 	if (ddl_self_state == DDL_TS_READY || ddl_self_state == DDL_TS_UNRECORDED)
 		ddl_self_state = DDL_TS_NEW; /* a ring of its own in the child, where there is room */
 }

@@ -761,6 +761,10 @@ static int ddl_flush_here(int compress, uint16_t end_type, uint32_t reason, int3
 static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t value)
 {
 	ddl_spin_try(&ddl_w.lock, -1);
+	if (ddl_w.finished) { /* an exiting thread wrote the end (a child's writer starting late) */
+		ddl_spin_unlock(&ddl_w.lock);
+		return 0;
+	}
 	/* bounded on the last flushes: a thread stuck holding the string lock
 	 * must not keep the end chunk from being written */
 	int rc = ddl_flush_locked(compress, end_type, reason, value, end_type ? 2000 : -1);
@@ -779,7 +783,7 @@ static int ddl_flush(int compress, uint16_t end_type, uint32_t reason, int32_t v
  */
 int ddl_writer_inline(struct ddl_thread *t, uint64_t used)
 {
-	ddl_writer_start_pending(); /* a forked child's writer, where it is safe now */
+	ddl_writer_start_pending(0); /* a forked child's writer, where it is safe now (by the mask) */
 	uint64_t full_half = (t->mask + 1) / 2;
 	uint64_t next = used + DDL_INLINE_CHECK;
 	t->half = next < full_half ? next : full_half;
@@ -966,6 +970,8 @@ int ddl_writer_start(void)
 		if (rc == 0) {
 			pthread_setname_np(ddl_w.thread, "ddlprof-writer");
 			ddl_w.running = 1;
+			ddl_g.writer_inline = 0; /* a forked child's inline start, if it had one, is over */
+			atomic_store(&ddl_w.start_pending, 0);
 			return 0;
 		}
 		atomic_store(&ddl_w.alive, 0);
@@ -989,45 +995,68 @@ int ddl_writer_start(void)
  *
  * pthread_create is not async-signal-safe (it allocates; a handler may
  * have interrupted malloc), and a recorded call may run in a signal
- * handler. fork() resets those locks in the child, which is why the writer
- * could start there; later it starts only where the calling thread's
- * signal mask is the one it had at fork (a handler runs with its signal
- * blocked), looked at again every DDL_INLINE_CHECK events while pending; a
- * child whose mask never comes back to it stays in inline mode.
+ * handler; fork() resets those locks in the child, which is why the
+ * writer could start there. Later it starts from a call no handler may
+ * make (one that is not async-signal-safe: a condition or semaphore wait,
+ * CUDA, NCCL, MPI, gloo, the Python hook, markers), or from a socket or
+ * file call made with no signal blocked, as at fork (a handler runs with
+ * its own signal blocked, but for SA_NODEFER); and only in the child
+ * itself (a vfork child of it shares this memory). A child that makes
+ * only socket and file calls with signals blocked stays in inline mode:
+ * its events are written as it records them, and it has no heartbeat nor
+ * --hang-timeout watchdog.
  */
-static sigset_t ddl_fork_mask;
+static int ddl_fork_mask_empty;
 
 void ddl_writer_start_later(void)
 {
 	if (ddl_w.inline_mode || ddl_g.cfg.writer == DDL_WRITER_INLINE)
 		return; /* inline in the parent: inline here too (ddl_writer_start) */
-	sigemptyset(&ddl_fork_mask);
-	pthread_sigmask(SIG_BLOCK, NULL, &ddl_fork_mask);
+	sigset_t m;
+	sigemptyset(&m);
+	pthread_sigmask(SIG_BLOCK, NULL, &m);
+	ddl_fork_mask_empty = 1;
+	for (int sig = 1; sig < NSIG; sig++) /* signal by signal: the kernel fills 8 of glibc's 128 bytes */
+		ddl_fork_mask_empty &= sigismember(&m, sig) != 1;
 	ddl_w.owner = getpid();
 	ddl_w.last_flush_ns = ddl_mono_ns();
 	ddl_g.writer_inline = 1; /* meanwhile */
 	atomic_store(&ddl_w.start_pending, 1);
 }
 
-void ddl_writer_start_pending(void)
+/* Whether the calling thread blocks no signal at all. */
+static int ddl_mask_empty(void)
+{
+	sigset_t cur;
+	if (pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0)
+		return 0;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&cur, sig) == 1)
+			return 0;
+	return 1;
+}
+
+void ddl_writer_start_pending(unsigned family)
 {
 	if (ddl_likely(!atomic_load_explicit(&ddl_w.start_pending, memory_order_relaxed)))
 		return;
-	sigset_t cur;
-	int saved = errno, same = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0;
-	/* signal by signal: the kernel fills 8 bytes of glibc's 128 */
-	for (int sig = 1; same && sig < NSIG; sig++)
-		same = sigismember(&cur, sig) == sigismember(&ddl_fork_mask, sig);
-	if (!same || !atomic_exchange(&ddl_w.start_pending, 0)) {
+	int saved = errno;
+	int safe = (family & ~(DDL_FAM_SOCKET | DDL_FAM_FILE)) != 0 || (ddl_fork_mask_empty && ddl_mask_empty());
+	if (!safe || ddl_w.owner != getpid() || !ddl_spin_try(&ddl_w.lock, 64)) {
+		errno = saved;
+		return;
+	}
+	/* under the file lock: an exiting thread writes its end under it too */
+	if (ddl_w.finished || atomic_load(&ddl_w.stopping) || !atomic_exchange(&ddl_w.start_pending, 0)) {
+		ddl_spin_unlock(&ddl_w.lock);
 		errno = saved;
 		return;
 	}
 	int hush = ddl_thread_hush(); /* what starting a thread calls is not the program's */
 	int rc = ddl_writer_start();
+	ddl_spin_unlock(&ddl_w.lock);
 	if (rc < 0)
 		ddl_writer_disable_once("cannot start the trace writer in a forked child", -rc);
-	else if (ddl_w.running)
-		ddl_g.writer_inline = 0; /* the writer writes from now on */
 	ddl_thread_unhush(hush);
 	errno = saved;
 }
@@ -1059,11 +1088,8 @@ void ddl_writer_stop(uint32_t end_reason, int32_t value)
 		return;
 	}
 	unsigned lost = ddl_threads_unrecorded();
-	if (end_reason && lost) { /* the exact count, beside the powers of two said on the way */
-		char v[16];
-		snprintf(v, sizeof v, "%u", lost);
-		ddl_meta("threads_unrecorded", v);
-	}
+	if (end_reason && lost) /* the exact count, beside the powers of two said on the way */
+		ddl_meta_unrecorded(lost);
 	if (ddl_w.running && !pthread_equal(pthread_self(), ddl_w.thread)) {
 		ddl_w.end_reason = end_reason;
 		ddl_w.end_value = value;
@@ -1123,6 +1149,9 @@ void ddl_writer_flush_signal(uint32_t end_reason, int32_t value)
 {
 	if (ddl_w.owner != getpid() || ddl_w.broken || ddl_w.finished)
 		return;
+	unsigned lost = ddl_threads_unrecorded();
+	if (end_reason && lost) /* dying: the exact count, as ddl_writer_stop writes it */
+		ddl_meta_unrecorded(lost);
 	if (ddl_w.running && pthread_equal(pthread_self(), ddl_w.thread))
 		return;
 	if (ddl_w.running && atomic_load(&ddl_w.alive)) {

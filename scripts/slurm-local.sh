@@ -78,7 +78,10 @@ up)
 		--log-file="$D/munge/log" --seed-file="$D/munge/seed" ||
 		unavailable "munged does not start (see $D/munge/log)"
 	last=$((N - 1))
-	for i in $(seq 0 $last); do mknod "$D/gpu$i" c 1 3; done
+	command -v python3 >/dev/null 2>&1 || unavailable "no python3 (it finds free ports)"
+	for i in $(seq 0 $last); do
+		mknod "$D/gpu$i" c 1 3 2>/dev/null || { stop "$D"; unavailable "cannot make the GPUs' device nodes in $D"; }
+	done
 	host=$(hostname -s)
 	ctl=$(free_port 16800)
 	p0=$(free_port $((ctl + 1)))

@@ -42,6 +42,14 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return ddl_test_child(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* make check inside a job (an sbatch script's step, an srun task, an
+	 * mpirun rank): the programs the tests start (tcpring reads Slurm's
+	 * rank) are the tests' own jobs, not ranks of that one */
+	static const char *const job_env[] = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID", "RANK",
+	                                      "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+	                                      "PMI_RANK", "PMI_SIZE"};
+	for (size_t i = 0; i < sizeof job_env / sizeof job_env[0]; i++)
+		unsetenv(job_env[i]);
 	for (size_t i = 0; i < sizeof ddl_tests / sizeof ddl_tests[0]; i++) {
 		if (!ddl_selected(ddl_tests[i].name, argc, argv))
 			continue;

@@ -835,6 +835,12 @@ int test_e2e_fork_quiet_child(void)
 	return DDL_PASS; /* children that record write their traces whole: e2e_fork_storm */
 }
 
+/* A forked child that records nothing yet, whose vfork child makes a
+ * recorded call: the vfork child shares its memory and must not start the
+ * writer for it (that thread would die at the exec or exit, and the child's
+ * whole trace with it). */
+int test_e2e_fork_vforked(void) { return tprog_exact("storm", (char *[]){"vforked", NULL}, 0); }
+
 int test_e2e_process_limit(void)
 {
 	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
@@ -1000,6 +1006,23 @@ int test_e2e_address_limit_threads(void)
 	      strstr(a.out, "found no room for a buffer under ulimit -v"),
 	      "the text does not say so:\n%.600s", a.out);
 	trun_free(&a);
+	/* a first ring larger than the budget (32 MiB rings, a 2 GiB limit's
+	 * 32 MiB): it is taken whatever it costs, and no other */
+	char big[4 * PATH_MAX];
+	snprintf(tdir, sizeof tdir, "%s/big", dir);
+	snprintf(big, sizeof big, "env DDLPROF_BUFFER_EVENTS=1048576 %s -q -o %s -- %s", tbuild("bin/ddlprof"),
+	         tdir, plain);
+	CHECK(ddl_run_vlimit(2 << 20, big, &b) == 0 && WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0,
+	      "32 MiB rings under 2 GiB: %s", b.err);
+	trun_free(&b);
+	rep = treport(tdir, NULL);
+	p = rep ? json_array_get(json_object_get(rep, "processes"), 0) : NULL;
+	lost = (long)json_integer_value(json_object_get(p, "threads_unrecorded"));
+	kept = json_array_size(json_object_get(p, "threads"));
+	printf("    32 MiB rings: %zu threads recorded, %ld not\n", kept, lost);
+	CHECK(p && kept <= 2 && lost >= 390, "32 MiB rings under a 32 MiB budget: %zu recorded, %ld not", kept,
+	      lost);
+	json_decref(rep);
 	trm(dir);
 	return DDL_PASS;
 }

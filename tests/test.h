@@ -62,6 +62,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_file_size_limit) \
 	X(e2e_process_limit) \
 	X(e2e_fork_quiet_child) \
+	X(e2e_fork_vforked) \
 	X(e2e_altstack_view) \
 	X(e2e_address_limit) \
 	X(e2e_address_limit_threads) \

@@ -19,6 +19,10 @@
  *                     sem_wait, sem_timedwait and sem_clockwait (see
  *                     calls() below);
  *                     every result is checked
+ *   storm vforked     a child that records nothing, vforks a grandchild that
+ *                     makes one recorded call and exits, then moves bytes
+ *                     itself: its trace is whole (the grandchild shares its
+ *                     memory, and must not start its writer for it)
  *   storm quiet N     N children in turn, each of which counts its own
  *                     threads (/proc/self/status through raw system calls,
  *                     which nothing records) and exits with the count at
@@ -805,6 +809,43 @@ static int quiet_threads(void)
 	return t ? atoi(t + 9) : -1;
 }
 
+static int vforked(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		die("socketpair");
+	pid_t c = fork();
+	if (c < 0)
+		die("fork");
+	if (c == 0) {
+		pid_t v = vfork();
+		if (v == 0) {
+			ssize_t k = send(sv[0], "v", 1, 0); /* recorded, in the vfork child */
+			_exit(k == 1 ? 0 : 1);
+		}
+		int st;
+		if (v < 0 || waitpid(v, &st, 0) != v || !WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(2);
+		char b[64];
+		if (recv(sv[1], b, 1, 0) != 1)
+			_exit(3);
+		unsigned long long moved = 1;
+		for (int i = 0; i < 5000; i++) {
+			if (send(sv[0], b, 64, 0) != 64 || recv(sv[1], b, 64, 0) != 64)
+				_exit(4);
+			moved += 64;
+		}
+		write_expect(moved, moved);
+		_exit(0);
+	}
+	int st;
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("child");
+	printf("vforked: the child moved its bytes\n");
+	write_expect(0, 0);
+	return 0;
+}
+
 static int quiet(int n)
 {
 	int seen[8] = {0};
@@ -847,6 +888,8 @@ int main(int argc, char **argv)
 		return nproc();
 	if (!strcmp(m, "quiet") && n > 0)
 		return quiet(n);
-	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit | calls | nproc | quiet N\n");
+	if (!strcmp(m, "vforked"))
+		return vforked();
+	fprintf(stderr, "usage: storm spawns | forks N | threads N | signals | fdlimit | calls | nproc | quiet N | vforked\n");
 	return 2;
 }
