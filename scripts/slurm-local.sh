@@ -89,7 +89,7 @@ up)
 	p2=$(free_port $((p1 + 1)))
 	cat >"$D/slurm.conf" <<EOF
 ClusterName=ddltest
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$ctl
