@@ -128,7 +128,8 @@ int test_ivset_sort_stable(void)
 {
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	static const size_t sizes[] = {0, 1, 2, 63, 64, 65, 1000, 100000};
-	static const int64_t spreads[] = {1, 7, 2048, 1000000, INT64_C(10000000000), INT64_C(4000000000000)};
+	static const int64_t spreads[] = {1, 7, 2048, 1000000, INT64_C(10000000000), INT64_C(4000000000000),
+	                                  INT64_MAX / 2};
 	for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
 		for (size_t sp = 0; sp < sizeof spreads / sizeof spreads[0]; sp++)
 			for (int shape = 0; shape < 4; shape++) {
@@ -143,6 +144,8 @@ int test_ivset_sort_stable(void)
 						a = (int64_t)(n - i) * 3; /* reversed */
 					if (shape == 3)
 						a -= spreads[sp] / 2; /* negative starts too */
+					if (shape == 3 && spreads[sp] == INT64_MAX / 2 && i % 7 == 0)
+						a = i % 2 ? INT64_MIN / 2 + (int64_t)i : INT64_MAX / 2 - 64; /* a span near 2^63 */
 					CHECK(ddl_ivset_push(&s, a, a + 1 + (int64_t)(i % 5), (int)i) == 0, "push");
 				}
 				struct ddl_iv *ref = malloc((n ? n : 1) * sizeof *ref);
@@ -171,7 +174,7 @@ int test_ivset_push_merging(void)
 	for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++)
 		for (int round = 0; round < 4; round++) {
 			struct ddl_ivset all = {0}, inc = {0};
-			int count = 3000 + round * 9000;
+			int count = 5000 + round * 9000; /* past the 4096 a set merges from, every round */
 			for (int i = 0; i < count; i++) {
 				/* sparse sets, and dense ones that merge into few */
 				int64_t a = rand_r(&seed) % (round < 2 ? 400000 : 20000), len = 1 + rand_r(&seed) % 40;
