@@ -1031,32 +1031,23 @@ int ddl_writer_start(void)
  */
 static int ddl_fork_mask_empty;
 
-void ddl_writer_start_later(void)
-{
-	if (ddl_w.inline_mode || ddl_g.cfg.writer == DDL_WRITER_INLINE)
-		return; /* inline in the parent: inline here too (ddl_writer_start) */
-	sigset_t m;
-	sigemptyset(&m);
-	pthread_sigmask(SIG_BLOCK, NULL, &m);
-	ddl_fork_mask_empty = 1;
-	for (int sig = 1; sig < NSIG; sig++) /* signal by signal: the kernel fills 8 of glibc's 128 bytes */
-		ddl_fork_mask_empty &= sigismember(&m, sig) != 1;
-	ddl_w.owner = getpid();
-	ddl_w.last_flush_ns = ddl_mono_ns();
-	ddl_g.writer_inline = 1; /* meanwhile */
-	atomic_store(&ddl_w.start_pending, 1);
-}
-
 /* Whether the calling thread blocks no signal at all. */
 static int ddl_mask_empty(void)
 {
 	sigset_t cur;
-	if (pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0)
-		return 0;
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sigismember(&cur, sig) == 1)
-			return 0;
-	return 1;
+	sigemptyset(&cur); /* the kernel fills 8 of glibc's 128 bytes: the rest stays empty */
+	return pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigisemptyset(&cur);
+}
+
+void ddl_writer_start_later(void)
+{
+	if (ddl_w.inline_mode || ddl_g.cfg.writer == DDL_WRITER_INLINE)
+		return; /* inline in the parent: inline here too (ddl_writer_start) */
+	ddl_fork_mask_empty = ddl_mask_empty();
+	ddl_w.owner = getpid();
+	ddl_w.last_flush_ns = ddl_mono_ns();
+	ddl_g.writer_inline = 1; /* meanwhile */
+	atomic_store(&ddl_w.start_pending, 1);
 }
 
 void ddl_writer_start_pending(unsigned family)

@@ -38,11 +38,6 @@
 
 #include "test.h"
 
-static int ddl_rec_status(const struct ddl_run_result *r)
-{
-	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 1000 + WTERMSIG(r->status);
-}
-
 /* tests/rec/NAME in the source tree (build/.. is the source root). */
 static const char *ddl_rec_data(const char *name)
 {
@@ -77,7 +72,7 @@ static json_t *ddl_rec_json(char *const args[], int *status)
 		fprintf(stderr, "    could not run ddlprof-recommend\n");
 		return NULL;
 	}
-	*status = ddl_rec_status(&r);
+	*status = tstatus(&r);
 	json_error_t je;
 	json_t *j = json_loads(r.out, 0, &je);
 	if (!j)
@@ -165,8 +160,8 @@ int test_rec_usage(void)
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		struct ddl_run_result r;
 		CHECK(ddl_rec_exec(c[i].args, &r) == 0, "case %zu", i);
-		CHECK(ddl_rec_status(&r) == c[i].status && strstr(r.err, c[i].says),
-		      "case %zu: status %d, stderr '%s'", i, ddl_rec_status(&r), r.err);
+		CHECK(tstatus(&r) == c[i].status && strstr(r.err, c[i].says),
+		      "case %zu: status %d, stderr '%s'", i, tstatus(&r), r.err);
 		if (c[i].status) {
 			/* one message, one line, and nothing on standard output but a result */
 			char *nl = strchr(r.err, '\n');
@@ -411,7 +406,7 @@ int test_rec_budgets(void)
 		a[n] = NULL;
 		struct ddl_run_result r;
 		CHECK(ddl_rec_exec(a, &r) == 0, "none %zu", i);
-		CHECK(ddl_rec_status(&r) == 4, "none %zu: status %d", i, ddl_rec_status(&r));
+		CHECK(tstatus(&r) == 4, "none %zu: status %d", i, tstatus(&r));
 		char *nl = strchr(r.err, '\n');
 		CHECK(strstr(r.err, none[i].line) && nl && !nl[1], "none %zu: stderr '%s'", i, r.err);
 		json_t *res = json_loads(r.out, 0, NULL);
@@ -428,7 +423,7 @@ int test_rec_budgets(void)
 	char *at[] = {TINY, P4, "--alpha", "0", "--beta", "1", "--iterations", "36000", "--max-instances", "3",
 	              "--budget-hours", "6.5", NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_rec_exec(at, &r) == 0 && ddl_rec_status(&r) == 0, "text: status %d", ddl_rec_status(&r));
+	CHECK(ddl_rec_exec(at, &r) == 0 && tstatus(&r) == 0, "text: status %d", tstatus(&r));
 	CHECK(strstr(r.out, "recommended: 1 x a.4 (4 x REF): 6.00 h, $21.60, measured"), "text: '%s'", r.out);
 	trun_free(&r);
 	/* --spot: spot prices, types without one left out and counted. */
@@ -653,8 +648,8 @@ int test_rec_bad_catalogs(void)
 		struct ddl_run_result r;
 		CHECK(ddl_rec_exec(a, &r) == 0, "case %zu", i);
 		char *nl = strchr(r.err, '\n');
-		CHECK(ddl_rec_status(&r) == 2 && strstr(r.err, path) && nl && !nl[1], "case %zu: status %d, '%s'",
-		      i, ddl_rec_status(&r), r.err);
+		CHECK(tstatus(&r) == 2 && strstr(r.err, path) && nl && !nl[1], "case %zu: status %d, '%s'",
+		      i, tstatus(&r), r.err);
 		for (int k = 0; k < 3; k++)
 			CHECK(strstr(r.err, c[i].says[k]), "case %zu (%s): '%s' not in '%s'", i, c[i].path,
 			      c[i].says[k], r.err);
@@ -673,8 +668,8 @@ int test_rec_bad_catalogs(void)
 		char *a[] = {"--catalog", path, P4, "--iterations", "10", NULL};
 		struct ddl_run_result r;
 		CHECK(ddl_rec_exec(a, &r) == 0, "text %zu", i);
-		CHECK(ddl_rec_status(&r) == 2 && strstr(r.err, path) && strstr(r.err, texts[i][1]),
-		      "text %zu: status %d, '%s'", i, ddl_rec_status(&r), r.err);
+		CHECK(tstatus(&r) == 2 && strstr(r.err, path) && strstr(r.err, texts[i][1]),
+		      "text %zu: status %d, '%s'", i, tstatus(&r), r.err);
 		trun_free(&r);
 	}
 	/* A later catalog replaces an entry of an earlier one (same cloud and name). */
@@ -748,8 +743,8 @@ int test_rec_bad_profiles(void)
 		struct ddl_run_result r;
 		CHECK(ddl_rec_exec(a, &r) == 0, "case %zu", i);
 		char *nl = strchr(r.err, '\n');
-		CHECK(ddl_rec_status(&r) == 1 && strstr(r.err, path) && nl && !nl[1], "case %zu: status %d '%s'", i,
-		      ddl_rec_status(&r), r.err);
+		CHECK(tstatus(&r) == 1 && strstr(r.err, path) && nl && !nl[1], "case %zu: status %d '%s'", i,
+		      tstatus(&r), r.err);
 		for (int k = 0; k < 2; k++)
 			CHECK(strstr(r.err, c[i].says[k]), "case %zu: '%s' not in '%s'", i, c[i].says[k], r.err);
 		trun_free(&r);
@@ -767,8 +762,8 @@ int test_rec_bad_profiles(void)
 		char *a[] = {TINY, "--profile", (char *)cases[i][0], "--iterations", "10", NULL};
 		struct ddl_run_result r;
 		CHECK(ddl_rec_exec(a, &r) == 0, "case %d", i);
-		CHECK(ddl_rec_status(&r) == 1 && strstr(r.err, cases[i][0]) && strstr(r.err, cases[i][1]),
-		      "case %d: status %d '%s'", i, ddl_rec_status(&r), r.err);
+		CHECK(tstatus(&r) == 1 && strstr(r.err, cases[i][0]) && strstr(r.err, cases[i][1]),
+		      "case %d: status %d '%s'", i, tstatus(&r), r.err);
 		trun_free(&r);
 	}
 	/* One rank measures no traffic: the gradient size must be given. */
@@ -780,8 +775,8 @@ int test_rec_bad_profiles(void)
 	json_decref(p);
 	char *a1[] = {TINY, "--profile", path, "--iterations", "10", NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_rec_exec(a1, &r) == 0 && ddl_rec_status(&r) == 1 && strstr(r.err, "--params"),
-	      "one rank: status %d '%s'", ddl_rec_status(&r), r.err);
+	CHECK(ddl_rec_exec(a1, &r) == 0 && tstatus(&r) == 1 && strstr(r.err, "--params"),
+	      "one rank: status %d '%s'", tstatus(&r), r.err);
 	trun_free(&r);
 	char *a2[] = {TINY, "--profile", path, "--iterations", "10", "--grad-bytes", "4e6", "--json", NULL};
 	int st;
@@ -942,8 +937,8 @@ int test_rec_shipped_catalog(void)
 	/* --spot with a catalog that has no spot prices: a clear message, status 2 */
 	char *b[] = {P4, "--measured-gpu", "V100", "--iterations", "10", "--spot", NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_rec_exec(b, &r) == 0 && ddl_rec_status(&r) == 2 && strstr(r.err, "without a spot price"),
-	      "--spot: status %d '%s'", ddl_rec_status(&r), r.err);
+	CHECK(ddl_rec_exec(b, &r) == 0 && tstatus(&r) == 2 && strstr(r.err, "without a spot price"),
+	      "--spot: status %d '%s'", tstatus(&r), r.err);
 	trun_free(&r);
 	return DDL_PASS;
 }
@@ -1453,7 +1448,7 @@ int test_rec_gpu_names(void)
 		char *a[] = {"--profile", path, "--iterations", "1000", "--json", NULL};
 		struct ddl_run_result r;
 		CHECK(ddl_rec_exec(a, &r) == 0, "case %zu", i);
-		int st = ddl_rec_status(&r);
+		int st = tstatus(&r);
 		if (c[i].status == 0) {
 			json_t *res = json_loads(r.out, 0, NULL);
 			const char *m = json_string_value(json_object_get(json_array_get(json_object_get(res, "profiles"), 0), "gpu_model"));
@@ -1494,7 +1489,7 @@ static int ddl_slurm_run(char *const args[], struct ddl_run_result *r)
 		fprintf(stderr, "    could not run ddlprof-recommend\n");
 		return -1;
 	}
-	return ddl_rec_status(r);
+	return tstatus(r);
 }
 
 /*

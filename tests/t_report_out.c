@@ -979,24 +979,6 @@ static int ddl_num_cmp(const void *a, const void *b)
  * every rank's line, --ranks 3,7-8 those; JSON keeps every rank; a list
  * of no rank, or --ranks with --json, refused.
  */
-/* ddlprof-report ARGS... DIR with --threads N prepended: its stdout, malloc'd, or NULL. */
-static char *ddl_report_threads_out(const char *dir, const char *threads, const char *fmt)
-{
-	char *argv[] = {(char *)tbuild("bin/ddlprof-report"), "-q", "--threads", (char *)threads,
-	                (char *)(fmt ? fmt : dir), fmt ? (char *)dir : NULL, NULL};
-	struct ddl_run_result r;
-	if (trun(argv, NULL, 120, &r) != 0 || ddl_status(&r) != 0) {
-		fprintf(stderr, "    --threads %s %s: status %d: %s\n", threads, fmt ? fmt : "", ddl_status(&r),
-		        r.err);
-		trun_free(&r);
-		return NULL;
-	}
-	char *out = r.out;
-	r.out = NULL;
-	trun_free(&r);
-	return out;
-}
-
 /*
  * The per-process stages run on several threads (analyzer/parallel.c);
  * the report is the same byte for byte with 1 thread or many, in every
@@ -1026,9 +1008,11 @@ int test_report_threads_identical(void)
 	const char *fmts[] = {NULL, "--json", "--html", "--csv", "--chrome"};
 	for (int d = 0; d < 3 && dirs[d]; d++)
 		for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
-			char *one = ddl_report_threads_out(dirs[d], "1", fmts[k]);
-			char *many = ddl_report_threads_out(dirs[d], "7", fmts[k]);
-			CHECK(one && many && *one, "%s %s: no report", dirs[d], fmts[k] ? fmts[k] : "text");
+			char *one, *many;
+			int st1 = ddl_report_run(dirs[d], "--threads=1", fmts[k], &one);
+			int st7 = ddl_report_run(dirs[d], "--threads=7", fmts[k], &many);
+			CHECK(st1 == 0 && st7 == 0 && one && many && *one, "%s %s: no report", dirs[d],
+			      fmts[k] ? fmts[k] : "text");
 			CHECK(!strcmp(one, many), "%s %s: 7 threads give another report than 1 (%zu and %zu bytes)",
 			      dirs[d], fmts[k] ? fmts[k] : "text", strlen(one), strlen(many));
 			free(one);

@@ -21,11 +21,6 @@
 
 #define DDL_SENS_TOLERANCE 0.25
 
-static int ddl_sens_status(const struct ddl_run_result *r)
-{
-	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 1000 + WTERMSIG(r->status);
-}
-
 static double ddl_sens_num(json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
@@ -53,10 +48,10 @@ static int ddl_sens_profile(const char *dir, const char *name, const char *pertu
 			argv[k++] = args[i];
 		argv[k] = NULL;
 		struct ddl_run_result r;
-		int ok = trun(argv, NULL, 90, &r) == 0 && ddl_sens_status(&r) == 0;
+		int ok = trun(argv, NULL, 90, &r) == 0 && tstatus(&r) == 0;
 		if (!ok)
 			fprintf(stderr, "    %s (%s): status %d: %.300s\n", name, perturb ? perturb : "as it is",
-			        ddl_sens_status(&r), r.err);
+			        tstatus(&r), r.err);
 		trun_free(&r);
 		if (ok)
 			return 0;
@@ -124,7 +119,7 @@ int test_sens_tcpring(void)
 
 	char *with[] = {"--json", "--baseline", base, slow, NULL};
 	json_t *rep = ddl_sens_report(with, &r);
-	CHECK(rep && ddl_sens_status(&r) == 0, "--baseline: status %d: %s", ddl_sens_status(&r), r.err);
+	CHECK(rep && tstatus(&r) == 0, "--baseline: status %d: %s", tstatus(&r), r.err);
 	trun_free(&r);
 	json_t *m = ddl_sens_measured(rep);
 	if (ddl_sens_check(m, 80e6, "tcpring at 80 Mbit/s") != DDL_PASS)
@@ -140,7 +135,7 @@ int test_sens_tcpring(void)
 	for (int order = 0; order < 2; order++) {
 		char *two[] = {"--json", order ? slow : base, order ? base : slow, NULL};
 		rep = ddl_sens_report(two, &r);
-		CHECK(rep && ddl_sens_status(&r) == 0, "two directories: status %d: %s", ddl_sens_status(&r), r.err);
+		CHECK(rep && tstatus(&r) == 0, "two directories: status %d: %s", tstatus(&r), r.err);
 		trun_free(&r);
 		m = ddl_sens_measured(rep);
 		CHECK(json_is_object(m) && ddl_sens_num(m, "error") == err &&
@@ -152,7 +147,7 @@ int test_sens_tcpring(void)
 	/* the text: one line */
 	char *text[] = {"--baseline", base, slow, NULL};
 	rep = ddl_sens_report(text, &r);
-	CHECK(ddl_sens_status(&r) == 0, "text: status %d", ddl_sens_status(&r));
+	CHECK(tstatus(&r) == 0, "text: status %d", tstatus(&r));
 	const char *line = strstr(r.out, "  under --perturb-net rate=80mbit (80 Mbit/s): iteration ");
 	CHECK(line && strstr(line, "predicted from the baseline; slowdown x") && strstr(line, "; error ") &&
 	      strchr(line, '\n') && !strstr(strchr(line, '\n'), "under --perturb-net"), "text: %s", r.out);
@@ -228,8 +223,8 @@ int test_sens_tcpring(void)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		rep = ddl_sens_report(bad[i].args, &r);
-		CHECK(ddl_sens_status(&r) == 1 && strstr(r.err, bad[i].says), "case %zu: status %d: %s", i,
-		      ddl_sens_status(&r), r.err);
+		CHECK(tstatus(&r) == 1 && strstr(r.err, bad[i].says), "case %zu: status %d: %s", i,
+		      tstatus(&r), r.err);
 		trun_free(&r);
 		json_decref(rep);
 	}
@@ -247,7 +242,7 @@ int test_sens_tcpring(void)
 	fclose(f);
 	char *sim[] = {(char *)tbuild("bin/ddlprof-sim"), "--trace", trace, "--cluster", "1x2x4", "--jobs-out", jobs,
 	               NULL};
-	CHECK(trun(sim, NULL, 30, &r) == 0 && ddl_sens_status(&r) == 0, "ddlprof-sim: %s", r.err);
+	CHECK(trun(sim, NULL, 30, &r) == 0 && tstatus(&r) == 0, "ddlprof-sim: %s", r.err);
 	trun_free(&r);
 	char buf[1024] = "";
 	double finish = 0;
@@ -297,7 +292,7 @@ int test_sens_synth(void)
 		struct ddl_run_result r;
 		char *with[] = {"--json", "--baseline", base, slow, NULL};
 		json_t *rep = ddl_sens_report(with, &r);
-		CHECK(rep && ddl_sens_status(&r) == 0, "--baseline: status %d: %s", ddl_sens_status(&r), r.err);
+		CHECK(rep && tstatus(&r) == 0, "--baseline: status %d: %s", tstatus(&r), r.err);
 		trun_free(&r);
 		rc = ddl_sens_check(ddl_sens_measured(rep), 400e6, "ddlsynth at 400 Mbit/s");
 		json_decref(rep);

@@ -28,11 +28,6 @@
 static const char *const ddl_sim_policies[] = {"fifo", "las", "gandiva", "dally", "sensitivity"};
 #define DDL_NPOL (sizeof ddl_sim_policies / sizeof ddl_sim_policies[0])
 
-static int ddl_sim_status(const struct ddl_run_result *r)
-{
-	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 1000 + WTERMSIG(r->status);
-}
-
 /* tests/sim/NAME in the source tree (build/.. is the source root). */
 static const char *ddl_sim_data(const char *name)
 {
@@ -63,8 +58,8 @@ static json_t *ddl_sim_json(const char *trace, const char *cluster, const char *
 	char *args[16] = {"--trace", (char *)trace, "--cluster", (char *)cluster, "--policy",
 	                  (char *)policy, "--json", "--check", (char *)extra, NULL};
 	struct ddl_run_result r;
-	if (ddl_sim_exec(args, &r) < 0 || ddl_sim_status(&r) != 0) {
-		fprintf(stderr, "    %s on %s: status %d: %s\n", policy, trace, ddl_sim_status(&r), r.err);
+	if (ddl_sim_exec(args, &r) < 0 || tstatus(&r) != 0) {
+		fprintf(stderr, "    %s on %s: status %d: %s\n", policy, trace, tstatus(&r), r.err);
 		trun_free(&r);
 		return NULL;
 	}
@@ -113,8 +108,8 @@ int test_sim_usage(void)
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec(c[i].args, &r) == 0, "case %zu", i);
-		CHECK(ddl_sim_status(&r) == c[i].status && strstr(r.err, c[i].says),
-		      "case %zu: status %d, stderr '%s'", i, ddl_sim_status(&r), r.err);
+		CHECK(tstatus(&r) == c[i].status && strstr(r.err, c[i].says),
+		      "case %zu: status %d, stderr '%s'", i, tstatus(&r), r.err);
 		trun_free(&r);
 	}
 	/* A file of another format: one message naming it, status 1. */
@@ -128,8 +123,8 @@ int test_sim_usage(void)
 		char *args[] = {"--trace", (char *)w[i].file, "--format", (char *)w[i].format, NULL};
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec(args, &r) == 0, "wrong format %zu", i);
-		CHECK(ddl_sim_status(&r) == 1 && strstr(r.err, w[i].file) && strstr(r.err, "not a"),
-		      "%s as %s: status %d, stderr '%s'", w[i].file, w[i].format, ddl_sim_status(&r),
+		CHECK(tstatus(&r) == 1 && strstr(r.err, w[i].file) && strstr(r.err, "not a"),
+		      "%s as %s: status %d, stderr '%s'", w[i].file, w[i].format, tstatus(&r),
 		      r.err);
 		trun_free(&r);
 	}
@@ -146,7 +141,7 @@ static int ddl_sim_jcts(const char *trace, const char *cluster, const char *poli
 	                (char *)policy, "--lease", "100", "--restart-cost", "10", "--check",
 	                "--jobs-out", out, NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "%s: %s", policy, r.err);
+	CHECK(ddl_sim_exec(args, &r) == 0 && tstatus(&r) == 0, "%s: %s", policy, r.err);
 	trun_free(&r);
 	FILE *f = fopen(out, "r");
 	CHECK(f, "no %s", out);
@@ -265,9 +260,9 @@ int test_sim_tiresias60(void)
 			                (char *)clusters[c], "--policy", (char *)ddl_sim_policies[p],
 			                "--json", "--check", NULL};
 			struct ddl_run_result a, b;
-			CHECK(ddl_sim_exec(args, &a) == 0 && ddl_sim_status(&a) == 0, "%s: %s",
+			CHECK(ddl_sim_exec(args, &a) == 0 && tstatus(&a) == 0, "%s: %s",
 			      ddl_sim_policies[p], a.err);
-			CHECK(ddl_sim_exec(args, &b) == 0 && ddl_sim_status(&b) == 0, "%s", b.err);
+			CHECK(ddl_sim_exec(args, &b) == 0 && tstatus(&b) == 0, "%s", b.err);
 			CHECK(a.nout == b.nout && !memcmp(a.out, b.out, a.nout), "%s: two runs differ",
 			      ddl_sim_policies[p]);
 			json_t *j = json_loads(a.out, 0, NULL);
@@ -330,7 +325,7 @@ int test_sim_invariants(void)
 		char *gen[] = {"--generate", "1500", "--seed", seed, "--cluster", (char *)clusters[s],
 		               "--load", "1", NULL};
 		struct ddl_run_result r;
-		CHECK(ddl_sim_exec(gen, &r) == 0 && ddl_sim_status(&r) == 0, "generate: %s", r.err);
+		CHECK(ddl_sim_exec(gen, &r) == 0 && tstatus(&r) == 0, "generate: %s", r.err);
 		FILE *f = fopen(path, "w");
 		CHECK(f && fwrite(r.out, 1, r.nout, f) == r.nout && fclose(f) == 0, "write %s", path);
 		trun_free(&r);
@@ -356,7 +351,7 @@ int test_sim_bad_records(void)
 	const char *t = ddl_sim_data("bad_records.csv");
 	char *args[] = {"--trace", (char *)t, "--format", "csv", "--cluster", "1x1x4", "--json", NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "%s", r.err);
+	CHECK(ddl_sim_exec(args, &r) == 0 && tstatus(&r) == 0, "%s", r.err);
 	/* lines: 3 negative arrival, 5 zero GPUs, 7 short, 8 slowdown < 1
 	 * (line 6 is empty and not a record) */
 	const char *want[] = {":3: arrival_s", ":5: gpus", ":7: too few", ":8: slowdown_rack"};
@@ -370,8 +365,8 @@ int test_sim_bad_records(void)
 	trun_free(&r);
 
 	char *strict[] = {"--trace", (char *)t, "--strict", NULL};
-	CHECK(ddl_sim_exec(strict, &r) == 0 && ddl_sim_status(&r) == 1, "--strict status %d",
-	      ddl_sim_status(&r));
+	CHECK(ddl_sim_exec(strict, &r) == 0 && tstatus(&r) == 1, "--strict status %d",
+	      tstatus(&r));
 	CHECK(strstr(r.err, ":3:") && strstr(r.err, "--strict") && !strstr(r.err, ":5:") && !r.nout,
 	      "--strict: '%s' / '%s'", r.err, r.out);
 	trun_free(&r);
@@ -379,8 +374,8 @@ int test_sim_bad_records(void)
 	/* A job larger than the cluster is a bad record of that run. */
 	char *big[] = {"--trace", (char *)ddl_sim_data("fifo_backfill.csv"), "--cluster", "1x1x4",
 	               "--strict", NULL};
-	CHECK(ddl_sim_exec(big, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, "needs 8 GPUs"),
-	      "too big: %d '%s'", ddl_sim_status(&r), r.err);
+	CHECK(ddl_sim_exec(big, &r) == 0 && tstatus(&r) == 1 && strstr(r.err, "needs 8 GPUs"),
+	      "too big: %d '%s'", tstatus(&r), r.err);
 	trun_free(&r);
 	return DDL_PASS;
 }
@@ -399,7 +394,7 @@ int test_sim_philly(void)
 	char *args[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--policy", "gandiva",
 	                "--check", "--jobs-out", out, "--json", NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "%s", r.err);
+	CHECK(ddl_sim_exec(args, &r) == 0 && tstatus(&r) == 0, "%s", r.err);
 	CHECK(strstr(r.err, "record 3 (byte 808/line 15, jobid application_1506638472019_10240): ") &&
 	              strstr(r.err, "end_time") && !strstr(r.err, "record 4") &&
 	              strstr(r.err, "left out 1 job that never ran (no attempts)"),
@@ -420,12 +415,12 @@ int test_sim_philly(void)
 	      "jobs: %s", buf);
 	/* --jobs-out does not overwrite without --force. */
 	char *again[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--jobs-out", out, NULL};
-	CHECK(ddl_sim_exec(again, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, "--force"),
-	      "overwrite: %d %s", ddl_sim_status(&r), r.err);
+	CHECK(ddl_sim_exec(again, &r) == 0 && tstatus(&r) == 1 && strstr(r.err, "--force"),
+	      "overwrite: %d %s", tstatus(&r), r.err);
 	trun_free(&r);
 	char *force[] = {"--trace", (char *)t, "--cluster", "1x2x8", "--jobs-out", out, "--force",
 	                 NULL};
-	CHECK(ddl_sim_exec(force, &r) == 0 && ddl_sim_status(&r) == 0, "--force: %s", r.err);
+	CHECK(ddl_sim_exec(force, &r) == 0 && tstatus(&r) == 0, "--force: %s", r.err);
 	trun_free(&r);
 	trm(dir);
 	free(dir);
@@ -450,7 +445,7 @@ int test_sim_deterministic(void)
 		char *args[] = {"--trace", (char *)t, "--cluster", "2x4x8", "--policy",
 		                (char *)ddl_sim_policies[p], NULL};
 		CHECK(ddl_sim_exec(args, &a) == 0 && ddl_sim_exec(args, &b) == 0, "run");
-		CHECK(ddl_sim_status(&a) == 0 && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
+		CHECK(tstatus(&a) == 0 && a.nout == b.nout && !memcmp(a.out, b.out, a.nout),
 		      "%s: text output differs between runs", ddl_sim_policies[p]);
 		trun_free(&a);
 		trun_free(&b);
@@ -530,7 +525,7 @@ int test_sim_huge_times(void)
 		                "--cluster", "1x1x2", "--policy", "las", "--check", "--json", NULL};
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "%s: did not finish in 20 s", c[i].file);
-		CHECK(ddl_sim_status(&r) == 0, "%s: status %d: %s", c[i].file, ddl_sim_status(&r), r.err);
+		CHECK(tstatus(&r) == 0, "%s: status %d: %s", c[i].file, tstatus(&r), r.err);
 		for (size_t k = 0; k < 5 && c[i].says[k]; k++)
 			CHECK(strstr(r.err, c[i].says[k]), "%s: no '%s' in '%s'", c[i].file, c[i].says[k],
 			      r.err);
@@ -548,10 +543,10 @@ int test_sim_huge_times(void)
 		char *strict[] = {"--trace", (char *)c[i].file, "--format", (char *)c[i].format,
 		                  "--strict", NULL};
 		CHECK(ddl_sim_exec_within(strict, 20, &r) == 0, "%s --strict", c[i].file);
-		CHECK(ddl_sim_status(&r) == 1 && strstr(r.err, c[i].says[0]) &&
+		CHECK(tstatus(&r) == 1 && strstr(r.err, c[i].says[0]) &&
 		              strstr(r.err, "rejected (--strict)") && !strstr(r.err, c[i].says[1]) &&
 		              !r.nout,
-		      "%s --strict: status %d, '%s' / '%s'", c[i].file, ddl_sim_status(&r), r.err, r.out);
+		      "%s --strict: status %d, '%s' / '%s'", c[i].file, tstatus(&r), r.err, r.out);
 		trun_free(&r);
 	}
 	trm(dir);
@@ -569,8 +564,8 @@ int test_sim_lease_bound(void)
 		char *args[] = {"--trace", "x.csv", "--lease", bad[i], NULL};
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "--lease %s", bad[i]);
-		CHECK(ddl_sim_status(&r) == 2 && strstr(r.err, "--lease") && strstr(r.err, "0.001"),
-		      "--lease %s: status %d, '%s'", bad[i], ddl_sim_status(&r), r.err);
+		CHECK(tstatus(&r) == 2 && strstr(r.err, "--lease") && strstr(r.err, "0.001"),
+		      "--lease %s: status %d, '%s'", bad[i], tstatus(&r), r.err);
 		trun_free(&r);
 	}
 	char *dir = tmpdir();
@@ -583,8 +578,8 @@ int test_sim_lease_bound(void)
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "%s: did not finish in 20 s",
 		      ddl_sim_policies[p]);
-		CHECK(ddl_sim_status(&r) == 0 && strstr(r.err, "invariants held"), "%s: status %d: %s",
-		      ddl_sim_policies[p], ddl_sim_status(&r), r.err);
+		CHECK(tstatus(&r) == 0 && strstr(r.err, "invariants held"), "%s: status %d: %s",
+		      ddl_sim_policies[p], tstatus(&r), r.err);
 		json_t *j = json_loads(r.out, 0, NULL);
 		CHECK(j && json_integer_value(json_object_get(j, "jobs_completed")) == 2 &&
 		              ddl_near(ddl_num(j, "jct_mean_s"), 6.25),
@@ -618,8 +613,8 @@ int test_sim_long_jobs(void)
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec_within(args, 20, &r) == 0, "%s: did not finish in 20 s",
 		      ddl_sim_policies[p]);
-		CHECK(ddl_sim_status(&r) == 0 && strstr(r.err, "invariants held"), "%s: status %d: %s",
-		      ddl_sim_policies[p], ddl_sim_status(&r), r.err);
+		CHECK(tstatus(&r) == 0 && strstr(r.err, "invariants held"), "%s: status %d: %s",
+		      ddl_sim_policies[p], tstatus(&r), r.err);
 		json_t *j = json_loads(r.out, 0, NULL);
 		CHECK(j && json_integer_value(json_object_get(j, "jobs_completed")) == 3, "%s: %s",
 		      ddl_sim_policies[p], r.out);
@@ -660,7 +655,7 @@ int test_sim_output_numbers(void)
 			char *args[] = {"--trace", (char *)traces[i], "--cluster", "2x4x8", "--policy",
 			                (char *)ddl_sim_policies[p], "--json", NULL};
 			struct ddl_run_result r;
-			CHECK(ddl_sim_exec_within(args, 20, &r) == 0 && ddl_sim_status(&r) == 0,
+			CHECK(ddl_sim_exec_within(args, 20, &r) == 0 && tstatus(&r) == 0,
 			      "%s %s: %s", traces[i], ddl_sim_policies[p], r.err);
 			json_t *j = json_loads(r.out, 0, NULL);
 			CHECK(j, "%s %s: not JSON: %s", traces[i], ddl_sim_policies[p], r.out);
@@ -677,7 +672,7 @@ int test_sim_output_numbers(void)
 
 			char *text[] = {"--trace", (char *)traces[i], "--cluster", "2x4x8", "--policy",
 			                (char *)ddl_sim_policies[p], NULL};
-			CHECK(ddl_sim_exec_within(text, 20, &r) == 0 && ddl_sim_status(&r) == 0, "%s %s: %s",
+			CHECK(ddl_sim_exec_within(text, 20, &r) == 0 && tstatus(&r) == 0, "%s %s: %s",
 			      traces[i], ddl_sim_policies[p], r.err);
 			CHECK(strstr(r.out, "GPU utilization ") && !strstr(r.out, "nan") &&
 			              !strstr(r.out, " inf") && !strstr(r.out, "n/a"),
@@ -706,10 +701,10 @@ static json_t *ddl_sim_job_of(char *const args[], const char *id, json_t **sum)
 	struct ddl_run_result r;
 	json_t *job = NULL;
 	*sum = NULL;
-	if (ddl_sim_exec(argv, &r) == 0 && ddl_sim_status(&r) == 0)
+	if (ddl_sim_exec(argv, &r) == 0 && tstatus(&r) == 0)
 		*sum = json_loads(r.out, 0, NULL);
 	else
-		fprintf(stderr, "    status %d: %s\n", ddl_sim_status(&r), r.err);
+		fprintf(stderr, "    status %d: %s\n", tstatus(&r), r.err);
 	trun_free(&r);
 	FILE *f = fopen(out, "r");
 	char line[4096];
@@ -778,7 +773,7 @@ int test_sim_profiles(void)
 	/* the models without a file keep the table, in one line naming one of them */
 	char *args[] = {"--trace", (char *)c, "--cluster", "1x2x4", "--profiles", pdir, NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "status %d", ddl_sim_status(&r));
+	CHECK(ddl_sim_exec(args, &r) == 0 && tstatus(&r) == 0, "status %d", tstatus(&r));
 	CHECK(strstr(r.err, "no <model>.json for 1 model (resnet50)") &&
 	      strstr(r.out, "profiles        1 job with slowdowns from ddlprof profiles"),
 	      "stderr '%s', stdout '%s'", r.err, r.out);
@@ -808,7 +803,7 @@ int test_sim_bad_profiles(void)
 	};
 	char *args[] = {"--trace", (char *)t, "--cluster", "1x2x4", "--json", NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 0, "status %d: %s", ddl_sim_status(&r), r.err);
+	CHECK(ddl_sim_exec(args, &r) == 0 && tstatus(&r) == 0, "status %d: %s", tstatus(&r), r.err);
 	for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
 		CHECK(strstr(r.err, says[i]), "no '%s' in: %s", says[i], r.err);
 	json_t *j = json_loads(r.out, 0, NULL);
@@ -818,15 +813,15 @@ int test_sim_bad_profiles(void)
 	json_decref(j);
 	trun_free(&r);
 	char *strict[] = {"--trace", (char *)t, "--cluster", "1x2x4", "--strict", NULL};
-	CHECK(ddl_sim_exec(strict, &r) == 0 && ddl_sim_status(&r) == 1 &&
+	CHECK(ddl_sim_exec(strict, &r) == 0 && tstatus(&r) == 1 &&
 	      strstr(r.err, "bad_profiles.csv:3: profile ") && strstr(r.err, "rejected (--strict)") &&
-	      !strstr(r.err, "bad_profiles.csv:4:"), "--strict: status %d: %s", ddl_sim_status(&r), r.err);
+	      !strstr(r.err, "bad_profiles.csv:4:"), "--strict: status %d: %s", tstatus(&r), r.err);
 	trun_free(&r);
 
 	char bdir[PATH_MAX];
 	snprintf(bdir, sizeof bdir, "%s", ddl_sim_data("badprofiles"));
 	char *bad[] = {"--trace", (char *)c, "--cluster", "1x2x4", "--profiles", bdir, "--json", NULL};
-	CHECK(ddl_sim_exec(bad, &r) == 0 && ddl_sim_status(&r) == 0, "status %d: %s", ddl_sim_status(&r), r.err);
+	CHECK(ddl_sim_exec(bad, &r) == 0 && tstatus(&r) == 0, "status %d: %s", tstatus(&r), r.err);
 	CHECK(strstr(r.err, "badprofiles/vgg16.json: job.sensitivity.slowdown.rack: must be a number") &&
 	      strstr(r.err, "the jobs of model vgg16 skipped"), "%s", r.err);
 	j = json_loads(r.out, 0, NULL);
@@ -835,12 +830,12 @@ int test_sim_bad_profiles(void)
 	json_decref(j);
 	trun_free(&r);
 	char *bads[] = {"--trace", (char *)c, "--cluster", "1x2x4", "--profiles", bdir, "--strict", NULL};
-	CHECK(ddl_sim_exec(bads, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, "rejected (--strict)"),
-	      "--profiles --strict: status %d: %s", ddl_sim_status(&r), r.err);
+	CHECK(ddl_sim_exec(bads, &r) == 0 && tstatus(&r) == 1 && strstr(r.err, "rejected (--strict)"),
+	      "--profiles --strict: status %d: %s", tstatus(&r), r.err);
 	trun_free(&r);
 	char *nodir[] = {"--trace", (char *)c, "--profiles", (char *)t, NULL};
-	CHECK(ddl_sim_exec(nodir, &r) == 0 && ddl_sim_status(&r) == 2 && strstr(r.err, "--profiles"),
-	      "--profiles FILE: status %d: %s", ddl_sim_status(&r), r.err);
+	CHECK(ddl_sim_exec(nodir, &r) == 0 && tstatus(&r) == 2 && strstr(r.err, "--profiles"),
+	      "--profiles FILE: status %d: %s", tstatus(&r), r.err);
 	trun_free(&r);
 	return DDL_PASS;
 }
@@ -854,8 +849,8 @@ static char *ddl_sim_run_err(char *const args[], int status, json_t **out)
 		*out = NULL;
 	if (ddl_sim_exec_within(args, 30, &r) < 0)
 		return NULL;
-	if (ddl_sim_status(&r) != status) {
-		fprintf(stderr, "    status %d, expected %d: %s\n", ddl_sim_status(&r), status, r.err);
+	if (tstatus(&r) != status) {
+		fprintf(stderr, "    status %d, expected %d: %s\n", tstatus(&r), status, r.err);
 		trun_free(&r);
 		return NULL;
 	}
@@ -1254,17 +1249,17 @@ int test_sim_input_messages(void)
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		struct ddl_run_result r;
 		CHECK(ddl_sim_exec(c[i].args, &r) == 0, "case %zu", i);
-		CHECK(ddl_sim_status(&r) == c[i].status && strstr(r.err, c[i].says) && strstr(r.err, c[i].also),
-		      "%s %s: status %d, stderr '%s'", c[i].args[2], c[i].args[3], ddl_sim_status(&r), r.err);
+		CHECK(tstatus(&r) == c[i].status && strstr(r.err, c[i].says) && strstr(r.err, c[i].also),
+		      "%s %s: status %d, stderr '%s'", c[i].args[2], c[i].args[3], tstatus(&r), r.err);
 		trun_free(&r);
 	}
 	char *dir = tmpdir();
 	for (int f = 0; f < 2; f++) {
 		char *args[] = {"--trace", dir, f ? "--format" : NULL, "csv", NULL};
 		struct ddl_run_result r;
-		CHECK(ddl_sim_exec(args, &r) == 0 && ddl_sim_status(&r) == 1 && strstr(r.err, dir) &&
+		CHECK(ddl_sim_exec(args, &r) == 0 && tstatus(&r) == 1 && strstr(r.err, dir) &&
 		      strstr(r.err, "is a directory") && !strstr(r.err, "cannot tell"),
-		      "--trace DIR%s: status %d, stderr '%s'", f ? " --format csv" : "", ddl_sim_status(&r), r.err);
+		      "--trace DIR%s: status %d, stderr '%s'", f ? " --format csv" : "", tstatus(&r), r.err);
 		trun_free(&r);
 	}
 	const char *t = ddl_sim_write(dir, "big.csv",
@@ -1274,7 +1269,7 @@ int test_sim_input_messages(void)
 	CHECK(t && one, "writing the traces");
 	char *quiet[] = {"--trace", (char *)t, "--cluster", "1x1x1", "--json", NULL};
 	struct ddl_run_result r;
-	CHECK(ddl_sim_exec(quiet, &r) == 0 && ddl_sim_status(&r) == 0, "1x1x1: %s", r.err);
+	CHECK(ddl_sim_exec(quiet, &r) == 0 && tstatus(&r) == 0, "1x1x1: %s", r.err);
 	CHECK(ddl_lines_with(r.err, "\n") == 1 && strstr(r.err, "5 jobs skipped") &&
 	      strstr(r.err, "b1 (2 GPUs), b2 (3 GPUs), b3 (4 GPUs), ...") && !strstr(r.err, "b4") &&
 	      strstr(r.err, "--verbose"), "1x1x1: stderr '%s'", r.err);
@@ -1283,12 +1278,12 @@ int test_sim_input_messages(void)
 	json_decref(j);
 	trun_free(&r);
 	char *verbose[] = {"--trace", (char *)t, "--cluster", "1x1x1", "--verbose", NULL};
-	CHECK(ddl_sim_exec(verbose, &r) == 0 && ddl_sim_status(&r) == 0 &&
+	CHECK(ddl_sim_exec(verbose, &r) == 0 && tstatus(&r) == 0 &&
 	      ddl_lines_with(r.err, "the cluster has 1; job skipped") == 5 && ddl_lines_with(r.err, "\n") == 5,
 	      "--verbose: stderr '%s'", r.err);
 	trun_free(&r);
 	char *single[] = {"--trace", (char *)one, "--cluster", "1x1x1", NULL};
-	CHECK(ddl_sim_exec(single, &r) == 0 && ddl_sim_status(&r) == 0 && ddl_lines_with(r.err, "\n") == 1 &&
+	CHECK(ddl_sim_exec(single, &r) == 0 && tstatus(&r) == 0 && ddl_lines_with(r.err, "\n") == 1 &&
 	      strstr(r.err, "job b1 needs 2 GPUs, the cluster has 1; job skipped"), "one job: stderr '%s'", r.err);
 	trun_free(&r);
 	trm(dir);

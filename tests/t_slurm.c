@@ -28,11 +28,6 @@
 
 #include "test.h"
 
-static int sl_status(const struct ddl_run_result *r)
-{
-	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + WTERMSIG(r->status);
-}
-
 /* sh -c CMD with SLURM_CONF=CONF; its result in R (free with trun_free). */
 static int sl_sh(const char *conf, const char *cmd, int timeout_s, struct ddl_run_result *r)
 {
@@ -69,7 +64,7 @@ static int sl_body(const char *dir, const char *conf)
 	         "$SLURMD_NODENAME $SLURM_JOB_ID; DDLPROF_HOST=$SLURMD_NODENAME exec %s -q -o %s -- %s "
 	         "-p %d -n %d -m 4 -c 10'",
 	         dir, tbuild("bin/ddlprof"), t, tbuild("examples/tcpring"), port, steps);
-	CHECK(sl_sh(conf, cmd, 120, &r) == 0 && sl_status(&r) == 0, "srun: status %d\n%s%s", sl_status(&r),
+	CHECK(sl_sh(conf, cmd, 120, &r) == 0 && tstatus(&r) == 0, "srun: status %d\n%s%s", tstatus(&r),
 	      r.out, r.err);
 	/* where Slurm put each task, as the tasks said */
 	char node[4][16] = {{0}};
@@ -123,7 +118,7 @@ static int sl_body(const char *dir, const char *conf)
 
 	/* the options ddlprof-recommend --slurm prints, as sbatch reads them */
 	char *rec[] = {(char *)tbuild("bin/ddlprof-recommend"), "--profile", t, "--slurm", "--json", NULL};
-	CHECK(trun(rec, NULL, 60, &r) == 0 && sl_status(&r) == 0, "recommend --slurm: %s", r.err);
+	CHECK(trun(rec, NULL, 60, &r) == 0 && tstatus(&r) == 0, "recommend --slurm: %s", r.err);
 	json_t *j = json_loads(r.out, 0, NULL);
 	trun_free(&r);
 	json_t *sl = json_object_get(j, "slurm"), *opts = json_object_get(sl, "sbatch");
@@ -153,12 +148,12 @@ static int sl_body(const char *dir, const char *conf)
 	      nodes, swn);
 	json_decref(j);
 	snprintf(cmd, sizeof cmd, "cd '%s' && sbatch --parsable --wait -o '%s' '%s'", dir, out, script);
-	CHECK(sl_sh(conf, cmd, 120, &r) == 0 && sl_status(&r) == 0, "sbatch refused or failed: %d %s%s",
-	      sl_status(&r), r.out, r.err);
+	CHECK(sl_sh(conf, cmd, 120, &r) == 0 && tstatus(&r) == 0, "sbatch refused or failed: %d %s%s",
+	      tstatus(&r), r.out, r.err);
 	long sjob = strtol(r.out, NULL, 10);
 	trun_free(&r);
 	snprintf(cmd, sizeof cmd, "scontrol show job %ld", sjob);
-	CHECK(sl_sh(conf, cmd, 30, &r) == 0 && sl_status(&r) == 0, "scontrol show job %ld: %s", sjob, r.err);
+	CHECK(sl_sh(conf, cmd, 30, &r) == 0 && tstatus(&r) == 0, "scontrol show job %ld: %s", sjob, r.err);
 	char state[64], sw[64], nl[64], nn[16], wantsw[64];
 	sl_field(r.out, "JobState", state, sizeof state);
 	sl_field(r.out, "Switches", sw, sizeof sw);
@@ -210,7 +205,7 @@ int test_slurm_real(void)
 			trun_free(&r);
 		return DDL_FAIL;
 	}
-	int st = sl_status(&r);
+	int st = tstatus(&r);
 	if (st == 2) {
 		fprintf(stderr, "    %.*s: skipped\n", (int)strcspn(r.err, "\n"), r.err);
 		trun_free(&r);
@@ -225,7 +220,7 @@ int test_slurm_real(void)
 		fprintf(stderr, "    slurm-local.sh up: status %d: %s\n", st, r.err);
 	trun_free(&r);
 	int rc = ok ? sl_body(dir, conf) : DDL_FAIL;
-	if (trun(down, NULL, 60, &r) != 0 || sl_status(&r) != 0) {
+	if (trun(down, NULL, 60, &r) != 0 || tstatus(&r) != 0) {
 		fprintf(stderr, "    slurm-local.sh down: %s\n", r.err);
 		rc = DDL_FAIL;
 	}

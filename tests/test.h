@@ -289,6 +289,8 @@ void trm(const char *path);
  */
 int trun(char *const argv[], char *const env[], int timeout_s, struct ddl_run_result *r);
 void trun_free(struct ddl_run_result *r);
+/* R's exit status, or 1000 + the signal that ended it (no exit status is that). */
+int tstatus(const struct ddl_run_result *r);
 /* Appends K bytes of P to the malloc'd, NUL-terminated *BUF of *N bytes
  * (left as it was when out of memory). */
 void tappend(char **buf, size_t *n, const char *p, size_t k);

@@ -358,3 +358,8 @@ int tskip_sanitized(void)
 	return 0;
 #endif
 }
+
+int tstatus(const struct ddl_run_result *r)
+{
+	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 1000 + WTERMSIG(r->status);
+}
