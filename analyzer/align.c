@@ -196,9 +196,15 @@ void ddl_report_align(struct ddl_report *r)
 	}
 	struct ddl_cend *v = NULL;
 	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs; i++) {
+		if (!ddl_proc_has_class(&r->procs[i], DDL_CLASS_COLL) &&
+		    !ddl_proc_has_class(&r->procs[i], DDL_CLASS_HCOLL))
+			continue; /* no collective: no ends */
+		ddl_proc_hold(&r->procs[i]);
 		if (ddl_proc_ends(&r->procs[i], phost[i], (int)i, &v, &n, &cap) < 0)
 			r->incomplete = 1; /* aligned on fewer collectives */
+		ddl_proc_release(&r->procs[i]);
+	}
 	free(phost);
 	size_t kept = 0; /* the clocks by the ends that are one instant */
 	for (size_t k = 0; k < n; k++)

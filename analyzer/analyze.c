@@ -13,6 +13,24 @@
  * core (parallel.c), each writing only its own process; what joins the
  * processes comes after, in order. Outputs (out_*.c) only read what this
  * leaves in the report, and the device-call model (devcalls.c).
+ *
+ * Memory. The traces are read once to check them and learn all but their
+ * events (trace_set.c: strings, clock samples, how many events of which
+ * classes), and every stage and output holds the events of the processes
+ * it works on (ddl_proc_hold; ddl_parallel_procs for the parallel ones),
+ * which trace_events.c reads again from the files when they are no longer
+ * in memory: released events stay until those in memory pass --memory
+ * (ddl_events_budget, 256 MiB), least recently used first. The socket
+ * records of the traffic in flight (flight.c), one for about every second
+ * event of a socket job, go past the same budget to an unlinked temporary
+ * file. What stays is the model: per process its iterations, parts and
+ * summaries, per connection its totals, per collective its ends, and the
+ * traffic's windows (a few an iteration); with --html, each process's
+ * pieces of the iteration it draws. So the report's memory is the model
+ * (ranks x iterations), plus the budget, plus, on each thread, the events
+ * of the process it works on and that process's socket records while
+ * they are gathered: it grows with the events of the largest process,
+ * not with the job's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +57,7 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 	r->iteration_names_given = o->iteration_names_given;
 	r->data_names = o->data_names;
 	r->warmup = o->warmup;
+	r->timelines = o->timelines;
 	enum { NPH = 8 };
 	ddl_progress_phase(prog, 1, NPH, "GPU calls and communicators");
 	ddl_report_gpu(r);
@@ -67,7 +86,11 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 	ddl_report_counters(r);  /* --papi: counters per thread and iteration */
 	ddl_report_kernels(r);   /* kernels by device time, their names demangled */
 	ddl_progress_done(prog); /* before any output: stdout may be the same terminal */
-	for (size_t i = 0; i < r->nprocs; i++)
-		r->incomplete |= r->procs[i].incomplete;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		for (size_t k = 0; k < p->ntr; k++)
+			p->incomplete |= p->tr[k]->incomplete; /* events that could not be read again */
+		r->incomplete |= p->incomplete;
+	}
 	return 0;
 }

@@ -201,7 +201,7 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 			                             data.v[j].b < b ? data.v[j].b : b, NULL, 0);
 		traffic += (double)flying / 1e9;
 		hidden += (double)(flying - net - ic - waiting) / 1e9;
-		if (k == p->shown)
+		if (k == p->shown && r->timelines)
 			ddl_cpu_pieces(p, &data, &blk, win, a, b);
 		double len = (double)(b - a) / 1e9;
 		struct ddl_parts it = {.compute = len - (double)(blocked + d) / 1e9,
@@ -426,14 +426,14 @@ void ddl_report_breakdown(struct ddl_report *r)
 		r->incomplete = 1; /* no breakdown at all */
 		return;
 	}
-	ddl_parallel(r->nprocs, ddl_bd_gpu, &j);
+	ddl_parallel_procs(r, ddl_bd_gpu, &j);
 	int need_fl = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		need_fl |= j.cpu[i];
 	if (need_fl && ddl_report_flights(r, &fl) == 0)
 		j.fl = fl;
 	if (need_fl)
-		ddl_parallel(r->nprocs, ddl_bd_cpu, &j);
+		ddl_parallel_procs(r, ddl_bd_cpu, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)
@@ -541,6 +541,7 @@ static double ddl_sens_sends(struct ddl_report *r)
 			continue;
 		memset(per_tid, 0, (UINT16_MAX + 1) * sizeof *per_tid);
 		uint32_t most = 0;
+		ddl_proc_hold(p);
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t e = 0; e < t->nev; e++) {
@@ -549,6 +550,7 @@ static double ddl_sens_sends(struct ddl_report *r)
 					most = per_tid[ev->tid];
 			}
 		}
+		ddl_proc_release(p);
 		sum += (double)most / (double)p->niter;
 		np++;
 	}

@@ -198,7 +198,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 	const struct ddl_ivset *sets[DDL_NP] = {&set[0], &set[1], &set[2], &set[3]};
 	/* the parts of DDL_PARTS each of ours is, and idle */
 	static const int part_of[DDL_NP + 1] = {0, 3, 2, 1, 4};
-	int pieces = 1; /* until a piece finds no memory */
+	int pieces = r->timelines; /* until a piece finds no memory */
 	for (size_t it = 0; it < p->niter; it++) {
 		int64_t a = p->iter[it].start_ns, b = p->iter[it].end_ns;
 		long n = ddl_ivset_cuts(sets, DDL_NP, a, b, &pts, &cap);

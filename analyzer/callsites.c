@@ -728,6 +728,7 @@ void ddl_report_callsites(struct ddl_report *r)
 		}
 		if (!have_stacks)
 			continue;
+		ddl_proc_hold(p);
 		if (p->niter) {
 			m.device = p->gpu_breakdown;
 			m.train_tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
@@ -781,6 +782,7 @@ void ddl_report_callsites(struct ddl_report *r)
 			}
 			free(map);
 		}
+		ddl_proc_release(p);
 		free(m.traffic.v);
 		free(m.ic.v);
 		free(m.nested.v);

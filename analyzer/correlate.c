@@ -181,9 +181,14 @@ void ddl_report_correlate(struct ddl_report *r)
 	struct ddl_corrsum *job = &r->corr;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_corrsum *c = &r->procs[i].gpu.corr;
-		for (size_t k = 0; k < r->procs[i].ntr; k++)
+		for (size_t k = 0; k < r->procs[i].ntr; k++) {
+			if (!ddl_trace_has_class(r->procs[i].tr[k], DDL_CLASS_API))
+				continue; /* no CUPTI call record: nothing to tie */
+			ddl_trace_hold(r->procs[i].tr[k]);
 			if (ddl_trace_correlate(r->procs[i].tr[k], c) < 0)
 				r->procs[i].incomplete = 1;
+			ddl_trace_release(r->procs[i].tr[k]);
+		}
 		job->api += c->api;
 		job->api_driver += c->api_driver;
 		job->api_failed += c->api_failed;

@@ -371,8 +371,17 @@ static void ddl_proc_counters(struct ddl_proc *p)
 
 void ddl_report_counters(struct ddl_report *r)
 {
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		int asked = 0; /* what ddl_proc_counters looks at first: the events only then */
+		for (size_t k = 0; k < p->ntr && !asked; k++)
+			asked = ddl_trace_meta(p->tr[k], "papi") || p->tr[k]->ncounters > 0;
+		if (!asked)
+			continue;
+		ddl_proc_hold(p);
 		ddl_proc_counters(&r->procs[i]);
+		ddl_proc_release(p);
+	}
 }
 
 void ddl_counters_free(struct ddl_report *r)

@@ -44,8 +44,13 @@
  * report's common clock (align.c; jobs without collectives keep each
  * host's real-time clock).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "report.h"
 
@@ -67,21 +72,146 @@ struct ddl_fx {
 	int remote;
 };
 
+/* The records being gathered for one process (ddl_fproc_build). */
 struct ddl_fproc {
 	struct ddl_fx *v;
 	size_t n, cap;
 };
 
+/* What pairing and the windows keep of a send or receive: 48 bytes, not
+ * ddl_fx's 88, and in a spill file when a job's records are many. */
+struct ddl_fxrec {
+	int64_t a, b;
+	int64_t wa, wb;
+	uint64_t off;
+	int64_t bytes;
+};
+
 /* One connection: a run of its process's records, sends then receives. */
 struct ddl_fconn {
 	size_t proc;
-	const struct ddl_fx *tx, *rx;
+	const struct ddl_fxrec *tx, *rx; /* NULL when spilled: then at AT in the file */
 	size_t ntx, nrx;
+	uint64_t at;
 	uint64_t sent, recvd;
 	int remote;
 	int lossy; /* its process lost events: the totals may fall short */
 	long mate; /* the other end, or -1 */
 };
+
+/* One process's connections and records: each connection's sends, then its
+ * receives, then the NLOOSE sends and receives on no named connection. */
+struct ddl_fout {
+	struct ddl_fxrec *rec; /* NULL when spilled */
+	size_t nrec, nloose;
+	uint64_t at;
+	struct ddl_fconn *conn;
+	size_t nconn;
+};
+
+/*
+ * The spill file: where the records go once those in memory pass the
+ * events' budget (trace_events.c), so that a job's socket records, one
+ * for about every second event, do not all stay in memory until the
+ * connections are paired. An unlinked file in $TMPDIR (else /tmp); where
+ * it cannot be made or written, the records stay in memory.
+ */
+struct ddl_fspill {
+	pthread_mutex_t mu;
+	int fd;          /* -1: not opened yet; -2: cannot be */
+	uint64_t end;
+	size_t mem;      /* bytes of records kept in memory */
+};
+
+static int ddl_fspill_open(struct ddl_fspill *sp)
+{
+	if (sp->fd != -1)
+		return sp->fd;
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/ddlprof-report.XXXXXX", dir);
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+	}
+	sp->fd = fd >= 0 ? fd : -2;
+	return sp->fd;
+}
+
+/* Keeps N records at REC in memory, or writes them to the spill file:
+ * *AT their place there and 1; 0 when they stay in memory. */
+static int ddl_fspill_put(struct ddl_fspill *sp, const struct ddl_fxrec *rec, size_t n, uint64_t *at)
+{
+	size_t bytes = n * sizeof *rec;
+	pthread_mutex_lock(&sp->mu);
+	int spill = n && sp->mem + bytes > ddl_events_budget && ddl_fspill_open(sp) >= 0;
+	if (spill) {
+		*at = sp->end;
+		sp->end += bytes;
+	} else {
+		sp->mem += bytes;
+	}
+	int fd = sp->fd;
+	pthread_mutex_unlock(&sp->mu);
+	if (!spill)
+		return 0;
+	const char *p = (const char *)rec;
+	for (size_t done = 0; done < bytes;) {
+		ssize_t w = pwrite(fd, p + done, bytes - done, (off_t)(*at + done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) { /* a full disk: these stay in memory */
+			pthread_mutex_lock(&sp->mu);
+			sp->mem += bytes;
+			pthread_mutex_unlock(&sp->mu);
+			return 0;
+		}
+		done += (size_t)w;
+	}
+	return 1;
+}
+
+/* N records at AT of the spill file into *BUF (grown; *CAP its room); 0 or -1. */
+static int ddl_fspill_get(const struct ddl_fspill *sp, uint64_t at, size_t n, struct ddl_fxrec **buf,
+                          size_t *cap)
+{
+	if (n > *cap) {
+		struct ddl_fxrec *q = realloc(*buf, n * sizeof *q);
+		if (!q)
+			return -1;
+		*buf = q;
+		*cap = n;
+	}
+	char *p = (char *)*buf;
+	size_t bytes = n * sizeof **buf;
+	for (size_t done = 0; done < bytes;) {
+		ssize_t r = pread(sp->fd, p + done, bytes - done, (off_t)(at + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+/* C with its records in memory: as it is, or read back into *BUF. 0 or -1. */
+static int ddl_fconn_view(const struct ddl_fspill *sp, const struct ddl_fconn *c, struct ddl_fconn *out,
+                          struct ddl_fxrec **buf, size_t *cap)
+{
+	*out = *c;
+	if (c->tx || !(c->ntx + c->nrx))
+		return 0;
+	if (ddl_fspill_get(sp, c->at, c->ntx + c->nrx, buf, cap) < 0)
+		return -1;
+	out->tx = *buf;
+	out->rx = *buf + c->ntx;
+	return 0;
+}
 
 static int ddl_fx_push(struct ddl_fproc *p, const struct ddl_fx *x)
 {
@@ -189,7 +319,7 @@ static int ddl_fproc_build(const struct ddl_proc *p, struct ddl_fproc *out)
 }
 
 /* The send of C that carried byte OFF, or NULL. */
-static const struct ddl_fx *ddl_fconn_carrier(const struct ddl_fconn *c, uint64_t off)
+static const struct ddl_fxrec *ddl_fconn_carrier(const struct ddl_fconn *c, uint64_t off)
 {
 	size_t lo = 0, hi = c->ntx;
 	while (lo < hi) {
@@ -203,7 +333,7 @@ static const struct ddl_fx *ddl_fconn_carrier(const struct ddl_fconn *c, uint64_
 }
 
 /* The send of C that started last at or before T, or NULL. */
-static const struct ddl_fx *ddl_fconn_last_send(const struct ddl_fconn *c, int64_t t)
+static const struct ddl_fxrec *ddl_fconn_last_send(const struct ddl_fconn *c, int64_t t)
 {
 	size_t lo = 0, hi = c->ntx;
 	while (lo < hi) {
@@ -221,7 +351,7 @@ static size_t ddl_fconn_violations(const struct ddl_fconn *from, const struct dd
 {
 	size_t v = 0;
 	for (size_t i = 0; i < to->nrx; i++) {
-		const struct ddl_fx *s = ddl_fconn_carrier(from, to->rx[i].off);
+		const struct ddl_fxrec *s = ddl_fconn_carrier(from, to->rx[i].off);
 		v += !s || s->a > to->rx[i].b;
 	}
 	return v;
@@ -271,16 +401,21 @@ static int ddl_fedge_cmp(const void *x, const void *y)
 
 /* Pairs each connection with its other end (the head comment); 0, or -1
  * without memory (some left unpaired). */
-static int ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size_t n)
+static int ddl_fconn_pair(const struct ddl_report *r, const struct ddl_fspill *sp, struct ddl_fconn *c,
+                          size_t n)
 {
+	struct ddl_fxrec *ba = NULL, *bb = NULL; /* spilled records read back */
+	size_t ca = 0, cb = 0;
+	int rc = 0;
 	size_t *ix = malloc((n ? n : 1) * sizeof *ix);
 	if (!ix)
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		ix[i] = i;
 	qsort_r(ix, n, sizeof *ix, ddl_fconn_by_totals, c);
-	for (size_t i = 0; i < n; i++) {
-		struct ddl_fconn *a = &c[i];
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct ddl_fconn *a = &c[i], va;
+		int loaded = 0;
 		if (a->mate >= 0)
 			continue;
 		/* the first connection whose totals are A's, crossed */
@@ -301,7 +436,14 @@ static int ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size_
 			if (j == i || b->mate >= 0 || b->remote != a->remote ||
 			    ddl_same_host(r, a->proc, b->proc) == a->remote)
 				continue;
-			size_t v = ddl_fconn_violations(a, b) + ddl_fconn_violations(b, a);
+			struct ddl_fconn vb;
+			if ((!loaded && ddl_fconn_view(sp, a, &va, &ba, &ca) < 0) ||
+			    ddl_fconn_view(sp, b, &vb, &bb, &cb) < 0) {
+				rc = -1;
+				break;
+			}
+			loaded = 1;
+			size_t v = ddl_fconn_violations(&va, &vb) + ddl_fconn_violations(&vb, &va);
 			if (best < 0 || v < best_v) {
 				best = (long)j;
 				best_v = v;
@@ -315,6 +457,10 @@ static int ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size_
 		}
 	}
 	free(ix);
+	free(ba);
+	free(bb);
+	if (rc)
+		return rc;
 	/* then the rest: each takes its closest candidate, closest pairs first;
 	 * a few rounds, for those whose closest was taken (every round pairs
 	 * at least the closest pair left; what stays unpaired keeps its own
@@ -364,11 +510,10 @@ static int ddl_fconn_pair(const struct ddl_report *r, struct ddl_fconn *c, size_
 	return 0;
 }
 
-/* The windows of connection C (its own and, paired, its other end's). 0 or -1. */
-static int ddl_fconn_windows(const struct ddl_fconn *all, const struct ddl_fconn *c,
-                             struct ddl_ivset *f)
+/* The windows of connection C (its own and, paired, those of its other
+ * end M, or NULL), both with their records in memory. 0 or -1. */
+static int ddl_fconn_windows(const struct ddl_fconn *c, const struct ddl_fconn *m, struct ddl_ivset *f)
 {
-	const struct ddl_fconn *m = c->mate >= 0 ? &all[c->mate] : NULL;
 	const struct ddl_fconn *ends[2] = {c, m};
 	int rc = 0;
 	for (int e = 0; e < 2 && ends[e]; e++) {
@@ -376,10 +521,10 @@ static int ddl_fconn_windows(const struct ddl_fconn *all, const struct ddl_fconn
 		for (size_t i = 0; i < x->ntx; i++)
 			rc |= ddl_ivset_push_merging(f, x->tx[i].a, x->tx[i].b, c->remote, DDL_FLIGHT_GAP_NS);
 		for (size_t i = 0; i < x->nrx; i++) {
-			const struct ddl_fx *rx = &x->rx[i];
+			const struct ddl_fxrec *rx = &x->rx[i];
 			if (x == c) /* its own receive calls count whole, as they always did */
 				rc |= ddl_ivset_push_merging(f, rx->a, rx->b, c->remote, DDL_FLIGHT_GAP_NS);
-			const struct ddl_fx *s = y ? ddl_fconn_last_send(y, rx->b) : NULL;
+			const struct ddl_fxrec *s = y ? ddl_fconn_last_send(y, rx->b) : NULL;
 			if (s && x != c)
 				rc |= ddl_ivset_push_merging(f, rx->a > s->a ? rx->a : s->a, rx->b, c->remote,
 				                             DDL_FLIGHT_GAP_NS);
@@ -399,21 +544,89 @@ void ddl_flights_free(struct ddl_ivset *f, size_t n)
 	free(f);
 }
 
-/* The per-process stages (ddl_parallel): each writes its own fp[i], fl[i]
+/* The per-process stages (ddl_parallel): each writes its own out[i], fl[i]
  * and rc[i], and reads what no other writes meanwhile. */
 struct ddl_fjob {
 	const struct ddl_report *r;
-	struct ddl_fproc *fp;
+	struct ddl_fout *out;
 	struct ddl_ivset *fl;
 	const struct ddl_fconn *conn;
-	size_t nc;
+	const size_t *first;  /* process i's connections: conn[first[i] .. first[i + 1]) */
+	struct ddl_fspill *sp;
 	int *rc;
 };
+
+/* Process P's records, grouped into connections (runs of equal peer and
+ * fd, offsets counting each direction's bytes), into *O, and kept or
+ * spilled. 0 or -1. */
+static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspill *sp, struct ddl_fout *o)
+{
+	struct ddl_fproc fp = {0};
+	int rc = ddl_fproc_build(p, &fp);
+	const struct ddl_fx *v = fp.v;
+	size_t n = fp.n, nconn = 0;
+	for (size_t j = 0; !rc && j < n && v[j].peer;) { /* connections first, then the loose */
+		size_t k = j;
+		while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
+		       v[k].fd == v[j].fd)
+			k++;
+		nconn++;
+		j = k;
+	}
+	o->rec = !rc && n ? malloc(n * sizeof *o->rec) : NULL;
+	o->conn = !rc && nconn ? malloc(nconn * sizeof *o->conn) : NULL;
+	if (rc || (n && !o->rec) || (nconn && !o->conn)) {
+		free(fp.v);
+		return -1;
+	}
+	o->nrec = n;
+	int lossy = p->dropped > 0 || p->truncated;
+	size_t j = 0;
+	for (; j < n && v[j].peer;) {
+		size_t k = j;
+		while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
+		       v[k].fd == v[j].fd)
+			k++;
+		struct ddl_fconn *c = &o->conn[o->nconn++];
+		*c = (struct ddl_fconn){.proc = proc, .tx = &o->rec[j], .remote = v[j].remote, .lossy = lossy,
+		                        .mate = -1, .at = (uint64_t)j};
+		uint64_t off = 0;
+		size_t x = j;
+		for (; x < k && v[x].cls == DDL_CLASS_TX; x++) {
+			o->rec[x] = (struct ddl_fxrec){v[x].a, v[x].b, v[x].wa, v[x].wb, off, v[x].bytes};
+			off += (uint64_t)v[x].bytes;
+		}
+		c->ntx = x - j;
+		c->sent = off;
+		c->rx = &o->rec[x];
+		c->nrx = k - x;
+		off = 0;
+		for (; x < k; x++) {
+			o->rec[x] = (struct ddl_fxrec){v[x].a, v[x].b, v[x].wa, v[x].wb, off, v[x].bytes};
+			off += v[x].peek ? 0 : (uint64_t)v[x].bytes; /* peeked bytes are read again */
+		}
+		c->recvd = off;
+		j = k;
+	}
+	for (size_t x = j; x < n; x++) /* the loose: their own time only */
+		o->rec[x] = (struct ddl_fxrec){v[x].a, v[x].b, 0, 0, 0, v[x].bytes};
+	o->nloose = n - j;
+	free(fp.v);
+	if (ddl_fspill_put(sp, o->rec, n, &o->at)) {
+		free(o->rec);
+		o->rec = NULL;
+		for (size_t c = 0; c < o->nconn; c++) { /* their place in the file */
+			o->conn[c].at = o->at + o->conn[c].at * sizeof *o->rec;
+			o->conn[c].tx = o->conn[c].rx = NULL;
+		}
+	}
+	return 0;
+}
 
 static void ddl_fjob_build(void *arg, size_t i)
 {
 	struct ddl_fjob *j = arg;
-	j->rc[i] = ddl_fproc_build(&j->r->procs[i], &j->fp[i]);
+	j->rc[i] = ddl_fout_build(&j->r->procs[i], i, j->sp, &j->out[i]);
 }
 
 /* Process I's windows: its connections' (both ends), and its sends and
@@ -421,16 +634,30 @@ static void ddl_fjob_build(void *arg, size_t i)
 static void ddl_fjob_windows(void *arg, size_t i)
 {
 	struct ddl_fjob *j = arg;
+	struct ddl_fxrec *b1 = NULL, *b2 = NULL;
+	size_t c1 = 0, c2 = 0;
 	int rc = 0;
-	for (size_t k = 0; k < j->nc && !rc; k++)
-		if (j->conn[k].proc == i)
-			rc = ddl_fconn_windows(j->conn, &j->conn[k], &j->fl[i]);
-	for (size_t x = 0; x < j->fp[i].n && !rc; x++)
-		if (!j->fp[i].v[x].peer)
-			rc = ddl_ivset_push_merging(&j->fl[i], j->fp[i].v[x].a, j->fp[i].v[x].b, 0,
-			                            DDL_FLIGHT_GAP_NS);
+	for (size_t k = j->first[i]; k < j->first[i + 1] && !rc; k++) {
+		const struct ddl_fconn *c = &j->conn[k];
+		struct ddl_fconn vc, vm;
+		rc = ddl_fconn_view(j->sp, c, &vc, &b1, &c1);
+		if (!rc && c->mate >= 0)
+			rc = ddl_fconn_view(j->sp, &j->conn[c->mate], &vm, &b2, &c2);
+		if (!rc)
+			rc = ddl_fconn_windows(&vc, c->mate >= 0 ? &vm : NULL, &j->fl[i]);
+	}
+	const struct ddl_fout *o = &j->out[i];
+	const struct ddl_fxrec *loose = o->rec ? o->rec + (o->nrec - o->nloose) : NULL;
+	if (!rc && o->nloose && !loose) {
+		rc = ddl_fspill_get(j->sp, o->at + (o->nrec - o->nloose) * sizeof *loose, o->nloose, &b1, &c1);
+		loose = b1;
+	}
+	for (size_t x = 0; x < o->nloose && !rc; x++)
+		rc = ddl_ivset_push_merging(&j->fl[i], loose[x].a, loose[x].b, 0, DDL_FLIGHT_GAP_NS);
 	if (!rc)
 		ddl_ivset_merge(&j->fl[i], DDL_FLIGHT_GAP_NS);
+	free(b1);
+	free(b2);
 	j->rc[i] = rc;
 }
 
@@ -447,71 +674,46 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 {
 	*out = NULL;
 	size_t np = r->nprocs;
-	struct ddl_fproc *fp = calloc(np ? np : 1, sizeof *fp);
+	struct ddl_fout *fo = calloc(np ? np : 1, sizeof *fo);
 	struct ddl_ivset *fl = calloc(np ? np : 1, sizeof *fl);
 	int *rcs = calloc(np ? np : 1, sizeof *rcs);
+	size_t *first = calloc(np + 1, sizeof *first);
+	struct ddl_fspill sp = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
 	struct ddl_fconn *conn = NULL;
-	size_t nc = 0, cc = 0;
-	int rc = fp && fl && rcs ? 0 : -1;
-	struct ddl_fjob job = {r, fp, fl, NULL, 0, rcs};
+	size_t nc = 0;
+	int rc = fo && fl && rcs && first ? 0 : -1;
+	struct ddl_fjob job = {r, fo, fl, NULL, first, &sp, rcs};
 	if (!rc) {
-		ddl_parallel(np, ddl_fjob_build, &job);
+		ddl_parallel_procs(r, ddl_fjob_build, &job);
 		rc = ddl_fjob_rc(&job, np);
 	}
-	/* connections: runs of equal (peer, fd); offsets count each direction's bytes */
-	for (size_t i = 0; i < np && !rc; i++) {
-		const struct ddl_fx *v = fp[i].v;
-		size_t n = fp[i].n;
-		for (size_t j = 0; j < n && v[j].peer && !rc;) {
-			size_t k = j;
-			while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
-			       v[k].fd == v[j].fd)
-				k++;
-			if (nc == cc) {
-				size_t c2 = cc ? cc * 2 : 64;
-				struct ddl_fconn *q = realloc(conn, c2 * sizeof *q);
-				if (!q) {
-					rc = -1;
-					break;
-				}
-				conn = q;
-				cc = c2;
-			}
-			struct ddl_fconn *c = &conn[nc++];
-			*c = (struct ddl_fconn){.proc = i, .tx = &v[j], .remote = v[j].remote,
-			                        .lossy = r->procs[i].dropped > 0 || r->procs[i].truncated,
-			                        .mate = -1};
-			uint64_t off = 0;
-			size_t x = j;
-			for (; x < k && v[x].cls == DDL_CLASS_TX; x++) {
-				fp[i].v[x].off = off;
-				off += (uint64_t)v[x].bytes;
-			}
-			c->ntx = x - j;
-			c->sent = off;
-			c->rx = &v[x];
-			c->nrx = k - x;
-			off = 0;
-			for (; x < k; x++) {
-				fp[i].v[x].off = off;
-				off += v[x].peek ? 0 : (uint64_t)v[x].bytes; /* peeked bytes are read again */
-			}
-			c->recvd = off;
-			j = k;
-		}
+	/* every process's connections, in order: the index a mate is known by */
+	for (size_t i = 0; i < np && !rc; i++)
+		nc += fo[i].nconn;
+	if (!rc && nc && !(conn = malloc(nc * sizeof *conn)))
+		rc = -1;
+	for (size_t i = 0, k = 0; i < np && !rc; i++) {
+		first[i] = k;
+		for (size_t c = 0; c < fo[i].nconn; c++)
+			conn[k++] = fo[i].conn[c];
+		first[i + 1] = k;
 	}
 	if (!rc)
-		rc = ddl_fconn_pair(r, conn, nc);
+		rc = ddl_fconn_pair(r, &sp, conn, nc);
 	if (!rc) {
 		job.conn = conn;
-		job.nc = nc;
 		ddl_parallel(np, ddl_fjob_windows, &job);
 		rc = ddl_fjob_rc(&job, np);
 	}
-	for (size_t i = 0; fp && i < np; i++)
-		free(fp[i].v);
-	free(fp);
+	for (size_t i = 0; fo && i < np; i++) {
+		free(fo[i].rec);
+		free(fo[i].conn);
+	}
+	if (sp.fd >= 0)
+		close(sp.fd);
+	free(fo);
 	free(rcs);
+	free(first);
 	free(conn);
 	if (rc) {
 		ddl_flights_free(fl, np);

@@ -467,8 +467,17 @@ void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p)
 void ddl_report_gpu(struct ddl_report *r)
 {
 	ddl_comms_gather(r);
+	/* the classes ddl_proc_gpu looks at: without any, it finds nothing (and
+	 * leaves the summaries zero, as they are) */
+	uint32_t look = 1u << DDL_CLASS_HCOLL | 1u << DDL_CLASS_PHASE;
+	for (int c = DDL_CLASS_LAUNCH; c <= DDL_CLASS_DEVICE; c++)
+		look |= 1u << c;
 	for (size_t i = 0; i < r->nprocs; i++) {
+		if (!(ddl_proc_classes(&r->procs[i]) & look))
+			continue;
+		ddl_proc_hold(&r->procs[i]);
 		ddl_proc_gpu(r, &r->procs[i]);
+		ddl_proc_release(&r->procs[i]);
 		r->has_gpu |= r->procs[i].has_gpu;
 	}
 }

@@ -197,6 +197,7 @@ static int64_t ddl_proc_end_ns(const struct ddl_proc *p)
 		return INT64_MIN;
 	const struct ddl_trace *t = p->tr[p->ntr - 1];
 	int64_t end = t->nclk ? ddl_trace_real_ns(t, t->clk[t->nclk - 1].ticks) : INT64_MIN;
+	ddl_trace_hold(t);
 	for (size_t i = t->nev; i-- > 0 && i + 64 > t->nev;) {
 		const struct ddl_event *e = &t->ev[i];
 		if (e->kind == DDL_EV_ARGS || e->kind == DDL_EV_STACK || e->kind >= DDL_EV_COUNT)
@@ -205,6 +206,7 @@ static int64_t ddl_proc_end_ns(const struct ddl_proc *p)
 		if (b > end)
 			end = b;
 	}
+	ddl_trace_release(t);
 	return end;
 }
 
@@ -238,6 +240,7 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt)
 			continue;
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
+			ddl_trace_hold(t);
 			for (size_t j = 0; j < t->nev; j++) {
 				int left;
 				if (!ddl_seq_record(t, j, &left) || ddl_event_class(t->ev[j].kind) == DDL_CLASS_HWAIT)
@@ -254,6 +257,7 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt)
 					pt->bytes = a->bytes;
 				}
 			}
+			ddl_trace_release(t);
 			for (size_t j = 0; j < t->nopen; j++) {
 				const struct ddl_event *e = &t->open[2 * j];
 				const struct ddl_args *a = (const struct ddl_args *)&t->open[2 * j + 1];
@@ -336,11 +340,13 @@ void ddl_report_hang(struct ddl_report *r)
 			for (size_t c = 0; c < t->ncomms && !nomem; c++)
 				if (t->comms[c].id && !ddl_hmember_get(&v, &n, &cap, t->comms[c].key, (int)i, &t->comms[c]))
 					nomem = 1;
+			ddl_trace_hold(t);
 			for (size_t j = 0; j < t->nev && !nomem; j++) {
 				int left;
 				if (ddl_seq_record(t, j, &left))
 					nomem = ddl_hang_note(&v, &n, &cap, t, &t->ev[j], ddl_event_args(t, j), (int)i, left) < 0;
 			}
+			ddl_trace_release(t);
 			for (size_t j = 0; j < t->nopen && !nomem && k + 1 == p->ntr; j++) {
 				const struct ddl_args *a = (const struct ddl_args *)&t->open[2 * j + 1];
 				if (a->comm && !(a->flags & DDL_ARGF_LASTCOLL))
@@ -430,6 +436,7 @@ void ddl_report_hang(struct ddl_report *r)
 		/* the training thread's last recorded call */
 		const struct ddl_trace *lt = p->tr[p->ntr - 1];
 		uint32_t train = p->train_tid ? p->train_tid : p->pid;
+		ddl_trace_hold(lt);
 		for (size_t j = lt->nev; j-- > 0;) {
 			const struct ddl_event *e = &lt->ev[j];
 			int cls = ddl_event_class(e->kind);
@@ -440,6 +447,7 @@ void ddl_report_hang(struct ddl_report *r)
 			hr->last_ago_s = (double)(end - ddl_trace_real_ns(lt, e->start) - ddl_trace_dur_ns(lt, e)) / 1e9;
 			break;
 		}
+		ddl_trace_release(lt);
 		const struct ddl_trace *t = NULL;
 		const struct ddl_event *e = ddl_open_phase(p, &t);
 		if (e) {

@@ -152,8 +152,14 @@ void ddl_report_inputs(struct ddl_report *r)
 		memset(&p->in, 0, sizeof p->in);
 		if (!p->niter || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD)
 			continue; /* the job's own: ranks, or a job without ranks */
+		if (!ddl_proc_has_class(p, DDL_CLASS_PHASE) && !ddl_proc_has_class(p, DDL_CLASS_STEP))
+			continue; /* no phase, no step: none to sum (p->phases stays zero), no wait */
+		ddl_proc_hold(p);
 		ddl_proc_phases(p);
-		if (!ddl_proc_waited(p))
+		int waited = ddl_proc_waited(p);
+		if (!waited)
+			ddl_proc_release(p);
+		if (!waited)
 			continue;
 		p->in.have = 1;
 		int64_t a = p->iter[0].start_ns, b = p->iter[p->niter - 1].end_ns;
@@ -162,11 +168,14 @@ void ddl_report_inputs(struct ddl_report *r)
 			const struct ddl_proc *q = &r->procs[k];
 			if (q->role == DDL_ROLE_WORKER && q->serves_pid == p->pid && !strcmp(q->host, p->host)) {
 				p->in.workers++;
+				ddl_proc_hold(q);
 				ddl_in_batches(q, a, b, &s);
+				ddl_proc_release(q);
 			}
 		}
 		if (!p->in.workers)
 			ddl_in_batches(p, a, b, &s); /* the loader works on the training thread */
+		ddl_proc_release(p);
 		if (s.nomem)
 			p->incomplete = 1;
 		p->in.batches = s.batches;

@@ -1595,7 +1595,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		return;
 	}
 	ddl_cls(0); /* its table made here, before the threads read it */
-	ddl_parallel(r->nprocs, ddl_it_proc, &j);
+	ddl_parallel_procs(r, ddl_it_proc, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		any_steps |= (j.how[i] & DDL_IT_STEPS) != 0;

@@ -93,11 +93,15 @@ static int ddl_kernels_names(struct ddl_report *r)
 	for (size_t p = 0; p < r->nprocs; p++)
 		for (size_t k = 0; k < r->procs[p].ntr; k++) {
 			const struct ddl_trace *t = r->procs[p].tr[k];
+			if (!t->nnames || (!ddl_trace_has_class(t, DDL_CLASS_LAUNCH) &&
+			                   !ddl_trace_has_class(t, DDL_CLASS_DEVICE)))
+				continue; /* no kernel named */
 			unsigned char *seen = t->nnames ? calloc(t->nnames, 1) : NULL;
 			if (t->nnames && !seen) {
 				free(v);
 				return -1;
 			}
+			ddl_trace_hold(t);
 			for (size_t i = 0; i < t->nev; i++) {
 				uint32_t id = 0;
 				const char *s = ddl_event_kname(t, i, &id);
@@ -108,6 +112,7 @@ static int ddl_kernels_names(struct ddl_report *r)
 					size_t c = cap ? cap * 2 : 64;
 					const char **q = realloc(v, c * sizeof *q);
 					if (!q) {
+						ddl_trace_release(t);
 						free(seen);
 						free(v);
 						return -1;
@@ -117,6 +122,7 @@ static int ddl_kernels_names(struct ddl_report *r)
 				}
 				v[n++] = s;
 			}
+			ddl_trace_release(t);
 			free(seen);
 		}
 	if (n)
@@ -188,12 +194,19 @@ void ddl_report_kernels(struct ddl_report *r)
 	}
 	struct ddl_kernel unnamed = {.name = "(kernel not named)"};
 	for (size_t p = 0; p < r->nprocs; p++)
-		for (size_t k = 0; k < r->procs[p].ntr; k++)
-			if (ddl_kernels_trace(r, r->procs[p].tr[k], &unnamed) < 0) {
+		for (size_t k = 0; k < r->procs[p].ntr; k++) {
+			const struct ddl_trace *t = r->procs[p].tr[k];
+			if (!ddl_trace_has_class(t, DDL_CLASS_DEVICE))
+				continue; /* no kernel interval to charge */
+			ddl_trace_hold(t);
+			int rc = ddl_kernels_trace(r, t, &unnamed);
+			ddl_trace_release(t);
+			if (rc < 0) {
 				ddl_kernels_free(r);
 				r->incomplete = 1; /* no kernel table */
 				return;
 			}
+		}
 	if (unnamed.count)
 		r->kernels[r->nkernels++] = unnamed;
 	if (r->nkernels)

@@ -923,8 +923,11 @@ int ddl_out_chrome(const struct ddl_report *r, FILE *f)
 	}
 	fputs("},\n\"traceEvents\":[", f);
 	for (size_t i = 0; i < r->nprocs && !w.nomem; i++)
-		if (ddl_chrome_has(r, i))
+		if (ddl_chrome_has(r, i)) {
+			ddl_proc_hold(&r->procs[i]);
 			ddl_process(&w, r, i);
+			ddl_proc_release(&r->procs[i]);
+		}
 	fputs("\n]}\n", f);
 	if (w.nomem) {
 		errno = ENOMEM;

@@ -88,6 +88,7 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f)
 		const struct ddl_proc *p = &r->procs[i];
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
+			ddl_trace_hold(t);
 			for (size_t j = 0; j < t->nev; j++) {
 				const struct ddl_event *e = &t->ev[j];
 				if (ddl_event_class(e->kind) == DDL_CLASS_ARGS)
@@ -107,6 +108,7 @@ int ddl_out_dump(const struct ddl_report *r, FILE *f)
 				        e->flags & DDL_EVF_SOCKWAIT ? "[sock]" : e->flags & DDL_EVF_PEEK ? "[peek]" : "",
 				        e->fd, e->result, (double)ddl_trace_dur_ns(t, e) / 1e3, peer);
 			}
+			ddl_trace_release(t);
 		}
 	}
 	return ferror(f) ? -1 : 0;

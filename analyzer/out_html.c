@@ -872,8 +872,11 @@ static void ddl_timelines(const struct ddl_report *r, FILE *f)
 		ddl_legend(f, dev && host ? "threads:" : NULL, ddl_host_color, ddl_host_label, DDL_H_N);
 	ddl_legend(f, "last row:", ddl_part_color, ddl_part_label, 5);
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].niter)
+		if (r->procs[i].niter) {
+			ddl_proc_hold(&r->procs[i]);
 			ddl_timeline(r, &r->procs[i], f);
+			ddl_proc_release(&r->procs[i]);
+		}
 }
 
 /* ---- marker ranges and marks ---- */
@@ -969,8 +972,14 @@ static void ddl_marker_table(const struct ddl_report *r, FILE *f)
 	v[DDL_MK_NAMES].name = "(other names)";
 	size_t n = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
-		for (size_t k = 0; k < r->procs[i].ntr; k++)
-			ddl_mk_trace(r->procs[i].tr[k], v, &n);
+		for (size_t k = 0; k < r->procs[i].ntr; k++) {
+			const struct ddl_trace *t = r->procs[i].tr[k];
+			if (!ddl_trace_has_class(t, DDL_CLASS_MARK))
+				continue; /* no marker: nothing to count */
+			ddl_trace_hold(t);
+			ddl_mk_trace(t, v, &n);
+			ddl_trace_release(t);
+		}
 	if (v[DDL_MK_NAMES].ranges || v[DDL_MK_NAMES].marks)
 		n++;
 	qsort(v, n, sizeof *v, ddl_mk_cmp);

@@ -758,7 +758,9 @@ int ddl_out_sqlite(const struct ddl_report *r, const char *path, char *err, size
 	int64_t next_thread = 1, next_call = 1, next_iter = 1;
 	for (size_t i = 0; i < r->nprocs && q.rc == SQLITE_OK; i++) {
 		ddl_sq_process(&q, r, i);
+		ddl_proc_hold(&r->procs[i]);
 		ddl_sq_events(&q, r, i, &next_thread, &next_call);
+		ddl_proc_release(&r->procs[i]);
 		ddl_sq_iterations(&q, &r->procs[i], i, &next_iter);
 	}
 	ddl_sq_comms(&q, r);

@@ -55,3 +55,51 @@ void ddl_parallel(size_t n, void (*fn)(void *arg, size_t i), void *arg)
 	for (size_t i = 0; i < made; i++)
 		pthread_join(th[i], NULL);
 }
+
+void ddl_proc_hold(const struct ddl_proc *p)
+{
+	for (size_t k = 0; k < p->ntr; k++)
+		ddl_trace_hold(p->tr[k]);
+}
+
+int ddl_proc_has_class(const struct ddl_proc *p, int cls)
+{
+	for (size_t k = 0; k < p->ntr; k++)
+		if (ddl_trace_has_class(p->tr[k], cls))
+			return 1;
+	return 0;
+}
+
+uint32_t ddl_proc_classes(const struct ddl_proc *p)
+{
+	uint32_t m = 0;
+	for (size_t k = 0; k < p->ntr; k++)
+		m |= p->tr[k]->lazy ? p->tr[k]->classes : UINT32_MAX;
+	return m;
+}
+
+void ddl_proc_release(const struct ddl_proc *p)
+{
+	for (size_t k = 0; k < p->ntr; k++)
+		ddl_trace_release(p->tr[k]);
+}
+
+struct ddl_parp {
+	const struct ddl_report *r;
+	void (*fn)(void *, size_t);
+	void *arg;
+};
+
+static void ddl_parp_one(void *v, size_t i)
+{
+	struct ddl_parp *q = v;
+	ddl_proc_hold(&q->r->procs[i]);
+	q->fn(q->arg, i);
+	ddl_proc_release(&q->r->procs[i]);
+}
+
+void ddl_parallel_procs(const struct ddl_report *r, void (*fn)(void *arg, size_t i), void *arg)
+{
+	struct ddl_parp q = {r, fn, arg};
+	ddl_parallel(r->nprocs, ddl_parp_one, &q);
+}

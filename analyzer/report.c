@@ -14,6 +14,7 @@
  * thing to profile.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -123,6 +124,13 @@ int main(int argc, char **argv)
 	char err[1024];
 	int quiet = 0, force = 0, c, warmup = 5, names_given = 0;
 	const char *ranks = NULL; /* --ranks, --iterations: --chrome's window */
+	/* every stage holds the events it reads: they are read again from the
+	 * files as needed, and memory does not grow with them (trace_events.c) */
+	ddl_traceset_lazy = 1;
+	/* big arrays (a process's events, its socket records) mapped and given
+	 * back whole when freed: glibc would otherwise raise its threshold
+	 * after the first and keep later ones in a heap that never shrinks */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	long it_a = -1, it_b = -1;
 	char *end;
 	const char *P = "ddlprof-report";
@@ -162,6 +170,18 @@ int main(int argc, char **argv)
 				return ddl_cli_usage(P, "--threads '%s': a whole number from 1 to %d", optarg,
 				                     DDL_THREADS_MAX);
 			ddl_report_threads = (int)n;
+			break;
+		}
+		case DDL_REPORT_O_MEMORY: {
+			errno = 0;
+			unsigned long long n = strtoull(optarg, &end, 10);
+			int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+			if (shift)
+				end++;
+			if (*end || end == optarg || errno || *optarg == '-' || n > (1ull << 40) >> shift)
+				return ddl_cli_usage(P, "--memory '%s': a size in bytes up to 1024G, with k, M or G "
+				                     "for 1024s", optarg);
+			ddl_events_budget = (size_t)(n << shift);
 			break;
 		}
 		case DDL_REPORT_O_RANKS:
@@ -286,7 +306,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct ddl_report rep;
-	struct ddl_analysis an = {bw, iter_names, names_given, data_names, warmup, 1, baseline, &prog};
+	struct ddl_analysis an = {bw, iter_names, names_given, data_names, warmup, 1, baseline, &prog,
+	                          !strcmp(format, "html")};
 	int arc = ddl_report_analyze(&rep, &set, run, &an, err, sizeof err);
 	if (arc < 0) {
 		fprintf(stderr, "ddlprof-report: %s\n", err);
@@ -294,9 +315,14 @@ int main(int argc, char **argv)
 		ddl_traceset_free(&set);
 		return arc == DDL_ANALYZE_USAGE ? 2 : 1;
 	}
+	/* the problems said, per trace: an output that reads a trace again may
+	 * find it changed, and that is said after it (below) */
+	int *said = calloc(set.n ? set.n : 1, sizeof *said);
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];
+			if (said)
+				said[t - set.t] = t->nproblems;
 			for (int j = 0; j < t->nproblems; j++)
 				fprintf(stderr, "ddlprof-report: %s%s\n", t->problems[j],
 				        t->corrupt || t->incomplete ? ""
@@ -344,6 +370,16 @@ int main(int argc, char **argv)
 	}
 	if (sqlite && ddl_write_sqlite(&rep, sqlite, force) != 0)
 		status = 1;
+	int reread = 0; /* traces whose events could not be read again */
+	for (size_t i = 0; i < rep.nprocs; i++)
+		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
+			const struct ddl_trace *t = rep.procs[i].tr[k];
+			reread |= t->ev_zeros == 1;
+			for (int j = said ? said[t - set.t] : t->nproblems; j < t->nproblems; j++)
+				fprintf(stderr, "ddlprof-report: %s\n", t->problems[j]);
+			rep.incomplete |= t->incomplete;
+		}
+	free(said);
 	/* The CI gate, after the report is written: exit 3 when it trips; a
 	 * report short of what the traces hold passes no gate (exit 4). */
 	int tripped = 0;
@@ -352,8 +388,9 @@ int main(int argc, char **argv)
 	if (tripped && status == 0)
 		status = 3;
 	if (rep.incomplete) {
-		fprintf(stderr, "ddlprof-report: out of memory: the report is incomplete (exit status %d%s)\n",
-		        status == 1 ? 1 : 4, nfail ? "; --fail-if not judged" : "");
+		fprintf(stderr, "ddlprof-report: %s: the report is incomplete (exit status %d%s)\n",
+		        reread ? "traces changed while they were read" : "out of memory", status == 1 ? 1 : 4,
+		        nfail ? "; --fail-if not judged" : "");
 		if (status != 1)
 			status = 4;
 	}

@@ -225,7 +225,8 @@ struct ddl_proc {
 	 * by the part the breakdown gave them, in time order, end to end
 	 * (NULL when it was not split) */
 	size_t shown;
-	struct ddl_piece *pieces;
+	struct ddl_piece *pieces;   /* only with r->timelines: they grow with the events of
+	                             * an iteration, which a long ring has many of */
 	size_t npieces;
 	uint32_t train_tid;   /* the thread the iterations are on (the main thread when not known) */
 	double iter_mean_s;
@@ -411,6 +412,7 @@ struct ddl_report {
 	int iteration_names_given;    /* by --iteration-name: markers before steps */
 	const char *data_names;       /* marker ranges that are data loading */
 	int warmup;
+	int timelines;                /* ddl_analysis.timelines: pieces are kept */
 	/* --chrome's window (report.c): --ranks LIST (NULL all), --iterations
 	 * A:B (A -1: all), as ddl_chrome_window checked them */
 	const char *chrome_ranks;
@@ -500,6 +502,8 @@ struct ddl_analysis {
 	int measure;                  /* measured against predicted (--perturb-net runs) */
 	const char *baseline;         /* --baseline, NULL: the run's own traces */
 	struct ddl_progress *progress; /* NULL: none shown */
+	int timelines;                /* the HTML's timelines will be drawn: keep each
+	                               * process's pieces of its shown iteration */
 };
 enum {
 	DDL_ANALYZE_NOMEM = -1, /* out of memory */
@@ -532,6 +536,18 @@ void ddl_report_breakdown(struct ddl_report *r);
 extern int ddl_report_threads; /* --threads; 0: the CPUs this process may run on */
 int ddl_parallel_threads(void);
 void ddl_parallel(size_t n, void (*fn)(void *arg, size_t i), void *arg);
+/* The same over R's processes, each process's events held (ddl_proc_hold)
+ * while FN runs on it. */
+void ddl_parallel_procs(const struct ddl_report *r, void (*fn)(void *arg, size_t i), void *arg);
+/* Holds (and releases) the events of every trace of P (trace_read.h): a
+ * stage reads a process's events only between the two. */
+void ddl_proc_hold(const struct ddl_proc *p);
+void ddl_proc_release(const struct ddl_proc *p);
+/* Whether some trace of P may hold events of class CLS (ddl_trace_has_class):
+ * a stage that looks only at some classes need not hold P without them. */
+int ddl_proc_has_class(const struct ddl_proc *p, int cls);
+/* The classes P may hold, 1 << class each (all for a trace not lazy). */
+uint32_t ddl_proc_classes(const struct ddl_proc *p);
 /* Appends [A, B) of part PART to P's pieces of its shown iteration,
  * joining it to the last when that is of the same part and ends at A
  * (breakdown.c); 0, or -1 without memory (the pieces are then dropped and P

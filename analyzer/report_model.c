@@ -322,14 +322,12 @@ const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, 
 	return buf;
 }
 
-/* The roles (above); then only ranks keep a rank. */
-static void ddl_report_roles(struct ddl_report *r)
+/* The roles (above), by ACTIVE (ddl_proc_active of each process; NULL
+ * when memory ran out); then only ranks keep a rank. */
+static void ddl_report_roles(struct ddl_report *r, const char *active)
 {
-	char *active = calloc(r->nprocs + 1, 1);
 	if (!active)
 		r->incomplete = 1; /* a launcher may be taken for a rank */
-	for (size_t i = 0; active && i < r->nprocs; i++)
-		active[i] = (char)ddl_proc_active(&r->procs[i]);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
 		const struct ddl_trace *last = p->tr[p->ntr - 1];
@@ -376,7 +374,6 @@ static void ddl_report_roles(struct ddl_report *r)
 			}
 		}
 	}
-	free(active);
 	r->nranks = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
@@ -442,11 +439,16 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 		if (en > p->end_real_ns)
 			p->end_real_ns = en;
 	}
+	char *active = calloc(r->nprocs + 1, 1);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
 		p->command = ddl_trace_meta(p->tr[p->ntr - 1], "cmdline");
 		ddl_proc_name(p);
+		ddl_proc_hold(p);
 		ddl_proc_fill(p);
+		if (active)
+			active[i] = (char)ddl_proc_active(p);
+		ddl_proc_release(p);
 		r->truncated |= p->truncated;
 		r->corrupt |= p->corrupt;
 		if (p->start_real_ns < r->start_real_ns)
@@ -467,7 +469,8 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 			seen = (!any || r->procs[k].events) && !strcmp(r->procs[k].host, p->host);
 		r->nhosts += !seen;
 	}
-	ddl_report_roles(r);
+	ddl_report_roles(r, active);
+	free(active);
 	qsort(r->procs, r->nprocs, sizeof *r->procs, ddl_cmp_proc);
 	return 0;
 }

@@ -209,9 +209,15 @@ void ddl_report_stragglers(struct ddl_report *r)
 		floor_s = r->iter_mean_s * 0.05;
 	struct ddl_cend *v = NULL;
 	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < np; i++)
+	for (size_t i = 0; i < np; i++) {
+		if (!ddl_proc_has_class(&r->procs[i], DDL_CLASS_COLL) &&
+		    !ddl_proc_has_class(&r->procs[i], DDL_CLASS_HCOLL))
+			continue; /* no collective: no ends */
+		ddl_proc_hold(&r->procs[i]);
 		if (ddl_proc_ends(&r->procs[i], 0, (int)i, &v, &n, &cap) < 0)
 			r->incomplete = 1; /* fewer collectives compared */
+		ddl_proc_release(&r->procs[i]);
+	}
 	if (!n) {
 		free(v);
 		return;

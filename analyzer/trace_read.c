@@ -762,6 +762,8 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 
 static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
                               ddl_events_fn cb, void *ctx, int fd, char *err, size_t errlen);
+static int ddl_trace_open_parse(const char *path, size_t limit, struct ddl_trace *t, ddl_events_fn cb,
+                                void *ctx, struct ddl_event *seed, size_t seedcap, char *err, size_t errlen);
 
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen)
 {
@@ -771,7 +773,29 @@ int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errl
 int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, void *ctx, char *err,
                      size_t errlen)
 {
+	return ddl_trace_read_upto(path, SIZE_MAX, t, cb, ctx, err, errlen);
+}
+
+int ddl_trace_read_upto(const char *path, size_t limit, struct ddl_trace *t, ddl_events_fn cb,
+                        void *ctx, char *err, size_t errlen)
+{
+	return ddl_trace_open_parse(path, limit, t, cb, ctx, NULL, 0, err, errlen);
+}
+
+int ddl_trace_read_into(const char *path, size_t limit, struct ddl_trace *t, struct ddl_event *buf,
+                        size_t cap, char *err, size_t errlen)
+{
+	return ddl_trace_open_parse(path, limit, t, NULL, NULL, buf, cap, err, errlen);
+}
+
+/* The file's parse, the events read into SEED (SEEDCAP of room, malloc's,
+ * grown if need be) when it is not NULL. */
+static int ddl_trace_open_parse(const char *path, size_t limit, struct ddl_trace *t, ddl_events_fn cb,
+                                void *ctx, struct ddl_event *seed, size_t seedcap, char *err, size_t errlen)
+{
 	memset(t, 0, sizeof *t);
+	t->ev = seed; /* T's from here, however the read ends */
+	t->cap_ev = seedcap;
 	/* O_NONBLOCK: a FIFO named like a trace must not hang the open (it is
 	 * refused below, as anything but a regular file is) */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -785,7 +809,7 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
 		t->path = strdup(path);
 		return ddl_fail(err, errlen, path, "not a regular file");
 	}
-	size_t size = (size_t)st.st_size;
+	size_t size = (size_t)st.st_size < limit ? (size_t)st.st_size : limit;
 	if (size == 0) {
 		close(fd);
 		t->path = strdup(path);
@@ -800,6 +824,9 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
 	/* the kernel reads ahead: the chunks are visited once, in order */
 	madvise((void *)m, size, MADV_SEQUENTIAL);
 	int rc = ddl_trace_parse_cb(m, size, path, t, cb, ctx, fd, err, errlen); /* fd: to skip holes */
+	t->file_size = size;
+	t->file_dev = (uint64_t)st.st_dev;
+	t->file_ino = (uint64_t)st.st_ino;
 	munmap((void *)m, size);
 	close(fd);
 	return rc;
@@ -808,6 +835,7 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
 int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
                     size_t errlen)
 {
+	memset(t, 0, sizeof *t);
 	return ddl_trace_parse_cb(buf, size, name, t, NULL, NULL, -1, err, errlen);
 }
 
@@ -821,7 +849,11 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 {
 	const unsigned char *m = buf;
 	const char *path = name;
+	struct ddl_event *seed = t->ev;
+	size_t seedcap = t->cap_ev;
 	memset(t, 0, sizeof *t);
+	t->ev = seed;
+	t->cap_ev = seedcap;
 	t->on_events = cb;
 	t->on_events_ctx = ctx;
 	t->path = strdup(name);
@@ -962,7 +994,10 @@ void ddl_trace_free(struct ddl_trace *t)
 	free(t->peers);
 	free(t->threads);
 	free(t->meta);
-	free(t->ev);
+	if (t->ev_zeros && t->ev)
+		munmap(t->ev, t->nev * sizeof *t->ev);
+	else
+		free(t->ev);
 	free(t->open);
 	free(t->clk);
 	free(t->path);

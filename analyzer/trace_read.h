@@ -100,6 +100,17 @@ struct ddl_trace {
 	int64_t align_ns;          /* added to real-time readings: the host's clock
 	                            * offset found by aligning the run (0 as read) */
 	int run;                   /* its run in a trace set (trace_set.c), -1 none */
+	/* events on demand (trace_events.c): a trace read lazily keeps only
+	 * their count, nev, and reads them again from the file while held */
+	int lazy;
+	unsigned pins;             /* holds outstanding */
+	int loading;               /* a thread is reading them */
+	int ev_zeros;              /* ev maps zeros: they could not be read again (1: the
+	                            * file changed, 2: memory ran out) */
+	uint64_t used;             /* when last released, for eviction */
+	uint32_t classes;          /* a lazy read: 1 << class of each event class it holds */
+	size_t file_size;          /* the bytes of the file the first read covered */
+	uint64_t file_dev, file_ino;
 };
 
 /*
@@ -121,6 +132,41 @@ int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, vo
 int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_trace *t, char *err,
                     size_t errlen);
 void ddl_trace_free(struct ddl_trace *t);
+
+/*
+ * Events on demand (trace_events.c). A lazy trace (ddl_traceset_lazy) holds
+ * its events in t->ev only between ddl_trace_hold and the matching
+ * ddl_trace_release (holds nest, from any thread); t->nev is always
+ * there. Released traces stay in memory until the events of all of them
+ * pass ddl_events_budget bytes, then the least recently used go, to be
+ * read again from their files when next held (the first read's bytes only:
+ * a file that grew is read as it was). Events that cannot be read again
+ * (the file gone or changed, no memory) read as zeros, of no kind, and the
+ * trace is marked incomplete with the reason among its problems. For a
+ * trace that is not lazy both are nothing.
+ */
+void ddl_trace_hold(const struct ddl_trace *t);
+void ddl_trace_release(const struct ddl_trace *t);
+/* Whether T may hold events of class CLS: always for a trace not lazy. */
+static inline int ddl_trace_has_class(const struct ddl_trace *t, int cls)
+{
+	return !t->lazy || (t->classes >> cls & 1u);
+}
+extern size_t ddl_events_budget;    /* bytes; default DDL_EVENTS_BUDGET */
+#define DDL_EVENTS_BUDGET ((size_t)256 << 20)
+extern _Atomic unsigned long ddl_events_rereads; /* events read again, for tests and benchmarks */
+/* Lazy traces T[0..N) take part in eviction (once loaded: the array no
+ * longer moves), and leave it before they are freed. */
+void ddl_events_register(struct ddl_trace *t, size_t n);
+void ddl_events_unregister(struct ddl_trace *t, size_t n);
+/* Reads PATH's first SIZE bytes (SIZE_MAX: all) into T as ddl_trace_read
+ * does, and notes the size and file in T (file_size, file_dev, file_ino). */
+int ddl_trace_read_upto(const char *path, size_t size, struct ddl_trace *t, ddl_events_fn cb,
+                        void *ctx, char *err, size_t errlen);
+/* The same, the events read into BUF (CAP events of room, from malloc;
+ * NULL: none), which T owns from then on however the read ends. */
+int ddl_trace_read_into(const char *path, size_t size, struct ddl_trace *t, struct ddl_event *buf,
+                        size_t cap, char *err, size_t errlen);
 
 /*
  * Bounds on what the reader hands out, whatever the file says: the header's

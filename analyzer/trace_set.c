@@ -30,6 +30,19 @@ static void ddl_add_error(struct ddl_traceset *s, const char *msg)
 }
 
 struct ddl_progress *ddl_traceset_progress;
+int ddl_traceset_lazy;
+
+/* A lazy read's events are only counted (and checked as a full read
+ * checks them), and their classes noted. */
+static int ddl_count_only(void *ctx, const struct ddl_trace *t, const struct ddl_event *ev, size_t n)
+{
+	(void)ctx;
+	uint32_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c |= 1u << (ddl_event_class(ev[i].kind) & 31);
+	((struct ddl_trace *)t)->classes |= c; /* the trace being read */
+	return 0;
+}
 static uint64_t ddl_progress_events;
 
 /* Whether PATH is a file read already (by device and inode); else notes it. */
@@ -63,12 +76,21 @@ static void ddl_add_file(struct ddl_traceset *s, const char *path)
 		return;
 	}
 	s->t = t;
-	if (ddl_trace_read(path, &s->t[s->n], err, sizeof err) < 0) {
+	int rc = ddl_traceset_lazy ? ddl_trace_stream(path, &s->t[s->n], ddl_count_only, NULL, err, sizeof err)
+	                           : ddl_trace_read(path, &s->t[s->n], err, sizeof err);
+	if (rc < 0) {
 		if (!s->t[s->n].path)
 			s->incomplete = 1; /* memory ran out before the file was looked at */
 		ddl_trace_free(&s->t[s->n]);
 		ddl_add_error(s, err);
 		return;
+	}
+	if (ddl_traceset_lazy) {
+		struct ddl_trace *u = &s->t[s->n];
+		u->nev = u->nstreamed;
+		u->nstreamed = 0;
+		u->on_events = NULL;
+		u->lazy = 1;
 	}
 	ddl_progress_events += s->t[s->n].nev;
 	s->n++;
@@ -130,13 +152,17 @@ static int64_t ddl_trace_end_real(const struct ddl_trace *t)
 		if (e > end)
 			end = e;
 	}
-	for (size_t i = 0; t->truncated && i < t->nev; i++) {
+	if (!t->truncated)
+		return end;
+	ddl_trace_hold(t);
+	for (size_t i = 0; i < t->nev; i++) {
 		if (ddl_event_class(t->ev[i].kind) == DDL_CLASS_ARGS)
 			continue;
 		int64_t e = ddl_trace_real_ns(t, t->ev[i].start) + ddl_trace_dur_ns(t, &t->ev[i]);
 		if (e > end)
 			end = e;
 	}
+	ddl_trace_release(t);
 	return end;
 }
 
@@ -260,6 +286,7 @@ int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, ch
 			return -1;
 		}
 	}
+	ddl_events_register(s->t, s->n); /* the array moves no more */
 	if (ddl_group_runs(s) < 0) {
 		snprintf(err, errlen, "out of memory grouping the traces into runs");
 		return -1;
@@ -285,6 +312,7 @@ const struct ddl_run *ddl_traceset_run(const struct ddl_traceset *s, const char 
 
 void ddl_traceset_free(struct ddl_traceset *s)
 {
+	ddl_events_unregister(s->t, s->n);
 	for (size_t i = 0; i < s->n; i++)
 		ddl_trace_free(&s->t[i]);
 	for (size_t i = 0; i < s->nerrors; i++)

@@ -58,6 +58,9 @@ static inline int ddl_run_has(const struct ddl_traceset *s, const struct ddl_run
 	return t->run >= 0 && (size_t)t->run < s->nruns && &s->runs[t->run] == run;
 }
 void ddl_traceset_free(struct ddl_traceset *s);
+/* When set, traces are loaded lazily: their events are read again when
+ * held (ddl_trace_hold), not kept (trace_events.c). */
+extern int ddl_traceset_lazy;
 /* When set, loading shows its progress there (progress.h). */
 struct ddl_progress;
 extern struct ddl_progress *ddl_traceset_progress;

@@ -5,9 +5,11 @@
 # clock) and its peak resident memory, with 1 thread and with the default
 # (--threads: the machine's CPUs), against the streaming reader's rate on
 # the same files in the same run (bench/readspeed: what reading alone
-# costs). Medians of RUNS runs (default 3).
+# costs); and the peak with --memory 0 (no events kept but those being
+# worked on: what the model itself costs). Medians of RUNS runs (default 3).
 #
-#   bench/report_scale.sh [RANKS:EVENTS_PER_RANK ...]   default 2:1000000 128:100000 1024:10000
+#   bench/report_scale.sh [RANKS:EVENTS_PER_RANK ...]
+#   default 2:1000000 128:100000 1024:10000 1024:100000
 #
 # B names the build folder (build). Needs /usr/bin/time (GNU time) for
 # the peak memory; without it the memory column says '?'.
@@ -17,7 +19,7 @@ B=${B:-build}
 RUNS=${RUNS:-3}
 T=$(mktemp -d /tmp/ddlscale.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-[ $# -gt 0 ] || set -- 2:1000000 128:100000 1024:10000
+[ $# -gt 0 ] || set -- 2:1000000 128:100000 1024:10000 1024:100000
 med() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 have_time=0
 [ -x /usr/bin/time ] && /usr/bin/time -f %M true >/dev/null 2>&1 && have_time=1
@@ -38,8 +40,8 @@ one() {
 }
 
 echo "-- ddlprof-report at scale (bench/bigtrace's socket job; $(nproc) CPUs; medians of $RUNS)"
-printf '   %6s %11s %12s | %-28s | %-28s | %s\n' ranks events "trace MB" \
-	"1 thread: events/s, peak" "$(nproc) threads: events/s, peak" "reader alone (streaming)"
+printf '   %6s %11s %12s | %-28s | %-28s | %-13s | %s\n' ranks events "trace MB" \
+	"1 thread: events/s, peak" "$(nproc) threads: events/s, peak" "--memory 0" "reader alone (streaming)"
 for spec in "$@"; do
 	ranks=${spec%%:*}
 	per=${spec#*:}
@@ -63,7 +65,12 @@ for spec in "$@"; do
 	done
 	rate() { awk -v n="$total" -v s="$(med <"$1")" 'BEGIN {printf "%.3g events/s", (s > 0 ? n / s : 0)}'; }
 	mem() { m=$(med <"$1" 2>/dev/null || echo '?'); [ "$m" = '?' ] && echo '?' || echo "$((${m%.*} / 1024)) MB"; }
+	m0='?'
+	if [ $have_time = 1 ]; then
+		set -- $(one $B/bin/ddlprof-report -q --json --memory 0 "$T/d")
+		m0="$(($2 / 1024)) MB"
+	fi
 	reader=$($B/bench/readspeed 3 "$T"/d/*.ddlt | awk '{for (i = 1; i < NF; i += 2) if ($i == "stream_events_per_s") printf "%.3g events/s", $(i + 1)}')
-	printf '   %6d %11d %12d | %-28s | %-28s | %s\n' "$ranks" "$total" "$mb" \
-		"$(rate "$T/s1") ($(mem "$T/m1"))" "$(rate "$T/s0") ($(mem "$T/m0"))" "$reader"
+	printf '   %6d %11d %12d | %-28s | %-28s | %-13s | %s\n' "$ranks" "$total" "$mb" \
+		"$(rate "$T/s1") ($(mem "$T/m1"))" "$(rate "$T/s0") ($(mem "$T/m0"))" "$m0" "$reader"
 done

@@ -725,3 +725,84 @@ int test_reader_clock(void)
 	trm(dir);
 	return DDL_PASS;
 }
+
+/* Whether every event of T reads as zeros (no kind). */
+static int ddl_all_zeros(const struct ddl_trace *t)
+{
+	for (size_t i = 0; i < t->nev; i++)
+		if (t->ev[i].kind || t->ev[i].start)
+			return 0;
+	return 1;
+}
+
+/*
+ * Events on demand (trace_events.c), what keeps ddlprof-report's memory
+ * from growing with the events: a lazy set holds a trace's events only
+ * while it is held; with a budget of 0 released events go at once and are
+ * read again when held, the same bytes; a file that changed in between
+ * (cut shorter, replaced) reads as no events, the trace incomplete and
+ * the reason, naming the file, among its problems.
+ */
+int test_reader_events_on_demand(void)
+{
+	char *dir = tmpdir(), *dir2 = tmpdir(), err[256];
+	char *path = ddl_make_trace(dir, "roundtrip", NULL);
+	char *other = ddl_make_trace(dir2, "roundtrip", NULL);
+	CHECK(path && other, "no trace made");
+	size_t size;
+	unsigned char *m = ddl_slurp(path, &size);
+	struct ddl_trace full;
+	CHECK(ddl_trace_read(path, &full, err, sizeof err) == 0, "%s", err);
+	CHECK(full.nev > RT_N, "%zu events", full.nev);
+	size_t budget = ddl_events_budget;
+	ddl_events_budget = 0;
+	char *paths[] = {dir};
+	for (int change = 0; change < 2; change++) {
+		struct ddl_traceset s;
+		ddl_traceset_lazy = 1;
+		int rc = ddl_traceset_load(&s, paths, 1, err, sizeof err);
+		ddl_traceset_lazy = 0;
+		CHECK(rc == 0 && s.n == 1, "load: %s", err);
+		struct ddl_trace *t = &s.t[0];
+		CHECK(t->lazy && !t->ev && t->nev == full.nev, "lazy: events %p, %zu of %zu", (void *)t->ev, t->nev,
+		      full.nev);
+		CHECK(ddl_trace_has_class(t, DDL_CLASS_TX) && !ddl_trace_has_class(t, DDL_CLASS_DEVICE),
+		      "classes %#x", t->classes);
+		unsigned long reads = ddl_events_rereads;
+		for (int round = 0; round < 2; round++) {
+			ddl_trace_hold(t);
+			ddl_trace_hold(t); /* holds nest */
+			CHECK(t->ev && !memcmp(t->ev, full.ev, full.nev * sizeof *full.ev), "round %d: other events",
+			      round);
+			ddl_trace_release(t);
+			CHECK(t->ev != NULL, "round %d: gone while still held", round);
+			ddl_trace_release(t);
+			CHECK(!t->ev, "round %d: kept past a budget of 0", round);
+		}
+		CHECK(ddl_events_rereads - reads == 2, "%lu reads for 2 holds", ddl_events_rereads - reads);
+		if (change == 0) {
+			CHECK(truncate(path, (off_t)size / 2) == 0, "truncate: %s", strerror(errno));
+		} else {
+			CHECK(rename(other, path) == 0, "rename: %s", strerror(errno));
+		}
+		ddl_trace_hold(t);
+		const char *why = change ? "the file was replaced" : "the file was cut shorter";
+		CHECK(t->ev && t->ev_zeros && ddl_all_zeros(t) && t->incomplete, "%s: events still read", why);
+		CHECK(t->nproblems == 1 && strstr(t->problems[0], path) && strstr(t->problems[0], why),
+		      "%d problems: %s", t->nproblems, t->nproblems ? t->problems[0] : "");
+		ddl_trace_release(t);
+		ddl_trace_hold(t); /* the zeros stay: not read again, nor said twice */
+		CHECK(t->ev_zeros && t->nproblems == 1, "zeros %d, %d problems", t->ev_zeros, t->nproblems);
+		ddl_trace_release(t);
+		ddl_traceset_free(&s);
+		ddl_spit(path, m, size); /* as it was */
+	}
+	ddl_events_budget = budget;
+	ddl_trace_free(&full);
+	free(m);
+	free(path);
+	free(other);
+	trm(dir);
+	trm(dir2);
+	return DDL_PASS;
+}

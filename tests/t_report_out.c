@@ -983,7 +983,10 @@ static int ddl_num_cmp(const void *a, const void *b)
  * The per-process stages run on several threads (analyzer/parallel.c);
  * the report is the same byte for byte with 1 thread or many, in every
  * format: on bench/bigtrace's 24 ranks, on tcpring's real traces and, where
- * ddlsynth was built, on a GPU job of the emulation.
+ * ddlsynth was built, on a GPU job of the emulation. So it is with
+ * --memory 0, where every stage and output reads the events it holds
+ * again from the files, and the socket records of the traffic in flight
+ * go through the spill file (analyzer/trace_events.c, flight.c).
  */
 int test_report_threads_identical(void)
 {
@@ -1005,18 +1008,22 @@ int test_report_threads_identical(void)
 		CHECK(ddl_profile(gpu, s) == 0, "ddlsynth");
 		dirs[2] = gpu;
 	}
-	const char *fmts[] = {NULL, "--json", "--html", "--csv", "--chrome"};
+	const char *fmts[] = {NULL, "--json", "--html", "--csv", "--chrome", "--dump"};
 	for (int d = 0; d < 3 && dirs[d]; d++)
 		for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
-			char *one, *many;
+			char *one, *many, *none;
 			int st1 = ddl_report_run(dirs[d], "--threads=1", fmts[k], &one);
 			int st7 = ddl_report_run(dirs[d], "--threads=7", fmts[k], &many);
-			CHECK(st1 == 0 && st7 == 0 && one && many && *one, "%s %s: no report", dirs[d],
-			      fmts[k] ? fmts[k] : "text");
+			int st0 = ddl_report_run(dirs[d], "--memory=0", fmts[k], &none);
+			CHECK(st1 == 0 && st7 == 0 && st0 == 0 && one && many && none && *one, "%s %s: no report",
+			      dirs[d], fmts[k] ? fmts[k] : "text");
 			CHECK(!strcmp(one, many), "%s %s: 7 threads give another report than 1 (%zu and %zu bytes)",
 			      dirs[d], fmts[k] ? fmts[k] : "text", strlen(one), strlen(many));
+			CHECK(!strcmp(one, none), "%s %s: --memory 0 gives another report (%zu and %zu bytes)",
+			      dirs[d], fmts[k] ? fmts[k] : "text", strlen(one), strlen(none));
 			free(one);
 			free(many);
+			free(none);
 		}
 	trm(dir);
 	free(dir);

@@ -96,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (run) {
 		struct ddl_report rep;
 		struct ddl_analysis an = {size & 1 ? "machine=100,rack=25,cluster=10" : NULL,
-		                          "*step*,*iter*", 0, "data*", (int)(size % 3), 1, NULL, NULL};
+		                          "*step*,*iter*", 0, "data*", (int)(size % 3), 1, NULL, NULL, 1};
 		int rc = ddl_report_analyze(&rep, &set, run, &an, err, sizeof err);
 		if (rc == DDL_ANALYZE_NOMEM || rc == DDL_ANALYZE_USAGE)
 			abort();

@@ -1,0 +1,226 @@
+/*
+ * Events on demand: what keeps the report's memory from growing with the
+ * events of the traces it reads (DESIGN.md section 7, the memory model).
+ * A lazy trace is read once to check it and learn everything but its
+ * events (strings, clock samples, the count of events), and its events
+ * are read again from the file, checked the same way, whenever a stage
+ * of the analysis or an output holds it. Held traces stay; released ones
+ * stay too until the events in memory pass the budget, when the least
+ * recently released go. A job with fewer events than the budget is read
+ * twice in all; a larger one is read again by each stage that goes over
+ * its processes, one process (a thread's) at a time.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "trace_read.h"
+
+size_t ddl_events_budget = DDL_EVENTS_BUDGET;
+_Atomic unsigned long ddl_events_rereads;
+
+static pthread_mutex_t ddl_ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ddl_ev_cv = PTHREAD_COND_INITIALIZER;
+static struct ddl_trace **ddl_ev_all; /* the registered lazy traces */
+static size_t ddl_ev_n, ddl_ev_cap;
+static size_t ddl_ev_resident;        /* bytes of their events in memory */
+static uint64_t ddl_ev_clock;
+/* Arrays of evicted events, for the next reads to fill: a stage goes
+ * over the processes one a thread at a time, and an array given back
+ * and mapped anew would be cleared by the kernel each time. */
+enum { DDL_EV_POOL = 4 };
+static struct {
+	struct ddl_event *v;
+	size_t cap;
+} ddl_ev_pool[DDL_EV_POOL];
+static int ddl_ev_npool;
+
+void ddl_events_register(struct ddl_trace *t, size_t n)
+{
+	pthread_mutex_lock(&ddl_ev_mu);
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].lazy)
+			continue;
+		if (ddl_ev_n == ddl_ev_cap) {
+			size_t c = ddl_ev_cap ? ddl_ev_cap * 2 : 256;
+			struct ddl_trace **q = realloc(ddl_ev_all, c * sizeof *q);
+			if (!q) {
+				/* not evicted, then: held events stay, which costs
+				 * memory but never a result */
+				t[i].lazy = 2;
+				continue;
+			}
+			ddl_ev_all = q;
+			ddl_ev_cap = c;
+		}
+		ddl_ev_all[ddl_ev_n++] = &t[i];
+	}
+	pthread_mutex_unlock(&ddl_ev_mu);
+}
+
+void ddl_events_unregister(struct ddl_trace *t, size_t n)
+{
+	pthread_mutex_lock(&ddl_ev_mu);
+	size_t m = 0;
+	for (size_t i = 0; i < ddl_ev_n; i++) {
+		struct ddl_trace *u = ddl_ev_all[i];
+		if (u >= t && u < t + n) {
+			if (u->ev && !u->ev_zeros)
+				ddl_ev_resident -= u->nev * sizeof *u->ev;
+			continue;
+		}
+		ddl_ev_all[m++] = u;
+	}
+	ddl_ev_n = m;
+	if (!m) {
+		for (int i = 0; i < ddl_ev_npool; i++)
+			free(ddl_ev_pool[i].v);
+		ddl_ev_npool = 0;
+		free(ddl_ev_all);
+		ddl_ev_all = NULL;
+		ddl_ev_cap = 0;
+	}
+	pthread_mutex_unlock(&ddl_ev_mu);
+}
+
+/* Notes WHY among T's problems, and marks T incomplete; under the lock. */
+static void ddl_ev_problem(struct ddl_trace *t, const char *why)
+{
+	t->incomplete = 1;
+	if (t->nproblems >= DDL_READ_MAX_PROBLEMS)
+		return;
+	char buf[600];
+	snprintf(buf, sizeof buf, "%s: its events could not be read again for the analysis (%s)", t->path,
+	         why);
+	char *p = strdup(buf);
+	if (p)
+		t->problems[t->nproblems++] = p;
+}
+
+/* T's events read again (T is marked loading, and this runs outside the
+ * lock); NULL with WHY (ERR bytes) when they could not be. */
+static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event *buf, size_t cap,
+                                     size_t *got, int *nomem, char *why, size_t n)
+{
+	struct ddl_trace again;
+	char err[512];
+	struct ddl_event *ev = NULL;
+	atomic_fetch_add(&ddl_events_rereads, 1);
+	if (!buf && (buf = malloc(t->nev * sizeof *buf))) /* as many as the first read found */
+		cap = t->nev;
+	*nomem = 0;
+	if (ddl_trace_read_into(t->path, t->file_size, &again, buf, buf ? cap : 0, err, sizeof err) < 0) {
+		*nomem = errno == ENOMEM || strstr(err, "out of memory");
+		snprintf(why, n, "%s", err);
+	}
+	else if (again.file_dev != t->file_dev || again.file_ino != t->file_ino)
+		snprintf(why, n, "the file was replaced");
+	else if (again.file_size != t->file_size)
+		snprintf(why, n, "the file was cut shorter");
+	else if (again.nev != t->nev && (*nomem = again.incomplete))
+		snprintf(why, n, "out of memory");
+	else if (again.nev != t->nev)
+		snprintf(why, n, "the file changed");
+	else {
+		ev = again.ev;
+		*got = again.cap_ev;
+		again.ev = NULL;
+		again.nev = 0;
+	}
+	ddl_trace_free(&again);
+	return ev;
+}
+
+/* Gives back the events of the least recently released traces until
+ * those in memory fit the budget; under the lock. */
+static void ddl_ev_evict(void)
+{
+	while (ddl_ev_resident > ddl_events_budget) {
+		struct ddl_trace *lru = NULL;
+		for (size_t i = 0; i < ddl_ev_n; i++) {
+			struct ddl_trace *u = ddl_ev_all[i];
+			if (u->lazy == 1 && u->ev && !u->ev_zeros && !u->pins && !u->loading &&
+			    (!lru || u->used < lru->used))
+				lru = u;
+		}
+		if (!lru)
+			return;
+		ddl_ev_resident -= lru->nev * sizeof *lru->ev;
+		if (ddl_ev_npool < DDL_EV_POOL) {
+			ddl_ev_pool[ddl_ev_npool].v = lru->ev;
+			ddl_ev_pool[ddl_ev_npool++].cap = lru->cap_ev;
+		} else {
+			free(lru->ev);
+		}
+		lru->ev = NULL;
+		lru->cap_ev = 0;
+	}
+}
+
+void ddl_trace_hold(const struct ddl_trace *ct)
+{
+	struct ddl_trace *t = (struct ddl_trace *)ct; /* the events are a cache of the file */
+	if (!t->lazy || !t->nev)
+		return;
+	pthread_mutex_lock(&ddl_ev_mu);
+	t->pins++;
+	while (t->loading)
+		pthread_cond_wait(&ddl_ev_cv, &ddl_ev_mu);
+	if (!t->ev) {
+		t->loading = 1;
+		/* the smallest pooled array with room for them, if any */
+		int best = -1;
+		for (int i = 0; i < ddl_ev_npool; i++)
+			if (ddl_ev_pool[i].cap >= t->nev && (best < 0 || ddl_ev_pool[i].cap < ddl_ev_pool[best].cap))
+				best = i;
+		struct ddl_event *buf = best >= 0 ? ddl_ev_pool[best].v : NULL;
+		size_t cap = best >= 0 ? ddl_ev_pool[best].cap : 0, got = 0;
+		if (best >= 0)
+			ddl_ev_pool[best] = ddl_ev_pool[--ddl_ev_npool];
+		pthread_mutex_unlock(&ddl_ev_mu);
+		char why[512];
+		int nomem;
+		struct ddl_event *ev = ddl_ev_read(t, buf, cap, &got, &nomem, why, sizeof why);
+		void *z = NULL;
+		if (!ev) {
+			/* zeros, which the stages read as no event at all: a
+			 * mapping, so that they cost no memory */
+			z = mmap(NULL, t->nev * sizeof *t->ev, PROT_READ,
+			         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		}
+		pthread_mutex_lock(&ddl_ev_mu);
+		t->loading = 0;
+		if (ev) {
+			t->ev = ev;
+			t->cap_ev = got;
+			ddl_ev_resident += t->nev * sizeof *t->ev;
+		} else {
+			/* no room even for the zeros' mapping: no events from now on
+			 * (only the holder reads the count meanwhile) */
+			t->ev = z != MAP_FAILED ? z : NULL;
+			if (!t->ev)
+				t->nev = 0;
+			t->ev_zeros = nomem ? 2 : 1;
+			ddl_ev_problem(t, why);
+		}
+		ddl_ev_evict();
+		pthread_cond_broadcast(&ddl_ev_cv);
+	}
+	pthread_mutex_unlock(&ddl_ev_mu);
+}
+
+void ddl_trace_release(const struct ddl_trace *ct)
+{
+	struct ddl_trace *t = (struct ddl_trace *)ct;
+	if (!t->lazy || !t->nev)
+		return;
+	pthread_mutex_lock(&ddl_ev_mu);
+	t->pins--;
+	t->used = ++ddl_ev_clock;
+	ddl_ev_evict();
+	pthread_mutex_unlock(&ddl_ev_mu);
+}
