@@ -329,13 +329,19 @@ tsan: deps-build $(TSAN_B)/tests/tsan/hot $(TSAN_B)/tests/tsan/mpi_hot $(TSAN_GP
 	@rm -rf $(TSAN_B)/bigtrace && $(B)/bench/bigtrace $(TSAN_B)/bigtrace 12 20000 >/dev/null
 	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --json $(TSAN_B)/bigtrace >$(TSAN_B)/report.json
 	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --html $(TSAN_B)/bigtrace >$(TSAN_B)/report.html
+	$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --memory 0 --json $(TSAN_B)/bigtrace \
+		>$(TSAN_B)/report0.json && cmp $(TSAN_B)/report.json $(TSAN_B)/report0.json
 	$(if $(EMU_SRC),@rm -rf $(TSAN_B)/synth && $(B)/bin/ddlprof -q -o $(TSAN_B)/synth -- $(B)/examples/ddlsynth \
 		--ranks 4 --ranks-per-host 2 --layers 4 --params-per-layer 200k --compute-ms 2 --iterations 8 --markers >/dev/null)
 	$(if $(EMU_SRC),$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --json $(TSAN_B)/synth >$(TSAN_B)/synth.json)
+	$(if $(EMU_SRC),$(TSAN_RUN) $(TSAN_B)/bin/ddlprof-report -q --threads 4 --memory 0 --json $(TSAN_B)/synth \
+		>$(TSAN_B)/synth0.json && cmp $(TSAN_B)/synth.json $(TSAN_B)/synth0.json)
 
 # The report's per-process stages on several threads (analyzer/parallel.c),
 # under ThreadSanitizer, on bench/bigtrace's socket job of 12 ranks and,
-# with the emulation, on a GPU job of ddlsynth.
+# with the emulation, on a GPU job of ddlsynth; and again with --memory 0,
+# every hold reading its events again and the socket records spilled
+# (analyzer/trace_events.c, flight.c), the same report.
 $(TSAN_B)/bin/ddlprof-report: $(REPORT_SRC) $(READ_SRC) $(wildcard analyzer/*.h include/ddlprof/*.h)
 	@mkdir -p $(@D)
 	$(call say,TSAN,$@)$(TSAN_CC) $(TSAN_CFLAGS) -pthread -o $@ $(REPORT_SRC) $(READ_SRC) \

@@ -401,7 +401,15 @@ static void ddl_bd_gpu(void *arg, size_t i)
 	p->npieces = 0;
 	p->shown = ddl_median_iter(p);
 	p->train_tid = p->iter[0].tid ? p->iter[0].tid : p->pid;
+	/* without device intervals the device timeline has nothing to say: its
+	 * events are not even read */
+	if (!ddl_proc_has_class(p, DDL_CLASS_DEVICE)) {
+		j->cpu[i] = 1;
+		return;
+	}
+	ddl_proc_hold(p);
 	j->cpu[i] = ddl_proc_breakdown_gpu(j->r, p) < 0;
+	ddl_proc_release(p);
 }
 
 /* Two: the training thread of the others, against their traffic in flight. */
@@ -411,7 +419,9 @@ static void ddl_bd_cpu(void *arg, size_t i)
 	struct ddl_proc *p = &j->r->procs[i];
 	if (!j->cpu[i])
 		return;
+	ddl_proc_hold(p);
 	ddl_proc_breakdown(j->r, p, j->fl ? &j->fl[i] : NULL);
+	ddl_proc_release(p);
 	if (!j->fl)
 		p->incomplete = 1; /* its traffic's windows not known: blocked time is idle */
 }
@@ -426,14 +436,14 @@ void ddl_report_breakdown(struct ddl_report *r)
 		r->incomplete = 1; /* no breakdown at all */
 		return;
 	}
-	ddl_parallel_procs(r, ddl_bd_gpu, &j);
+	ddl_parallel(r->nprocs, ddl_bd_gpu, &j);
 	int need_fl = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		need_fl |= j.cpu[i];
 	if (need_fl && ddl_report_flights(r, &fl) == 0)
 		j.fl = fl;
 	if (need_fl)
-		ddl_parallel_procs(r, ddl_bd_cpu, &j);
+		ddl_parallel(r->nprocs, ddl_bd_cpu, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)

@@ -1519,6 +1519,8 @@ struct ddl_itjob {
 
 /* Process I's iterations, by the first method that finds any (ddl_parallel:
  * it writes only its process). */
+static void ddl_it_found(struct ddl_itjob *j, struct ddl_proc *p, size_t i);
+
 static void ddl_it_proc(void *arg, size_t i)
 {
 	struct ddl_itjob *j = arg;
@@ -1531,6 +1533,14 @@ static void ddl_it_proc(void *arg, size_t i)
 		p->iteration_method = "none";
 		return;
 	}
+	ddl_proc_hold(p);
+	ddl_it_found(j, p, i);
+	ddl_proc_release(p);
+}
+
+/* The rest of ddl_it_proc, with P's events held. */
+static void ddl_it_found(struct ddl_itjob *j, struct ddl_proc *p, size_t i)
+{
 	int by_steps = 0;
 	if (!j->r->iteration_names_given && ddl_proc_step_iterations(p)) {
 		p->iteration_method = "steps";
@@ -1595,7 +1605,7 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		return;
 	}
 	ddl_cls(0); /* its table made here, before the threads read it */
-	ddl_parallel_procs(r, ddl_it_proc, &j);
+	ddl_parallel(r->nprocs, ddl_it_proc, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		any_steps |= (j.how[i] & DDL_IT_STEPS) != 0;

@@ -386,6 +386,24 @@ static void ddl_report_roles(struct ddl_report *r, const char *active)
 	}
 }
 
+/* Each process's name, network summaries and whether it did a rank's work
+ * (ddl_parallel_procs: each writes only its own). */
+struct ddl_fill {
+	struct ddl_report *r;
+	char *active; /* NULL without memory */
+};
+
+static void ddl_fill_one(void *arg, size_t i)
+{
+	struct ddl_fill *j = arg;
+	struct ddl_proc *p = &j->r->procs[i];
+	p->command = ddl_trace_meta(p->tr[p->ntr - 1], "cmdline");
+	ddl_proc_name(p);
+	ddl_proc_fill(p);
+	if (j->active)
+		j->active[i] = (char)ddl_proc_active(p);
+}
+
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run)
 {
 	memset(r, 0, sizeof *r);
@@ -440,15 +458,10 @@ int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const s
 			p->end_real_ns = en;
 	}
 	char *active = calloc(r->nprocs + 1, 1);
+	struct ddl_fill fj = {r, active};
+	ddl_parallel_procs(r, ddl_fill_one, &fj);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct ddl_proc *p = &r->procs[i];
-		p->command = ddl_trace_meta(p->tr[p->ntr - 1], "cmdline");
-		ddl_proc_name(p);
-		ddl_proc_hold(p);
-		ddl_proc_fill(p);
-		if (active)
-			active[i] = (char)ddl_proc_active(p);
-		ddl_proc_release(p);
 		r->truncated |= p->truncated;
 		r->corrupt |= p->corrupt;
 		if (p->start_real_ns < r->start_real_ns)
