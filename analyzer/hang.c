@@ -230,12 +230,14 @@ static int ddl_hang_note(struct ddl_hmember **v, size_t *n, size_t *cap, const s
 }
 
 /* The first record of collective SEQ on communicator KEY among the ranks: its
- * name, bytes and earliest start into PT. */
-static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt)
+ * name, bytes and earliest start into PT. Only its members M[0..N) (in
+ * process order) can have one: the others' events are not read. */
+static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt, const struct ddl_hmember *m,
+                          size_t n)
 {
 	pt->since_ns = INT64_MAX;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		const struct ddl_proc *p = &r->procs[i];
+	for (size_t x = 0; x < n; x++) {
+		const struct ddl_proc *p = &r->procs[m[x].proc];
 		if (p->rank < 0)
 			continue;
 		for (size_t k = 0; k < p->ntr; k++) {
@@ -394,7 +396,7 @@ void ddl_report_hang(struct ddl_report *r)
 		else if (!any_left && waiting)
 			pt.seq = top;
 		if (pt.seq) {
-			ddl_hang_find(r, &pt);
+			ddl_hang_find(r, &pt, v + a, b - a);
 			pt.waiting_s = pt.since_ns == INT64_MAX ? 0 : (double)(end - pt.since_ns) / 1e9;
 		}
 		if (pt.seq && pt.since_ns != INT64_MAX && pt.waiting_s >= min_s) {

@@ -374,7 +374,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < rep.nprocs; i++)
 		for (size_t k = 0; k < rep.procs[i].ntr; k++) {
 			const struct ddl_trace *t = rep.procs[i].tr[k];
-			reread |= t->ev_zeros == 1;
+			reread |= t->ev_lost == 1;
 			for (int j = said ? said[t - set.t] : t->nproblems; j < t->nproblems; j++)
 				fprintf(stderr, "ddlprof-report: %s\n", t->problems[j]);
 			rep.incomplete |= t->incomplete;

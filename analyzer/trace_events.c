@@ -8,7 +8,9 @@
  * stay too until the events in memory pass the budget, when the least
  * recently released go. A job with fewer events than the budget is read
  * twice in all; a larger one is read again by each stage that goes over
- * its processes, one process (a thread's) at a time.
+ * its processes, one process (a thread's) at a time. A trace whose events
+ * cannot be read again (its file changed, or memory ran out) has none from
+ * then on, and says why among its problems.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "trace_read.h"
 
@@ -69,7 +70,7 @@ void ddl_events_unregister(struct ddl_trace *t, size_t n)
 	for (size_t i = 0; i < ddl_ev_n; i++) {
 		struct ddl_trace *u = ddl_ev_all[i];
 		if (u >= t && u < t + n) {
-			if (u->ev && !u->ev_zeros)
+			if (u->ev)
 				ddl_ev_resident -= u->nev * sizeof *u->ev;
 			continue;
 		}
@@ -119,7 +120,7 @@ static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event
 	}
 	else if (again.file_dev != t->file_dev || again.file_ino != t->file_ino)
 		snprintf(why, n, "the file was replaced");
-	else if (again.file_size != t->file_size)
+	else if (again.file_size != t->file_size || again.shrunk)
 		snprintf(why, n, "the file was cut shorter");
 	else if (again.nev != t->nev && (*nomem = again.incomplete))
 		snprintf(why, n, "out of memory");
@@ -143,7 +144,7 @@ static void ddl_ev_evict(void)
 		struct ddl_trace *lru = NULL;
 		for (size_t i = 0; i < ddl_ev_n; i++) {
 			struct ddl_trace *u = ddl_ev_all[i];
-			if (u->lazy == 1 && u->ev && !u->ev_zeros && !u->pins && !u->loading &&
+			if (u->lazy == 1 && u->ev && !u->pins && !u->loading &&
 			    (!lru || u->used < lru->used))
 				lru = u;
 		}
@@ -164,13 +165,13 @@ static void ddl_ev_evict(void)
 void ddl_trace_hold(const struct ddl_trace *ct)
 {
 	struct ddl_trace *t = (struct ddl_trace *)ct; /* the events are a cache of the file */
-	if (!t->lazy || !t->nev)
+	if (!t->lazy)
 		return;
 	pthread_mutex_lock(&ddl_ev_mu);
 	t->pins++;
 	while (t->loading)
 		pthread_cond_wait(&ddl_ev_cv, &ddl_ev_mu);
-	if (!t->ev) {
+	if (!t->ev && t->nev && !t->ev_lost) {
 		t->loading = 1;
 		/* the smallest pooled array with room for them, if any */
 		int best = -1;
@@ -185,13 +186,6 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 		char why[512];
 		int nomem;
 		struct ddl_event *ev = ddl_ev_read(t, buf, cap, &got, &nomem, why, sizeof why);
-		void *z = NULL;
-		if (!ev) {
-			/* zeros, which the stages read as no event at all: a
-			 * mapping, so that they cost no memory */
-			z = mmap(NULL, t->nev * sizeof *t->ev, PROT_READ,
-			         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		}
 		pthread_mutex_lock(&ddl_ev_mu);
 		t->loading = 0;
 		if (ev) {
@@ -199,12 +193,11 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 			t->cap_ev = got;
 			ddl_ev_resident += t->nev * sizeof *t->ev;
 		} else {
-			/* no room even for the zeros' mapping: no events from now on
-			 * (only the holder reads the count meanwhile) */
-			t->ev = z != MAP_FAILED ? z : NULL;
-			if (!t->ev)
-				t->nev = 0;
-			t->ev_zeros = nomem ? 2 : 1;
+			/* none from now on: every stage and output that holds it
+			 * sees a trace without events (only holders read the
+			 * count, and each holds it under this lock first) */
+			t->nev = 0;
+			t->ev_lost = nomem ? 2 : 1;
 			ddl_ev_problem(t, why);
 		}
 		ddl_ev_evict();
@@ -216,7 +209,7 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 void ddl_trace_release(const struct ddl_trace *ct)
 {
 	struct ddl_trace *t = (struct ddl_trace *)ct;
-	if (!t->lazy || !t->nev)
+	if (!t->lazy)
 		return;
 	pthread_mutex_lock(&ddl_ev_mu);
 	t->pins--;

@@ -16,6 +16,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -788,6 +791,61 @@ int ddl_trace_read_into(const char *path, size_t limit, struct ddl_trace *t, str
 	return ddl_trace_open_parse(path, limit, t, NULL, NULL, buf, cap, err, errlen);
 }
 
+/*
+ * A file cut shorter while it is mapped and read (a trace truncated or
+ * rewritten meanwhile, which the report's reads again make likelier) raises
+ * SIGBUS on the pages past its new end: within a read, the thread's guard
+ * turns it into the end of the file; anywhere else the action before ours
+ * takes it, as if we were not there.
+ */
+static __thread sigjmp_buf *ddl_bus_jmp;
+static struct sigaction ddl_bus_old;
+static pthread_once_t ddl_bus_once = PTHREAD_ONCE_INIT;
+
+static void ddl_bus_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	if (ddl_bus_jmp)
+		siglongjmp(*ddl_bus_jmp, 1);
+	sigaction(SIGBUS, &ddl_bus_old, NULL); /* the access, made again, meets it */
+}
+
+static void ddl_bus_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = ddl_bus_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &ddl_bus_old);
+}
+
+/* ddl_trace_parse_cb within the guard: a mapping that loses its pages
+ * (the file cut shorter) ends the trace there. */
+static int ddl_parse_guarded(const void *buf, size_t size, const char *name, struct ddl_trace *t,
+                             ddl_events_fn cb, void *ctx, int fd, char *err, size_t errlen)
+{
+	pthread_once(&ddl_bus_once, ddl_bus_install);
+	sigjmp_buf jb;
+	int rc = 0;
+	if (sigsetjmp(jb, 1) == 0) {
+		ddl_bus_jmp = &jb;
+		rc = ddl_trace_parse_cb(buf, size, name, t, cb, ctx, fd, err, errlen);
+	} else {
+		/* cut shorter while being read: what was read stands, as for a
+		 * file that ended there */
+		ddl_bus_jmp = NULL;
+		t->shrunk = 1;
+		t->truncated = 1;
+		ddl_problem(t, size, "the file was cut shorter while it was read");
+		ddl_clock_fit(t);
+	}
+	ddl_bus_jmp = NULL;
+	return rc;
+}
+
 /* The file's parse, the events read into SEED (SEEDCAP of room, malloc's,
  * grown if need be) when it is not NULL. */
 static int ddl_trace_open_parse(const char *path, size_t limit, struct ddl_trace *t, ddl_events_fn cb,
@@ -823,7 +881,7 @@ static int ddl_trace_open_parse(const char *path, size_t limit, struct ddl_trace
 	}
 	/* the kernel reads ahead: the chunks are visited once, in order */
 	madvise((void *)m, size, MADV_SEQUENTIAL);
-	int rc = ddl_trace_parse_cb(m, size, path, t, cb, ctx, fd, err, errlen); /* fd: to skip holes */
+	int rc = ddl_parse_guarded(m, size, path, t, cb, ctx, fd, err, errlen); /* fd: to skip holes */
 	t->file_size = size;
 	t->file_dev = (uint64_t)st.st_dev;
 	t->file_ino = (uint64_t)st.st_ino;
@@ -836,7 +894,7 @@ int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_t
                     size_t errlen)
 {
 	memset(t, 0, sizeof *t);
-	return ddl_trace_parse_cb(buf, size, name, t, NULL, NULL, -1, err, errlen);
+	return ddl_parse_guarded(buf, size, name, t, NULL, NULL, -1, err, errlen);
 }
 
 /*
@@ -994,10 +1052,7 @@ void ddl_trace_free(struct ddl_trace *t)
 	free(t->peers);
 	free(t->threads);
 	free(t->meta);
-	if (t->ev_zeros && t->ev)
-		munmap(t->ev, t->nev * sizeof *t->ev);
-	else
-		free(t->ev);
+	free(t->ev);
 	free(t->open);
 	free(t->clk);
 	free(t->path);

@@ -88,6 +88,7 @@ struct ddl_trace {
 	int truncated;             /* cut short: no end chunk, or a partial chunk */
 	int corrupt;               /* chunks failed their checks and were skipped */
 	int incomplete;            /* not all of it held: memory ran out while reading */
+	int shrunk;                /* the file was cut shorter while it was read */
 	int nproblems;
 	char *problems[DDL_READ_MAX_PROBLEMS]; /* "FILE: offset N: what" */
 	double ns_per_tick;        /* from the clock samples */
@@ -105,8 +106,8 @@ struct ddl_trace {
 	int lazy;
 	unsigned pins;             /* holds outstanding */
 	int loading;               /* a thread is reading them */
-	int ev_zeros;              /* ev maps zeros: they could not be read again (1: the
-	                            * file changed, 2: memory ran out) */
+	int ev_lost;               /* its events could not be read again, and it has none
+	                            * from then on (1: the file changed, 2: memory ran out) */
 	uint64_t used;             /* when last released, for eviction */
 	uint32_t classes;          /* a lazy read: 1 << class of each event class it holds */
 	size_t file_size;          /* the bytes of the file the first read covered */
@@ -140,9 +141,9 @@ void ddl_trace_free(struct ddl_trace *t);
  * there. Released traces stay in memory until the events of all of them
  * pass ddl_events_budget bytes, then the least recently used go, to be
  * read again from their files when next held (the first read's bytes only:
- * a file that grew is read as it was). Events that cannot be read again
- * (the file gone or changed, no memory) read as zeros, of no kind, and the
- * trace is marked incomplete with the reason among its problems. For a
+ * a file that grew is read as it was). A trace whose events cannot be read
+ * again (the file gone or changed, no memory) has none from then on (nev
+ * 0), and is marked incomplete with the reason among its problems. For a
  * trace that is not lazy both are nothing.
  */
 void ddl_trace_hold(const struct ddl_trace *t);

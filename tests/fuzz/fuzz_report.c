@@ -2,7 +2,9 @@
  * libFuzzer target for ddlprof-report's pipeline after the reader: the
  * input is one trace file, or two one after the other (split where the
  * second "DDLT" header starts), handed to the trace set loader through
- * memfds as /proc/self/fd/N; then what analyzer/report.c's main() does
+ * memfds as /proc/self/fd/N, lazily as the report reads them (and on
+ * every other input with no budget: every hold reads the events again);
+ * then what analyzer/report.c's main() does
  * with a run (build the model, GPU, alignment, iterations, breakdown,
  * stragglers, measures, call sites, counters, kernels, --fail-if) and
  * every output format (--sqlite into a database in memory; --chrome also
@@ -87,6 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct ddl_traceset set;
 	char err[1024];
+	/* as ddlprof-report reads them: events on demand, and with no budget
+	 * on every other input, so that every hold reads them again */
+	ddl_traceset_lazy = 1;
+	ddl_events_budget = size & 2 ? 0 : DDL_EVENTS_BUDGET;
 	if (ddl_traceset_load(&set, paths, nfiles, err, sizeof err) < 0)
 		abort(); /* memfds are regular files: only a file's own trouble is expected */
 	for (size_t i = 0; i < set.nerrors; i++)
