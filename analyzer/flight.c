@@ -60,7 +60,6 @@
 /* A send or receive with bytes, or a socket wait, of one process. */
 struct ddl_fx {
 	int64_t a, b;
-	uint64_t off;   /* send, receive: offset of its first byte in the stream */
 	int64_t wa, wb; /* receive: the socket wait its thread made just before (wb 0: none) */
 	int64_t bytes;
 	const char *peer; /* NULL: not a connection the trace names */
@@ -79,11 +78,11 @@ struct ddl_fproc {
 };
 
 /* What pairing and the windows keep of a send or receive: 48 bytes, not
- * ddl_fx's 88, and in a spill file when a job's records are many. */
+ * ddl_fx's 80, and in a spill file when a job's records are many. */
 struct ddl_fxrec {
 	int64_t a, b;
 	int64_t wa, wb;
-	uint64_t off;
+	uint64_t off;   /* offset of its first byte in its direction's stream */
 	int64_t bytes;
 };
 
@@ -559,20 +558,25 @@ struct ddl_fjob {
 /* Process P's records, grouped into connections (runs of equal peer and
  * fd, offsets counting each direction's bytes), into *O, and kept or
  * spilled. 0 or -1. */
+/* The end of the connection that record J of V[0..N) starts: the run of
+ * records of its peer and fd (sorted by ddl_fx_by_conn). */
+static size_t ddl_fx_conn_end(const struct ddl_fx *v, size_t n, size_t j)
+{
+	size_t k = j;
+	while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
+	       v[k].fd == v[j].fd)
+		k++;
+	return k;
+}
+
 static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspill *sp, struct ddl_fout *o)
 {
 	struct ddl_fproc fp = {0};
 	int rc = ddl_fproc_build(p, &fp);
 	const struct ddl_fx *v = fp.v;
 	size_t n = fp.n, nconn = 0;
-	for (size_t j = 0; !rc && j < n && v[j].peer;) { /* connections first, then the loose */
-		size_t k = j;
-		while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
-		       v[k].fd == v[j].fd)
-			k++;
-		nconn++;
-		j = k;
-	}
+	for (size_t j = 0; !rc && j < n && v[j].peer; j = ddl_fx_conn_end(v, n, j))
+		nconn++; /* connections first, then the loose */
 	o->rec = !rc && n ? malloc(n * sizeof *o->rec) : NULL;
 	o->conn = !rc && nconn ? malloc(nconn * sizeof *o->conn) : NULL;
 	if (rc || (n && !o->rec) || (nconn && !o->conn)) {
@@ -583,13 +587,10 @@ static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspi
 	int lossy = p->dropped > 0 || p->truncated;
 	size_t j = 0;
 	for (; j < n && v[j].peer;) {
-		size_t k = j;
-		while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
-		       v[k].fd == v[j].fd)
-			k++;
+		size_t k = ddl_fx_conn_end(v, n, j);
 		struct ddl_fconn *c = &o->conn[o->nconn++];
 		*c = (struct ddl_fconn){.proc = proc, .tx = &o->rec[j], .remote = v[j].remote, .lossy = lossy,
-		                        .mate = -1, .at = (uint64_t)j};
+		                        .mate = -1};
 		uint64_t off = 0;
 		size_t x = j;
 		for (; x < k && v[x].cls == DDL_CLASS_TX; x++) {
@@ -613,12 +614,12 @@ static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspi
 	o->nloose = n - j;
 	free(fp.v);
 	if (ddl_fspill_put(sp, o->rec, n, &o->at)) {
-		free(o->rec);
-		o->rec = NULL;
 		for (size_t c = 0; c < o->nconn; c++) { /* their place in the file */
-			o->conn[c].at = o->at + o->conn[c].at * sizeof *o->rec;
+			o->conn[c].at = o->at + (uint64_t)(o->conn[c].tx - o->rec) * sizeof *o->rec;
 			o->conn[c].tx = o->conn[c].rx = NULL;
 		}
+		free(o->rec);
+		o->rec = NULL;
 	}
 	return 0;
 }

@@ -62,20 +62,17 @@ void ddl_proc_hold(const struct ddl_proc *p)
 		ddl_trace_hold(p->tr[k]);
 }
 
-int ddl_proc_has_class(const struct ddl_proc *p, int cls)
-{
-	for (size_t k = 0; k < p->ntr; k++)
-		if (ddl_trace_has_class(p->tr[k], cls))
-			return 1;
-	return 0;
-}
-
 uint32_t ddl_proc_classes(const struct ddl_proc *p)
 {
 	uint32_t m = 0;
 	for (size_t k = 0; k < p->ntr; k++)
-		m |= p->tr[k]->lazy ? p->tr[k]->classes : UINT32_MAX;
+		m |= ddl_trace_classes(p->tr[k]);
 	return m;
+}
+
+int ddl_proc_has_class(const struct ddl_proc *p, int cls)
+{
+	return ddl_proc_classes(p) >> cls & 1u;
 }
 
 void ddl_proc_release(const struct ddl_proc *p)

@@ -1,6 +1,6 @@
 /*
  * Events on demand: what keeps the report's memory from growing with the
- * events of the traces it reads (DESIGN.md section 7, the memory model).
+ * events of the traces it reads (the memory model: analyze.c's head comment).
  * A lazy trace is read once to check it and learn everything but its
  * events (strings, clock samples, the count of events), and its events
  * are read again from the file, checked the same way, whenever a stage

@@ -776,13 +776,7 @@ int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errl
 int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, void *ctx, char *err,
                      size_t errlen)
 {
-	return ddl_trace_read_upto(path, SIZE_MAX, t, cb, ctx, err, errlen);
-}
-
-int ddl_trace_read_upto(const char *path, size_t limit, struct ddl_trace *t, ddl_events_fn cb,
-                        void *ctx, char *err, size_t errlen)
-{
-	return ddl_trace_open_parse(path, limit, t, cb, ctx, NULL, 0, err, errlen);
+	return ddl_trace_open_parse(path, SIZE_MAX, t, cb, ctx, NULL, 0, err, errlen);
 }
 
 int ddl_trace_read_into(const char *path, size_t limit, struct ddl_trace *t, struct ddl_event *buf,
@@ -836,7 +830,6 @@ static int ddl_parse_guarded(const void *buf, size_t size, const char *name, str
 	} else {
 		/* cut shorter while being read: what was read stands, as for a
 		 * file that ended there */
-		ddl_bus_jmp = NULL;
 		t->shrunk = 1;
 		t->truncated = 1;
 		ddl_problem(t, size, "the file was cut shorter while it was read");

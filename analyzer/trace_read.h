@@ -148,10 +148,15 @@ void ddl_trace_free(struct ddl_trace *t);
  */
 void ddl_trace_hold(const struct ddl_trace *t);
 void ddl_trace_release(const struct ddl_trace *t);
-/* Whether T may hold events of class CLS: always for a trace not lazy. */
+/* The classes of events T may hold, 1 << class each: all for a trace not
+ * lazy (its first read did not note them); and whether it may hold CLS. */
+static inline uint32_t ddl_trace_classes(const struct ddl_trace *t)
+{
+	return t->lazy ? t->classes : UINT32_MAX;
+}
 static inline int ddl_trace_has_class(const struct ddl_trace *t, int cls)
 {
-	return !t->lazy || (t->classes >> cls & 1u);
+	return ddl_trace_classes(t) >> cls & 1u;
 }
 extern size_t ddl_events_budget;    /* bytes; default DDL_EVENTS_BUDGET */
 #define DDL_EVENTS_BUDGET ((size_t)256 << 20)
@@ -160,12 +165,10 @@ extern _Atomic unsigned long ddl_events_rereads; /* events read again, for tests
  * longer moves), and leave it before they are freed. */
 void ddl_events_register(struct ddl_trace *t, size_t n);
 void ddl_events_unregister(struct ddl_trace *t, size_t n);
-/* Reads PATH's first SIZE bytes (SIZE_MAX: all) into T as ddl_trace_read
- * does, and notes the size and file in T (file_size, file_dev, file_ino). */
-int ddl_trace_read_upto(const char *path, size_t size, struct ddl_trace *t, ddl_events_fn cb,
-                        void *ctx, char *err, size_t errlen);
-/* The same, the events read into BUF (CAP events of room, from malloc;
- * NULL: none), which T owns from then on however the read ends. */
+/* Reads PATH's first SIZE bytes into T as ddl_trace_read does (every read
+ * notes the bytes it covered and the file in T: file_size, file_dev,
+ * file_ino), the events into BUF (CAP events of room, from malloc; NULL:
+ * none), which T owns from then on however the read ends. */
 int ddl_trace_read_into(const char *path, size_t size, struct ddl_trace *t, struct ddl_event *buf,
                         size_t cap, char *err, size_t errlen);
 
