@@ -62,7 +62,8 @@ static void ddl_stall_piece(const struct ddl_ivset *w, size_t *wi, const struct 
 		*(w->v[i].tag ? net : ic) += y - x;
 		int64_t part[DDL_COLL_OPS] = {0}, sum = 0;
 		for (int op = 0; op < DDL_COLL_OPS; op++)
-			sum += part[op] = ddl_ivset_overlap(&ops[op], NULL, x, y, NULL, 0);
+			if (ops[op].n) /* most jobs run one or two */
+				sum += part[op] = ddl_ivset_overlap(&ops[op], NULL, x, y, NULL, 0);
 		for (int op = 0; op < DDL_COLL_OPS; op++)
 			by_op[op] += sum > y - x ? (int64_t)((double)part[op] * (double)(y - x) / (double)sum)
 			                         : part[op];

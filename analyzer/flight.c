@@ -57,24 +57,62 @@
 #define DDL_FLIGHT_GAP_NS 2000000 /* traffic closer than this is one window */
 #define DDL_FLIGHT_ROUNDS 4        /* of pairing by nearest totals (ddl_fconn_pair) */
 
-/* A send or receive with bytes, or a socket wait, of one process. */
+/* A send or receive with bytes, or a socket wait, of one process, as it is
+ * gathered (ddl_fout_build). */
 struct ddl_fx {
 	int64_t a, b;
-	int64_t wa, wb; /* receive: the socket wait its thread made just before (wb 0: none) */
+	int64_t wa, wb;   /* receive: the socket wait its thread made just before (wb 0: none) */
 	int64_t bytes;
 	const char *peer; /* NULL: not a connection the trace names */
 	uint32_t tid;
 	int32_t fd;
-	int cls;          /* DDL_CLASS_TX, _RX or _WAIT */
-	int ready;        /* a wait that returned something ready */
-	int peek;         /* a receive that left its bytes in the socket (MSG_PEEK) */
-	int remote;
+	uint32_t group;   /* its connection (or its fd's loose records), once grouped */
+	uint8_t cls;      /* DDL_CLASS_TX, _RX or _WAIT */
+	uint8_t ready;    /* a wait that returned something ready */
+	uint8_t peek;     /* a receive that left its bytes in the socket (MSG_PEEK) */
+	uint8_t remote;
 };
 
-/* The records being gathered for one process (ddl_fproc_build). */
-struct ddl_fproc {
+/* One process's records by connection (peer and fd): where its sends and
+ * its receives go among the process's records. */
+struct ddl_fgroup {
+	const char *peer;
+	int32_t fd;
+	uint32_t hash;       /* of the peer's text and the fd */
+	size_t n[2], at[2];  /* sends [0] and receives [1]: how many, their first place */
+	int64_t last_a[2];   /* ... the last one's start and thread as they come */
+	uint32_t last_tid[2];
+	int unsorted[2];     /* they did not come in the order they are kept in */
+};
+
+/* A thread's socket state while its records are gathered: the start of its
+ * last record, and the ready wait it made last (record index, or SIZE_MAX). */
+struct ddl_fthread {
+	uint32_t tid;
+	int used;
+	int64_t last_a;
+	size_t wait;
+};
+
+/* What gathering a process's records works in; each thread of the
+ * analysis takes one and hands it on to the next process it works on
+ * (their arrays grow to the largest process's, and are made once). */
+struct ddl_fscratch {
 	struct ddl_fx *v;
 	size_t n, cap;
+	size_t *ord;                  /* the kept records in the order they are kept */
+	size_t ocap;
+	struct ddl_fthread *th;       /* by thread id, open addressing */
+	size_t thcap;
+	struct ddl_fgroup *g;
+	size_t ng, gcap;
+	uint32_t *gtab;               /* groups by (peer text, fd): index + 1, 0 empty */
+	size_t hcap;
+	uint32_t *ph;                 /* the hash of each peer's text, of the trace read */
+	size_t phcap;
+	uint32_t *gorder;             /* the groups in the order they are kept */
+	size_t gocap;
+	struct ddl_fscratch *next;    /* free list */
 };
 
 /* What pairing and the windows keep of a send or receive: 48 bytes, not
@@ -212,50 +250,158 @@ static int ddl_fconn_view(const struct ddl_fspill *sp, const struct ddl_fconn *c
 	return 0;
 }
 
-static int ddl_fx_push(struct ddl_fproc *p, const struct ddl_fx *x)
+
+static uint32_t ddl_fhash_text(const char *s)
 {
-	if (p->n == p->cap) {
-		size_t c = p->cap ? p->cap * 2 : 1024;
-		struct ddl_fx *q = realloc(p->v, c * sizeof *q);
-		if (!q)
-			return -1;
-		p->v = q;
-		p->cap = c;
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Room for the groups' table to hold one more; 0 or -1. */
+static int ddl_fgroup_room(struct ddl_fscratch *s)
+{
+	if (ddl_grow((void **)&s->g, &s->gcap, s->ng + 1, sizeof *s->g) < 0)
+		return -1;
+	if (2 * (s->ng + 1) <= s->hcap)
+		return 0;
+	size_t c = s->hcap ? s->hcap * 2 : 64;
+	uint32_t *t = calloc(c, sizeof *t);
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < s->ng; i++) {
+		size_t h = s->g[i].hash & (c - 1);
+		while (t[h])
+			h = (h + 1) & (c - 1);
+		t[h] = (uint32_t)i + 1;
 	}
-	p->v[p->n++] = *x;
+	free(s->gtab);
+	s->gtab = t;
+	s->hcap = c;
 	return 0;
 }
 
-static int ddl_fx_by_thread(const void *x, const void *y)
+/* The group of the records on PEER (TEXT_HASH the hash of its text; NULL:
+ * on no named connection) and FD, made when new; UINT32_MAX without memory. */
+static uint32_t ddl_fgroup_of(struct ddl_fscratch *s, const char *peer, uint32_t text_hash, int32_t fd)
 {
-	const struct ddl_fx *p = x, *q = y;
-	if (p->tid != q->tid)
-		return p->tid < q->tid ? -1 : 1;
-	return p->a < q->a ? -1 : p->a > q->a;
+	uint32_t hash = text_hash ^ ((uint32_t)fd * 0x9e3779b1u);
+	if (s->hcap) {
+		for (size_t h = hash & (s->hcap - 1); s->gtab[h]; h = (h + 1) & (s->hcap - 1)) {
+			const struct ddl_fgroup *g = &s->g[s->gtab[h] - 1];
+			if (g->fd == fd && (g->peer == peer || (g->peer && peer && !strcmp(g->peer, peer))))
+				return s->gtab[h] - 1;
+		}
+	}
+	if (ddl_fgroup_room(s) < 0)
+		return UINT32_MAX;
+	size_t h = hash & (s->hcap - 1);
+	while (s->gtab[h])
+		h = (h + 1) & (s->hcap - 1);
+	s->gtab[h] = (uint32_t)s->ng + 1;
+	s->g[s->ng] = (struct ddl_fgroup){.peer = peer, .fd = fd, .hash = hash,
+	                                  .last_a = {INT64_MIN, INT64_MIN}};
+	return (uint32_t)s->ng++;
 }
 
-static int ddl_fx_by_conn(const void *x, const void *y)
+/* Thread TID's state in S's table (which has room for it). */
+static struct ddl_fthread *ddl_fthread_of(struct ddl_fscratch *s, uint32_t tid)
 {
-	const struct ddl_fx *p = x, *q = y;
-	if (!p->peer != !q->peer)
-		return p->peer ? -1 : 1; /* connections first */
-	/* one trace's records share their peer's text: most are the same pointer */
-	int c = p->peer && p->peer != q->peer ? strcmp(p->peer, q->peer) : 0;
-	if (c)
-		return c;
-	if (p->fd != q->fd)
-		return p->fd < q->fd ? -1 : 1;
-	if (p->cls != q->cls)
-		return p->cls < q->cls ? -1 : 1; /* sends, then receives */
-	return p->a < q->a ? -1 : p->a > q->a;
+	size_t m = s->thcap - 1, h = (tid * 2654435761u) & m;
+	while (s->th[h].used && s->th[h].tid != tid)
+		h = (h + 1) & m;
+	if (!s->th[h].used)
+		s->th[h] = (struct ddl_fthread){tid, 1, INT64_MIN, SIZE_MAX};
+	return &s->th[h];
 }
 
-/* The records of process P: its sends and receives with bytes, and its
- * socket waits; each receive knows the wait before it. 0 or -1. */
-static int ddl_fproc_build(const struct ddl_proc *p, struct ddl_fproc *out)
+/* Record I of S in its thread's time order, WAIT the ready wait the
+ * thread made last: a receive with bytes takes it, a send or receive with
+ * bytes ends it. */
+static void ddl_fx_follow(struct ddl_fscratch *s, size_t *wait, size_t i)
 {
+	struct ddl_fx *x = &s->v[i];
+	if (x->cls == DDL_CLASS_WAIT) {
+		*wait = x->ready ? i : SIZE_MAX;
+	} else if (x->bytes > 0) {
+		if (x->cls == DDL_CLASS_RX && *wait != SIZE_MAX) {
+			x->wa = s->v[*wait].a;
+			x->wb = s->v[*wait].b;
+		}
+		*wait = SIZE_MAX;
+	}
+}
+
+/* Orders of record indices (qsort_r, ARG the records): by thread then
+ * time; by time then thread; both then as recorded. */
+static int ddl_fx_by_thread(const void *x, const void *y, void *arg)
+{
+	const struct ddl_fx *v = arg;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	if (v[i].tid != v[j].tid)
+		return v[i].tid < v[j].tid ? -1 : 1;
+	if (v[i].a != v[j].a)
+		return v[i].a < v[j].a ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+static int ddl_fx_by_time(const void *x, const void *y, void *arg)
+{
+	const struct ddl_fx *v = arg;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	if (v[i].a != v[j].a)
+		return v[i].a < v[j].a ? -1 : 1;
+	if (v[i].tid != v[j].tid)
+		return v[i].tid < v[j].tid ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* Kept records (sends and receives with bytes) of group G in direction D
+ * (0 sends, 1 receives) come in S's order; whether they come in time
+ * order, ties by thread, is noted. */
+static void ddl_fgroup_count(struct ddl_fgroup *g, int d, const struct ddl_fx *x)
+{
+	if (x->a < g->last_a[d] || (x->a == g->last_a[d] && x->tid < g->last_tid[d]))
+		g->unsorted[d] = 1;
+	g->last_a[d] = x->a;
+	g->last_tid[d] = x->tid;
+	g->n[d]++;
+}
+
+/*
+ * Gathers the records of process P into S, in one pass over its events:
+ * its sends and receives with bytes and its socket waits, each receive
+ * given the ready socket wait its thread made last unless a send or
+ * receive with bytes came in between (in each thread's order of starts:
+ * the order the records come in, unless some thread's do not, which are
+ * then sorted), and the sends and receives grouped by connection. 0 or -1.
+ */
+static int ddl_fgather(const struct ddl_proc *p, struct ddl_fscratch *s)
+{
+	s->n = s->ng = 0;
+	if (s->hcap)
+		memset(s->gtab, 0, s->hcap * sizeof *s->gtab);
+	size_t nth = 1, tc = 16;
+	for (size_t k = 0; k < p->ntr; k++)
+		nth += p->tr[k]->nthreads;
+	while (tc < 2 * nth)
+		tc *= 2;
+	if (tc > s->thcap) {
+		free(s->th);
+		s->thcap = 0;
+		if (!(s->th = malloc(tc * sizeof *s->th)))
+			return -1;
+		s->thcap = tc;
+	}
+	memset(s->th, 0, s->thcap * sizeof *s->th);
+	int resort = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
+		if (ddl_grow((void **)&s->ph, &s->phcap, t->npeers + 1, sizeof *s->ph) < 0)
+			return -1;
+		for (size_t i = 0; i < t->npeers; i++)
+			s->ph[i] = t->peers[i].text ? ddl_fhash_text(t->peers[i].text) : 0;
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int c = ddl_event_class(e->kind);
@@ -263,60 +409,117 @@ static int ddl_fproc_build(const struct ddl_proc *p, struct ddl_fproc *out)
 				continue;
 			if (c == DDL_CLASS_WAIT && !(e->flags & DDL_EVF_SOCKWAIT))
 				continue;
-			struct ddl_fx x = {0};
-			x.a = ddl_trace_real_ns(t, e->start);
-			x.b = x.a + ddl_trace_dur_ns(t, e);
-			x.tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
-			x.fd = e->fd;
-			x.cls = c;
-			x.ready = e->result > 0;
-			x.peek = (e->flags & DDL_EVF_PEEK) != 0;
-			x.bytes = e->result;
-			if (c != DDL_CLASS_WAIT && e->peer && e->peer < t->npeers && t->peers[e->peer].text) {
-				x.peer = t->peers[e->peer].text;
-				x.remote = !t->peers[e->peer].local;
-			}
-			if (ddl_fx_push(out, &x) < 0)
+			if (s->n == s->cap && ddl_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) < 0)
 				return -1;
-		}
-	}
-	/* each receive with bytes gets the ready socket wait its thread made
-	 * last, unless a send or receive with bytes came in between */
-	if (out->n > 1)
-		qsort(out->v, out->n, sizeof *out->v, ddl_fx_by_thread);
-	const struct ddl_fx *last = NULL;
-	for (size_t i = 0; i < out->n; i++) {
-		struct ddl_fx *x = &out->v[i];
-		if (last && last->tid != x->tid)
-			last = NULL;
-		if (x->cls == DDL_CLASS_WAIT) {
-			last = x->ready ? x : NULL;
-		} else if (x->bytes > 0) {
-			if (x->cls == DDL_CLASS_RX && last) {
-				x->wa = last->a;
-				x->wb = last->b;
+			struct ddl_fx *x = &s->v[s->n];
+			*x = (struct ddl_fx){0};
+			x->a = ddl_trace_real_ns(t, e->start);
+			x->b = x->a + ddl_trace_dur_ns(t, e);
+			x->tid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
+			x->fd = e->fd;
+			x->cls = (uint8_t)c;
+			x->ready = e->result > 0;
+			x->peek = (e->flags & DDL_EVF_PEEK) != 0;
+			x->bytes = e->result;
+			uint32_t h = 0;
+			if (c != DDL_CLASS_WAIT && e->peer && e->peer < t->npeers && t->peers[e->peer].text) {
+				x->peer = t->peers[e->peer].text;
+				x->remote = !t->peers[e->peer].local;
+				h = s->ph[e->peer];
 			}
-			last = NULL;
+			struct ddl_fthread *th = ddl_fthread_of(s, x->tid);
+			resort |= x->a < th->last_a;
+			th->last_a = x->a;
+			ddl_fx_follow(s, &th->wait, s->n);
+			if (c != DDL_CLASS_WAIT && x->bytes > 0) {
+				if ((x->group = ddl_fgroup_of(s, x->peer, h, x->fd)) == UINT32_MAX)
+					return -1;
+				ddl_fgroup_count(&s->g[x->group], c == DDL_CLASS_RX, x);
+			}
+			s->n++;
 		}
 	}
-	/* keep the sends and receives with bytes, grouped by connection */
-	size_t m = 0;
-	for (size_t i = 0; i < out->n; i++)
-		if (out->v[i].cls != DDL_CLASS_WAIT && out->v[i].bytes > 0)
-			out->v[m++] = out->v[i];
-	out->n = m;
-	/* the waits and the doubling's room given back: every process's records
-	 * are held together until the connections are paired */
-	struct ddl_fx *fit = m && m < out->cap ? realloc(out->v, m * sizeof *fit) : NULL;
-	if (fit) {
-		out->v = fit;
-		out->cap = m;
+	if (!resort)
+		return 0;
+	/* some thread's records came out of the order of their starts (a call
+	 * made inside another): the waits followed again in that order */
+	if (ddl_grow((void **)&s->ord, &s->ocap, s->n, sizeof *s->ord) < 0)
+		return -1;
+	for (size_t i = 0; i < s->n; i++) {
+		s->ord[i] = i;
+		s->v[i].wa = s->v[i].wb = 0;
 	}
-	if (out->n > 1)
-		qsort(out->v, out->n, sizeof *out->v, ddl_fx_by_conn);
+	qsort_r(s->ord, s->n, sizeof *s->ord, ddl_fx_by_thread, s->v);
+	size_t wait = SIZE_MAX;
+	for (size_t i = 0; i < s->n; i++) {
+		if (i && s->v[s->ord[i]].tid != s->v[s->ord[i - 1]].tid)
+			wait = SIZE_MAX;
+		ddl_fx_follow(s, &wait, s->ord[i]);
+	}
 	return 0;
 }
 
+/* The order groups are kept in: connections by peer, then fd; then those
+ * on no named connection, by fd. */
+static int ddl_fgroup_cmp(const void *x, const void *y, void *arg)
+{
+	const struct ddl_fgroup *g = arg, *p = &g[*(const uint32_t *)x], *q = &g[*(const uint32_t *)y];
+	if (!p->peer != !q->peer)
+		return p->peer ? -1 : 1;
+	int c = p->peer && p->peer != q->peer ? strcmp(p->peer, q->peer) : 0;
+	if (c)
+		return c;
+	return p->fd < q->fd ? -1 : p->fd > q->fd;
+}
+
+/* S's kept records in the order they are kept (the groups in
+ * ddl_fgroup_cmp's order, each its sends then its receives, each in time
+ * order, ties by thread then as recorded) into S->ord, each group's
+ * places set; the number kept, or SIZE_MAX without memory. */
+static size_t ddl_fgroup_order(struct ddl_fscratch *s)
+{
+	if (ddl_grow((void **)&s->gorder, &s->gocap, s->ng, sizeof *s->gorder) < 0)
+		return SIZE_MAX;
+	for (size_t i = 0; i < s->ng; i++)
+		s->gorder[i] = (uint32_t)i;
+	qsort_r(s->gorder, s->ng, sizeof *s->gorder, ddl_fgroup_cmp, s->g);
+	size_t at = 0;
+	for (size_t i = 0; i < s->ng; i++) {
+		struct ddl_fgroup *g = &s->g[s->gorder[i]];
+		for (int d = 0; d < 2; d++) {
+			g->at[d] = at;
+			at += g->n[d];
+		}
+	}
+	if (ddl_grow((void **)&s->ord, &s->ocap, at, sizeof *s->ord) < 0)
+		return SIZE_MAX;
+	for (size_t i = 0; i < s->n; i++) { /* as recorded into each group's place */
+		const struct ddl_fx *x = &s->v[i];
+		if (x->cls != DDL_CLASS_WAIT && x->bytes > 0)
+			s->ord[s->g[x->group].at[x->cls == DDL_CLASS_RX]++] = i;
+	}
+	for (size_t i = 0; i < s->ng; i++) {
+		struct ddl_fgroup *g = &s->g[i];
+		for (int d = 0; d < 2; d++) {
+			g->at[d] -= g->n[d];
+			if (g->unsorted[d])
+				qsort_r(s->ord + g->at[d], g->n[d], sizeof *s->ord, ddl_fx_by_time, s->v);
+		}
+	}
+	return at;
+}
+
+static void ddl_fscratch_free(struct ddl_fscratch *s)
+{
+	free(s->v);
+	free(s->ord);
+	free(s->th);
+	free(s->g);
+	free(s->gtab);
+	free(s->ph);
+	free(s->gorder);
+	free(s);
+}
 /* The send of C that carried byte OFF, or NULL. */
 static const struct ddl_fxrec *ddl_fconn_carrier(const struct ddl_fconn *c, uint64_t off)
 {
@@ -331,10 +534,30 @@ static const struct ddl_fxrec *ddl_fconn_carrier(const struct ddl_fconn *c, uint
 	return lo > 0 && off < c->tx[lo - 1].off + (uint64_t)c->tx[lo - 1].bytes ? &c->tx[lo - 1] : NULL;
 }
 
-/* The send of C that started last at or before T, or NULL. */
-static const struct ddl_fxrec *ddl_fconn_last_send(const struct ddl_fconn *c, int64_t t)
+/* The send of C that started last at or before T, or NULL; *HINT is
+ * where the last such search ended (the count of sends that started by
+ * then), from which this one gallops: each connection's receives ask in
+ * about the order of time. */
+static const struct ddl_fxrec *ddl_fconn_last_send(const struct ddl_fconn *c, int64_t t, size_t *hint)
 {
-	size_t lo = 0, hi = c->ntx;
+	size_t n = c->ntx, lo, hi = *hint < n ? *hint : n, step = 1;
+	if (hi < n && c->tx[hi].a <= t) { /* later: the count is above HI */
+		lo = hi + 1;
+		size_t probe = lo;
+		while (probe < n && c->tx[probe].a <= t) {
+			lo = probe + 1;
+			probe = lo + step;
+			step *= 2;
+		}
+		hi = probe < n ? probe : n;
+	} else { /* earlier, or here: the count is at most HI */
+		lo = hi;
+		while (lo > 0 && c->tx[lo - 1].a > t) {
+			hi = lo - 1;
+			lo = hi > step ? hi - step : 0;
+			step *= 2;
+		}
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (c->tx[mid].a <= t)
@@ -342,6 +565,7 @@ static const struct ddl_fxrec *ddl_fconn_last_send(const struct ddl_fconn *c, in
 		else
 			hi = mid;
 	}
+	*hint = lo;
 	return lo > 0 ? &c->tx[lo - 1] : NULL;
 }
 
@@ -519,15 +743,16 @@ static int ddl_fconn_windows(const struct ddl_fconn *c, const struct ddl_fconn *
 		const struct ddl_fconn *x = ends[e], *y = ends[1 - e]; /* Y sent what X receives */
 		for (size_t i = 0; i < x->ntx; i++)
 			rc |= ddl_ivset_push_merging(f, x->tx[i].a, x->tx[i].b, c->remote, DDL_FLIGHT_GAP_NS);
+		size_t hb = 0, hw = 0;
 		for (size_t i = 0; i < x->nrx; i++) {
 			const struct ddl_fxrec *rx = &x->rx[i];
 			if (x == c) /* its own receive calls count whole, as they always did */
 				rc |= ddl_ivset_push_merging(f, rx->a, rx->b, c->remote, DDL_FLIGHT_GAP_NS);
-			const struct ddl_fxrec *s = y ? ddl_fconn_last_send(y, rx->b) : NULL;
+			const struct ddl_fxrec *s = y ? ddl_fconn_last_send(y, rx->b, &hb) : NULL;
 			if (s && x != c)
 				rc |= ddl_ivset_push_merging(f, rx->a > s->a ? rx->a : s->a, rx->b, c->remote,
 				                             DDL_FLIGHT_GAP_NS);
-			s = y && rx->wb ? ddl_fconn_last_send(y, rx->wb) : NULL;
+			s = y && rx->wb ? ddl_fconn_last_send(y, rx->wb, &hw) : NULL;
 			if (s)
 				rc |= ddl_ivset_push_merging(f, rx->wa > s->a ? rx->wa : s->a, rx->wb, c->remote,
 				                             DDL_FLIGHT_GAP_NS);
@@ -553,66 +778,48 @@ struct ddl_fjob {
 	const size_t *first;  /* process i's connections: conn[first[i] .. first[i + 1]) */
 	struct ddl_fspill *sp;
 	int *rc;
+	pthread_mutex_t mu;
+	struct ddl_fscratch *idle; /* the threads' scratch, between processes */
 };
 
-/* Process P's records, grouped into connections (runs of equal peer and
- * fd, offsets counting each direction's bytes), into *O, and kept or
- * spilled. 0 or -1. */
-/* The end of the connection that record J of V[0..N) starts: the run of
- * records of its peer and fd (sorted by ddl_fx_by_conn). */
-static size_t ddl_fx_conn_end(const struct ddl_fx *v, size_t n, size_t j)
+/* Process P's records (gathered in S), grouped into connections (offsets
+ * counting each direction's bytes), into *O, and kept or spilled. 0 or -1. */
+static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspill *sp, struct ddl_fscratch *s,
+                          struct ddl_fout *o)
 {
-	size_t k = j;
-	while (k < n && v[k].peer && (v[k].peer == v[j].peer || !strcmp(v[k].peer, v[j].peer)) &&
-	       v[k].fd == v[j].fd)
-		k++;
-	return k;
-}
-
-static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspill *sp, struct ddl_fout *o)
-{
-	struct ddl_fproc fp = {0};
-	int rc = ddl_fproc_build(p, &fp);
-	const struct ddl_fx *v = fp.v;
-	size_t n = fp.n, nconn = 0;
-	for (size_t j = 0; !rc && j < n && v[j].peer; j = ddl_fx_conn_end(v, n, j))
-		nconn++; /* connections first, then the loose */
-	o->rec = !rc && n ? malloc(n * sizeof *o->rec) : NULL;
-	o->conn = !rc && nconn ? malloc(nconn * sizeof *o->conn) : NULL;
-	if (rc || (n && !o->rec) || (nconn && !o->conn)) {
-		free(fp.v);
+	size_t n = ddl_fgather(p, s) < 0 ? SIZE_MAX : ddl_fgroup_order(s), nconn = 0;
+	if (n == SIZE_MAX)
 		return -1;
-	}
+	for (size_t i = 0; i < s->ng && s->g[s->gorder[i]].peer; i++)
+		nconn++; /* connections first, then the loose */
+	o->rec = n ? malloc(n * sizeof *o->rec) : NULL;
+	o->conn = nconn ? malloc(nconn * sizeof *o->conn) : NULL;
+	if ((n && !o->rec) || (nconn && !o->conn))
+		return -1;
 	o->nrec = n;
 	int lossy = p->dropped > 0 || p->truncated;
-	size_t j = 0;
-	for (; j < n && v[j].peer;) {
-		size_t k = ddl_fx_conn_end(v, n, j);
-		struct ddl_fconn *c = &o->conn[o->nconn++];
-		*c = (struct ddl_fconn){.proc = proc, .tx = &o->rec[j], .remote = v[j].remote, .lossy = lossy,
-		                        .mate = -1};
-		uint64_t off = 0;
-		size_t x = j;
-		for (; x < k && v[x].cls == DDL_CLASS_TX; x++) {
-			o->rec[x] = (struct ddl_fxrec){v[x].a, v[x].b, v[x].wa, v[x].wb, off, v[x].bytes};
-			off += (uint64_t)v[x].bytes;
+	const struct ddl_fx *v = s->v;
+	const size_t *ord = s->ord;
+	size_t x = 0;
+	for (; o->nconn < nconn; o->nconn++) {
+		const struct ddl_fgroup *g = &s->g[s->gorder[o->nconn]];
+		struct ddl_fconn *c = &o->conn[o->nconn];
+		*c = (struct ddl_fconn){.proc = proc, .tx = &o->rec[x], .ntx = g->n[0], .rx = &o->rec[x + g->n[0]],
+		                        .nrx = g->n[1], .remote = v[ord[x]].remote, .lossy = lossy, .mate = -1};
+		for (size_t end = x + g->n[0]; x < end; x++) {
+			const struct ddl_fx *y = &v[ord[x]];
+			o->rec[x] = (struct ddl_fxrec){y->a, y->b, y->wa, y->wb, c->sent, y->bytes};
+			c->sent += (uint64_t)y->bytes;
 		}
-		c->ntx = x - j;
-		c->sent = off;
-		c->rx = &o->rec[x];
-		c->nrx = k - x;
-		off = 0;
-		for (; x < k; x++) {
-			o->rec[x] = (struct ddl_fxrec){v[x].a, v[x].b, v[x].wa, v[x].wb, off, v[x].bytes};
-			off += v[x].peek ? 0 : (uint64_t)v[x].bytes; /* peeked bytes are read again */
+		for (size_t end = x + g->n[1]; x < end; x++) {
+			const struct ddl_fx *y = &v[ord[x]];
+			o->rec[x] = (struct ddl_fxrec){y->a, y->b, y->wa, y->wb, c->recvd, y->bytes};
+			c->recvd += y->peek ? 0 : (uint64_t)y->bytes; /* peeked bytes are read again */
 		}
-		c->recvd = off;
-		j = k;
 	}
-	for (size_t x = j; x < n; x++) /* the loose: their own time only */
-		o->rec[x] = (struct ddl_fxrec){v[x].a, v[x].b, 0, 0, 0, v[x].bytes};
-	o->nloose = n - j;
-	free(fp.v);
+	o->nloose = n - x;
+	for (; x < n; x++) /* the loose: their own time only */
+		o->rec[x] = (struct ddl_fxrec){v[ord[x]].a, v[ord[x]].b, 0, 0, 0, v[ord[x]].bytes};
 	if (ddl_fspill_put(sp, o->rec, n, &o->at)) {
 		for (size_t c = 0; c < o->nconn; c++) { /* their place in the file */
 			o->conn[c].at = o->at + (uint64_t)(o->conn[c].tx - o->rec) * sizeof *o->rec;
@@ -623,11 +830,23 @@ static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspi
 	}
 	return 0;
 }
-
 static void ddl_fjob_build(void *arg, size_t i)
 {
 	struct ddl_fjob *j = arg;
-	j->rc[i] = ddl_fout_build(&j->r->procs[i], i, j->sp, &j->out[i]);
+	pthread_mutex_lock(&j->mu);
+	struct ddl_fscratch *s = j->idle;
+	if (s)
+		j->idle = s->next;
+	pthread_mutex_unlock(&j->mu);
+	if (!s && !(s = calloc(1, sizeof *s))) {
+		j->rc[i] = -1;
+		return;
+	}
+	j->rc[i] = ddl_fout_build(&j->r->procs[i], i, j->sp, s, &j->out[i]);
+	pthread_mutex_lock(&j->mu);
+	s->next = j->idle;
+	j->idle = s;
+	pthread_mutex_unlock(&j->mu);
 }
 
 /* Process I's windows: its connections' (both ends), and its sends and
@@ -683,10 +902,14 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 	struct ddl_fconn *conn = NULL;
 	size_t nc = 0;
 	int rc = fo && fl && rcs && first ? 0 : -1;
-	struct ddl_fjob job = {r, fo, fl, NULL, first, &sp, rcs};
+	struct ddl_fjob job = {r, fo, fl, NULL, first, &sp, rcs, PTHREAD_MUTEX_INITIALIZER, NULL};
 	if (!rc) {
 		ddl_parallel_procs(r, ddl_fjob_build, &job);
 		rc = ddl_fjob_rc(&job, np);
+	}
+	for (struct ddl_fscratch *s = job.idle, *nx; s; s = nx) {
+		nx = s->next;
+		ddl_fscratch_free(s);
 	}
 	/* every process's connections, in order: the index a mate is known by */
 	for (size_t i = 0; i < np && !rc; i++)

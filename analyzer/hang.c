@@ -315,17 +315,20 @@ void ddl_report_hang(struct ddl_report *r)
 	memset(h, 0, sizeof *h);
 	h->blame = -1;
 	int unclean = 0;
-	int64_t end = INT64_MIN;
+	for (size_t i = 0; i < r->nprocs && !unclean; i++) {
+		const struct ddl_proc *p = &r->procs[i];
+		unclean = ddl_subject(r, p) && p->ntr && !ddl_clean_end(p);
+	}
+	if (!unclean)
+		return;
+	int64_t end = INT64_MIN; /* the job's end: reads each one's last events */
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!ddl_subject(r, p) || !p->ntr)
 			continue;
-		unclean |= !ddl_clean_end(p);
 		int64_t e = ddl_proc_end_ns(p);
 		end = e > end ? e : end;
 	}
-	if (!unclean)
-		return;
 	h->end_ns = end;
 	/* every member's place in every communicator's sequence */
 	struct ddl_hmember *v = NULL;

@@ -78,7 +78,7 @@ static void ddl_problem(struct ddl_trace *t, size_t off, const char *fmt, ...)
 	t->problems[t->nproblems++] = p;
 }
 
-static int ddl_grow(void **p, size_t *cap, size_t need, size_t elem)
+int ddl_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
@@ -891,6 +891,22 @@ int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_t
 }
 
 /*
+ * The 16 MiB of mapping M (SIZE bytes) from OFF's page mapped in one call,
+ * not a page fault at a time (MADV_POPULATE_READ, Linux 5.14; older
+ * kernels refuse it and the pages fault in as they are read); where that
+ * ends.
+ */
+static size_t ddl_populate(const unsigned char *m, size_t size, size_t off)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), from = pg ? off / pg * pg : off;
+	size_t to = size - from > (16u << 20) ? from + (16u << 20) : size;
+#ifdef MADV_POPULATE_READ
+	madvise((void *)(m + from), to - from, MADV_POPULATE_READ);
+#endif
+	return to;
+}
+
+/*
  * FD >= 0: BUF is a private read-only mapping of the file FD, whose pages
  * already read are given back every 16 MiB (they read back from the file
  * if touched again), so that memory does not grow with the file's length.
@@ -915,10 +931,12 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 	if (ddl_header_check(t, m, size, err, errlen) < 0)
 		return -1;
 	unsigned char *zbuf = NULL;
-	size_t zcap = 0, released = 0;
+	size_t zcap = 0, released = 0, populated = 0;
 	size_t off = t->hdr.header_size;
 	while (off < size && !t->stream_stopped) {
 		struct ddl_chunk c;
+		if (fd >= 0 && off >= populated)
+			populated = ddl_populate(m, size, off);
 		if (size - off < sizeof c) {
 			ddl_problem(t, off, "file ends inside a chunk header");
 			t->truncated = 1;

@@ -220,6 +220,10 @@ const char *ddl_trace_name(const struct ddl_trace *t, uint64_t id);
 /* A communicator by id, or NULL when this trace never described it. */
 const struct ddl_comm_info *ddl_trace_comm(const struct ddl_trace *t, uint32_t id);
 
+/* Room in *P (*CAP elements of ELEM bytes) for NEED, doubling from 1024; 0, or -1
+ * without memory (*P as it was). */
+int ddl_grow(void **p, size_t *cap, size_t need, size_t elem);
+
 /* Names and classes of event kinds; "unknown" / 0 for kinds newer than us. */
 const char *ddl_event_name(unsigned kind);
 int ddl_event_class(unsigned kind);
