@@ -112,6 +112,8 @@ struct ddl_fscratch {
 	size_t phcap;
 	uint32_t *gorder;             /* the groups in the order they are kept */
 	size_t gocap;
+	unsigned char *pack;          /* the records packed for the spill file */
+	size_t packcap;
 	struct ddl_fscratch *next;    /* free list */
 };
 
@@ -127,9 +129,10 @@ struct ddl_fxrec {
 /* One connection: a run of its process's records, sends then receives. */
 struct ddl_fconn {
 	size_t proc;
-	const struct ddl_fxrec *tx, *rx; /* NULL when spilled: then at AT in the file */
+	const struct ddl_fxrec *tx, *rx; /* NULL when spilled: then packed in the file,
+	                                  * LEN bytes at AT */
 	size_t ntx, nrx;
-	uint64_t at;
+	uint64_t at, len;
 	uint64_t sent, recvd;
 	int remote;
 	int lossy; /* its process lost events: the totals may fall short */
@@ -139,9 +142,10 @@ struct ddl_fconn {
 /* One process's connections and records: each connection's sends, then its
  * receives, then the NLOOSE sends and receives on no named connection. */
 struct ddl_fout {
-	struct ddl_fxrec *rec; /* NULL when spilled */
+	struct ddl_fxrec *rec; /* NULL when spilled: the loose then packed in the file,
+	                        * LEN bytes at AT */
 	size_t nrec, nloose;
-	uint64_t at;
+	uint64_t at, len;
 	struct ddl_fconn *conn;
 	size_t nconn;
 };
@@ -179,77 +183,191 @@ static int ddl_fspill_open(struct ddl_fspill *sp)
 	return sp->fd;
 }
 
-/* Keeps N records at REC in memory, or writes them to the spill file:
- * *AT their place there and 1; 0 when they stay in memory. */
-static int ddl_fspill_put(struct ddl_fspill *sp, const struct ddl_fxrec *rec, size_t n, uint64_t *at)
+/*
+ * Records as the spill file holds them, packed: each a flags byte, then
+ * varints of its start less the start of the one before, its length, its
+ * bytes and, where the flags say so, its wait (start less the record's,
+ * length) and its offset (less the one the record before implies): about
+ * 12 bytes instead of 48, so that a quarter as much is written and read back.
+ */
+enum { DDL_FXP_WAIT = 1, DDL_FXP_OFF = 2, DDL_FXP_MAX = 1 + 6 * 10 /* bytes, at most */ };
+
+static unsigned char *ddl_put_varint(unsigned char *p, uint64_t v)
 {
-	size_t bytes = n * sizeof *rec;
-	pthread_mutex_lock(&sp->mu);
-	int spill = n && sp->mem + bytes > ddl_events_budget && ddl_fspill_open(sp) >= 0;
-	if (spill) {
-		*at = sp->end;
-		sp->end += bytes;
-	} else {
-		sp->mem += bytes;
+	for (; v >= 0x80; v >>= 7)
+		*p++ = (unsigned char)(v | 0x80);
+	*p++ = (unsigned char)v;
+	return p;
+}
+
+/* A varint at P before END into *V; past it, or NULL when it is cut off. */
+static const unsigned char *ddl_get_varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (unsigned sh = 0; p < end && sh < 64; sh += 7) {
+		unsigned c = *p++;
+		x |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80)) {
+			*v = x;
+			return p;
+		}
 	}
+	return NULL;
+}
+
+/* X - Y wrapping, zigzagged (small either way is small), and back. */
+static uint64_t ddl_zz_diff(int64_t x, int64_t y)
+{
+	uint64_t d = (uint64_t)x - (uint64_t)y;
+	return d << 1 ^ (0 - (d >> 63));
+}
+
+static int64_t ddl_zz_add(int64_t y, uint64_t z)
+{
+	uint64_t d = z >> 1 ^ (0 - (z & 1));
+	return (int64_t)((uint64_t)y + d);
+}
+
+/* Packs N records at R into OUT (room for N * DDL_FXP_MAX); past them. */
+static unsigned char *ddl_fx_pack(const struct ddl_fxrec *r, size_t n, unsigned char *out)
+{
+	int64_t a = 0;
+	uint64_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ddl_fxrec *x = &r[i];
+		int fl = (x->wa || x->wb ? DDL_FXP_WAIT : 0) | (x->off != off ? DDL_FXP_OFF : 0);
+		*out++ = (unsigned char)fl;
+		out = ddl_put_varint(out, ddl_zz_diff(x->a, a));
+		out = ddl_put_varint(out, ddl_zz_diff(x->b, x->a));
+		out = ddl_put_varint(out, ddl_zz_diff(x->bytes, 0));
+		if (fl & DDL_FXP_WAIT) {
+			out = ddl_put_varint(out, ddl_zz_diff(x->wa, x->a));
+			out = ddl_put_varint(out, ddl_zz_diff(x->wb, x->wa));
+		}
+		if (fl & DDL_FXP_OFF)
+			out = ddl_put_varint(out, ddl_zz_diff((int64_t)x->off, (int64_t)off));
+		a = x->a;
+		off = x->off + (uint64_t)x->bytes;
+	}
+	return out;
+}
+
+/* N records packed at P (before END) into R; past them, or NULL. */
+static const unsigned char *ddl_fx_unpack(const unsigned char *p, const unsigned char *end, struct ddl_fxrec *r,
+                                          size_t n)
+{
+	int64_t a = 0;
+	uint64_t off = 0;
+	for (size_t i = 0; i < n && p; i++) {
+		struct ddl_fxrec *x = &r[i];
+		uint64_t v[6] = {0};
+		int fl = p < end ? *p++ : -1;
+		int nv = 3 + (fl & DDL_FXP_WAIT ? 2 : 0) + (fl & DDL_FXP_OFF ? 1 : 0);
+		for (int k = 0; k < nv && fl >= 0 && p; k++)
+			p = ddl_get_varint(p, end, &v[k]);
+		if (fl < 0 || !p)
+			return NULL;
+		x->a = ddl_zz_add(a, v[0]);
+		x->b = ddl_zz_add(x->a, v[1]);
+		x->bytes = ddl_zz_add(0, v[2]);
+		x->wa = fl & DDL_FXP_WAIT ? ddl_zz_add(x->a, v[3]) : 0;
+		x->wb = fl & DDL_FXP_WAIT ? ddl_zz_add(x->wa, v[4]) : 0;
+		x->off = fl & DDL_FXP_OFF ? (uint64_t)ddl_zz_add((int64_t)off, v[fl & DDL_FXP_WAIT ? 5 : 3]) : off;
+		a = x->a;
+		off = x->off + (uint64_t)x->bytes;
+	}
+	return p;
+}
+
+/* Whether records of RAW bytes in memory go to the spill file (those kept
+ * are past the budget, and there is a file); else they count as kept. */
+static int ddl_fspill_wants(struct ddl_fspill *sp, size_t raw)
+{
+	pthread_mutex_lock(&sp->mu);
+	int spill = raw && sp->mem + raw > ddl_events_budget && ddl_fspill_open(sp) >= 0;
+	if (!spill)
+		sp->mem += raw;
+	pthread_mutex_unlock(&sp->mu);
+	return spill;
+}
+
+/* RAW bytes of records kept in memory after all. */
+static void ddl_fspill_keep(struct ddl_fspill *sp, size_t raw)
+{
+	pthread_mutex_lock(&sp->mu);
+	sp->mem += raw;
+	pthread_mutex_unlock(&sp->mu);
+}
+
+/* Writes LEN packed bytes at P to the spill file, *AT their place; 0, or
+ * -1 (a full disk: the RAW bytes of records they stand for are kept). */
+static int ddl_fspill_write(struct ddl_fspill *sp, const unsigned char *p, size_t len, size_t raw, uint64_t *at)
+{
+	pthread_mutex_lock(&sp->mu);
+	*at = sp->end;
+	sp->end += len;
 	int fd = sp->fd;
 	pthread_mutex_unlock(&sp->mu);
-	if (!spill)
-		return 0;
-	const char *p = (const char *)rec;
-	for (size_t done = 0; done < bytes;) {
-		ssize_t w = pwrite(fd, p + done, bytes - done, (off_t)(*at + done));
+	for (size_t done = 0; done < len;) {
+		ssize_t w = pwrite(fd, p + done, len - done, (off_t)(*at + done));
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) { /* a full disk: these stay in memory */
-			pthread_mutex_lock(&sp->mu);
-			sp->mem += bytes;
-			pthread_mutex_unlock(&sp->mu);
-			return 0;
+		if (w <= 0) {
+			ddl_fspill_keep(sp, raw);
+			return -1;
 		}
 		done += (size_t)w;
 	}
-	return 1;
+	return 0;
 }
 
-/* N records at AT of the spill file into *BUF (grown; *CAP its room); 0 or -1. */
-static int ddl_fspill_get(const struct ddl_fspill *sp, uint64_t at, size_t n, struct ddl_fxrec **buf,
-                          size_t *cap)
+/* Where spilled records are read back into: the records, and their bytes. */
+struct ddl_fview {
+	struct ddl_fxrec *rec;
+	size_t cap;
+	unsigned char *raw;
+	size_t rawcap;
+};
+
+/* The N1 then N2 records packed in LEN bytes at AT of the spill file into
+ * V->rec (each run packed on its own); 0 or -1. */
+static int ddl_fspill_get(const struct ddl_fspill *sp, uint64_t at, size_t len, size_t n1, size_t n2,
+                          struct ddl_fview *v)
 {
-	if (n > *cap) {
-		struct ddl_fxrec *q = realloc(*buf, n * sizeof *q);
-		if (!q)
-			return -1;
-		*buf = q;
-		*cap = n;
-	}
-	char *p = (char *)*buf;
-	size_t bytes = n * sizeof **buf;
-	for (size_t done = 0; done < bytes;) {
-		ssize_t r = pread(sp->fd, p + done, bytes - done, (off_t)(at + done));
+	if (ddl_grow((void **)&v->raw, &v->rawcap, len, 1) < 0 ||
+	    ddl_grow((void **)&v->rec, &v->cap, n1 + n2, sizeof *v->rec) < 0)
+		return -1;
+	for (size_t done = 0; done < len;) {
+		ssize_t r = pread(sp->fd, v->raw + done, len - done, (off_t)(at + done));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			return -1;
 		done += (size_t)r;
 	}
-	return 0;
+	const unsigned char *p = ddl_fx_unpack(v->raw, v->raw + len, v->rec, n1);
+	return p && ddl_fx_unpack(p, v->raw + len, v->rec + n1, n2) ? 0 : -1;
 }
 
-/* C with its records in memory: as it is, or read back into *BUF. 0 or -1. */
+static void ddl_fview_free(struct ddl_fview *v)
+{
+	free(v->rec);
+	free(v->raw);
+}
+
+/* C with its records in memory: as it is, or read back into V. 0 or -1. */
 static int ddl_fconn_view(const struct ddl_fspill *sp, const struct ddl_fconn *c, struct ddl_fconn *out,
-                          struct ddl_fxrec **buf, size_t *cap)
+                          struct ddl_fview *v)
 {
 	*out = *c;
 	if (c->tx || !(c->ntx + c->nrx))
 		return 0;
-	if (ddl_fspill_get(sp, c->at, c->ntx + c->nrx, buf, cap) < 0)
+	if (ddl_fspill_get(sp, c->at, c->len, c->ntx, c->nrx, v) < 0)
 		return -1;
-	out->tx = *buf;
-	out->rx = *buf + c->ntx;
+	out->tx = v->rec;
+	out->rx = v->rec + c->ntx;
 	return 0;
 }
-
 
 static uint32_t ddl_fhash_text(const char *s)
 {
@@ -518,6 +636,7 @@ static void ddl_fscratch_free(struct ddl_fscratch *s)
 	free(s->gtab);
 	free(s->ph);
 	free(s->gorder);
+	free(s->pack);
 	free(s);
 }
 /* The send of C that carried byte OFF, or NULL. */
@@ -627,8 +746,7 @@ static int ddl_fedge_cmp(const void *x, const void *y)
 static int ddl_fconn_pair(const struct ddl_report *r, const struct ddl_fspill *sp, struct ddl_fconn *c,
                           size_t n)
 {
-	struct ddl_fxrec *ba = NULL, *bb = NULL; /* spilled records read back */
-	size_t ca = 0, cb = 0;
+	struct ddl_fview ba = {0}, bb = {0}; /* spilled records read back */
 	int rc = 0;
 	size_t *ix = malloc((n ? n : 1) * sizeof *ix);
 	if (!ix)
@@ -660,8 +778,7 @@ static int ddl_fconn_pair(const struct ddl_report *r, const struct ddl_fspill *s
 			    ddl_same_host(r, a->proc, b->proc) == a->remote)
 				continue;
 			struct ddl_fconn vb;
-			if ((!loaded && ddl_fconn_view(sp, a, &va, &ba, &ca) < 0) ||
-			    ddl_fconn_view(sp, b, &vb, &bb, &cb) < 0) {
+			if ((!loaded && ddl_fconn_view(sp, a, &va, &ba) < 0) || ddl_fconn_view(sp, b, &vb, &bb) < 0) {
 				rc = -1;
 				break;
 			}
@@ -680,8 +797,8 @@ static int ddl_fconn_pair(const struct ddl_report *r, const struct ddl_fspill *s
 		}
 	}
 	free(ix);
-	free(ba);
-	free(bb);
+	ddl_fview_free(&ba);
+	ddl_fview_free(&bb);
 	if (rc)
 		return rc;
 	/* then the rest: each takes its closest candidate, closest pairs first;
@@ -820,14 +937,34 @@ static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspi
 	o->nloose = n - x;
 	for (; x < n; x++) /* the loose: their own time only */
 		o->rec[x] = (struct ddl_fxrec){v[ord[x]].a, v[ord[x]].b, 0, 0, 0, v[ord[x]].bytes};
-	if (ddl_fspill_put(sp, o->rec, n, &o->at)) {
-		for (size_t c = 0; c < o->nconn; c++) { /* their place in the file */
-			o->conn[c].at = o->at + (uint64_t)(o->conn[c].tx - o->rec) * sizeof *o->rec;
-			o->conn[c].tx = o->conn[c].rx = NULL;
-		}
-		free(o->rec);
-		o->rec = NULL;
+	size_t raw = n * sizeof *o->rec;
+	if (!ddl_fspill_wants(sp, raw))
+		return 0;
+	/* packed, each connection's sends and receives, then the loose */
+	if (ddl_grow((void **)&s->pack, &s->packcap, n * DDL_FXP_MAX, 1) < 0) {
+		ddl_fspill_keep(sp, raw); /* no room to pack them: kept */
+		return 0;
 	}
+	unsigned char *q = s->pack;
+	for (size_t c = 0; c < o->nconn; c++) {
+		struct ddl_fconn *k = &o->conn[c];
+		k->at = (uint64_t)(q - s->pack);
+		q = ddl_fx_pack(k->rx, k->nrx, ddl_fx_pack(k->tx, k->ntx, q));
+		k->len = (uint64_t)(q - s->pack) - k->at;
+	}
+	o->at = (uint64_t)(q - s->pack);
+	q = ddl_fx_pack(o->rec + (n - o->nloose), o->nloose, q);
+	o->len = (uint64_t)(q - s->pack) - o->at;
+	uint64_t at;
+	if (ddl_fspill_write(sp, s->pack, (size_t)(q - s->pack), raw, &at) < 0)
+		return 0;
+	for (size_t c = 0; c < o->nconn; c++) { /* their place in the file */
+		o->conn[c].at += at;
+		o->conn[c].tx = o->conn[c].rx = NULL;
+	}
+	o->at += at;
+	free(o->rec);
+	o->rec = NULL;
 	return 0;
 }
 static void ddl_fjob_build(void *arg, size_t i)
@@ -854,30 +991,29 @@ static void ddl_fjob_build(void *arg, size_t i)
 static void ddl_fjob_windows(void *arg, size_t i)
 {
 	struct ddl_fjob *j = arg;
-	struct ddl_fxrec *b1 = NULL, *b2 = NULL;
-	size_t c1 = 0, c2 = 0;
+	struct ddl_fview b1 = {0}, b2 = {0};
 	int rc = 0;
 	for (size_t k = j->first[i]; k < j->first[i + 1] && !rc; k++) {
 		const struct ddl_fconn *c = &j->conn[k];
 		struct ddl_fconn vc, vm;
-		rc = ddl_fconn_view(j->sp, c, &vc, &b1, &c1);
+		rc = ddl_fconn_view(j->sp, c, &vc, &b1);
 		if (!rc && c->mate >= 0)
-			rc = ddl_fconn_view(j->sp, &j->conn[c->mate], &vm, &b2, &c2);
+			rc = ddl_fconn_view(j->sp, &j->conn[c->mate], &vm, &b2);
 		if (!rc)
 			rc = ddl_fconn_windows(&vc, c->mate >= 0 ? &vm : NULL, &j->fl[i]);
 	}
 	const struct ddl_fout *o = &j->out[i];
 	const struct ddl_fxrec *loose = o->rec ? o->rec + (o->nrec - o->nloose) : NULL;
 	if (!rc && o->nloose && !loose) {
-		rc = ddl_fspill_get(j->sp, o->at + (o->nrec - o->nloose) * sizeof *loose, o->nloose, &b1, &c1);
-		loose = b1;
+		rc = ddl_fspill_get(j->sp, o->at, o->len, o->nloose, 0, &b1);
+		loose = b1.rec;
 	}
 	for (size_t x = 0; x < o->nloose && !rc; x++)
 		rc = ddl_ivset_push_merging(&j->fl[i], loose[x].a, loose[x].b, 0, DDL_FLIGHT_GAP_NS);
 	if (!rc)
 		ddl_ivset_merge(&j->fl[i], DDL_FLIGHT_GAP_NS);
-	free(b1);
-	free(b2);
+	ddl_fview_free(&b1);
+	ddl_fview_free(&b2);
 	j->rc[i] = rc;
 }
 
