@@ -127,6 +127,7 @@ int main(int argc, char **argv)
 	/* every stage holds the events it reads: they are read again from the
 	 * files as needed, and memory does not grow with them (trace_events.c) */
 	ddl_traceset_lazy = 1;
+	ddl_traceset_parallel = ddl_parallel; /* the files read on every core */
 	/* big arrays (a process's events, its socket records) mapped and given
 	 * back whole when freed: glibc would otherwise raise its threshold
 	 * after the first and keep later ones in a heap that never shrinks */

@@ -31,6 +31,7 @@ static void ddl_add_error(struct ddl_traceset *s, const char *msg)
 
 struct ddl_progress *ddl_traceset_progress;
 int ddl_traceset_lazy;
+void (*ddl_traceset_parallel)(size_t n, void (*fn)(void *arg, size_t i), void *arg);
 
 /* A lazy read's events are only counted (and checked as a full read
  * checks them), and their classes noted. */
@@ -64,27 +65,44 @@ static int ddl_seen_before(struct ddl_traceset *s, const char *path)
 	return 0;
 }
 
-/* Reads PATH into S; without memory for it, S is incomplete. */
-static void ddl_add_file(struct ddl_traceset *s, const char *path)
-{
+/* A file being read into its own trace, before it joins the set. */
+struct ddl_load {
+	const char *path;
+	struct ddl_trace t;
+	int rc, skip;
 	char err[512];
-	if (ddl_seen_before(s, path))
+};
+
+static void ddl_load_one(void *arg, size_t i)
+{
+	struct ddl_load *l = &((struct ddl_load *)arg)[i];
+	if (l->skip)
 		return;
+	l->rc = ddl_traceset_lazy ? ddl_trace_stream(l->path, &l->t, ddl_count_only, NULL, l->err, sizeof l->err)
+	                          : ddl_trace_read(l->path, &l->t, l->err, sizeof l->err);
+}
+
+/* Adds the trace L read (in the order named: the set is the same however
+ * the reads were spread); without memory for it, S is incomplete. */
+static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
+{
+	if (l->skip)
+		return;
+	if (l->rc < 0) {
+		if (!l->t.path)
+			s->incomplete = 1; /* memory ran out before the file was looked at */
+		ddl_trace_free(&l->t);
+		ddl_add_error(s, l->err);
+		return;
+	}
 	struct ddl_trace *t = realloc(s->t, (s->n + 1) * sizeof *t);
 	if (!t) {
+		ddl_trace_free(&l->t);
 		s->incomplete = 1;
 		return;
 	}
 	s->t = t;
-	int rc = ddl_traceset_lazy ? ddl_trace_stream(path, &s->t[s->n], ddl_count_only, NULL, err, sizeof err)
-	                           : ddl_trace_read(path, &s->t[s->n], err, sizeof err);
-	if (rc < 0) {
-		if (!s->t[s->n].path)
-			s->incomplete = 1; /* memory ran out before the file was looked at */
-		ddl_trace_free(&s->t[s->n]);
-		ddl_add_error(s, err);
-		return;
-	}
+	s->t[s->n] = l->t;
 	if (ddl_traceset_lazy) {
 		struct ddl_trace *u = &s->t[s->n];
 		u->nev = u->nstreamed;
@@ -97,6 +115,35 @@ static void ddl_add_file(struct ddl_traceset *s, const char *path)
 	if (ddl_traceset_progress)
 		ddl_progress_update(ddl_traceset_progress, (double)ddl_progress_events, 0,
 		                    "events read");
+}
+
+/* Reads the N files PATHS into S, a directory's on several threads where
+ * ddl_traceset_parallel says how (each file read once: a second name of
+ * one read already is passed over). */
+static void ddl_add_files(struct ddl_traceset *s, char *const *paths, size_t n)
+{
+	struct ddl_load *l = calloc(n ? n : 1, sizeof *l);
+	if (!l) {
+		s->incomplete = 1;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		l[i].path = paths[i];
+		l[i].skip = ddl_seen_before(s, paths[i]);
+	}
+	/* a batch at a time, so that the progress moves and at most a batch of
+	 * traces waits to join the set */
+	for (size_t i = 0; i < n; i += 64) {
+		size_t k = n - i < 64 ? n - i : 64;
+		if (ddl_traceset_parallel && k > 1)
+			ddl_traceset_parallel(k, ddl_load_one, l + i);
+		else
+			for (size_t j = 0; j < k; j++)
+				ddl_load_one(l + i, j);
+		for (size_t j = 0; j < k; j++)
+			ddl_load_add(s, &l[i + j]);
+	}
+	free(l);
 }
 
 static int ddl_cmp_str(const void *a, const void *b)
@@ -133,10 +180,9 @@ static int ddl_add_dir(struct ddl_traceset *s, const char *dir)
 	closedir(d);
 	if (n)
 		qsort(names, n, sizeof *names, ddl_cmp_str);
-	for (size_t i = 0; i < n; i++) {
-		ddl_add_file(s, names[i]);
+	ddl_add_files(s, names, n);
+	for (size_t i = 0; i < n; i++)
 		free(names[i]);
-	}
 	free(names);
 	return 0;
 }
@@ -280,7 +326,7 @@ int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, ch
 				return -1;
 			}
 		} else if (S_ISREG(st.st_mode)) {
-			ddl_add_file(s, paths[i]);
+			ddl_add_files(s, &paths[i], 1);
 		} else {
 			snprintf(err, errlen, "%s: neither a trace file nor a directory", paths[i]);
 			return -1;

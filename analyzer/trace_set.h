@@ -61,6 +61,9 @@ void ddl_traceset_free(struct ddl_traceset *s);
 /* When set, traces are loaded lazily: their events are read again when
  * held (ddl_trace_hold), not kept (trace_events.c). */
 extern int ddl_traceset_lazy;
+/* When set, a directory's files are read on several threads by it
+ * (ddlprof-report's ddl_parallel: FN(ARG, i) for each i below N). */
+extern void (*ddl_traceset_parallel)(size_t n, void (*fn)(void *arg, size_t i), void *arg);
 /* When set, loading shows its progress there (progress.h). */
 struct ddl_progress;
 extern struct ddl_progress *ddl_traceset_progress;

@@ -55,12 +55,14 @@ __attribute__((target("sse4.2"))) static uint32_t ddl_crc32c_hw(uint32_t crc,
 static uint32_t ddl_crc32c(const void *p, size_t n)
 {
 #if defined(__x86_64__)
-	static int hw = -1;
-	if (hw < 0) {
+	static int hw = -1; /* threads may ask first together: each finds the same */
+	int h = __atomic_load_n(&hw, __ATOMIC_RELAXED);
+	if (h < 0) {
 		__builtin_cpu_init();
-		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		h = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		__atomic_store_n(&hw, h, __ATOMIC_RELAXED);
 	}
-	if (hw)
+	if (h)
 		return ~ddl_crc32c_hw(~0u, p, n);
 #endif
 	return ~ddl_crc32c_sw(~0u, p, n);
