@@ -85,18 +85,41 @@ struct ddl_parp {
 	const struct ddl_report *r;
 	void (*fn)(void *, size_t);
 	void *arg;
+	const size_t *order; /* NULL: in order */
 };
 
 static void ddl_parp_one(void *v, size_t i)
 {
 	struct ddl_parp *q = v;
-	ddl_proc_hold(&q->r->procs[i]);
-	q->fn(q->arg, i);
-	ddl_proc_release(&q->r->procs[i]);
+	size_t k = q->order ? q->order[i] : i;
+	ddl_proc_hold(&q->r->procs[k]);
+	q->fn(q->arg, k);
+	ddl_proc_release(&q->r->procs[k]);
 }
 
+static int ddl_proc_in_memory(const struct ddl_proc *p)
+{
+	for (size_t k = 0; k < p->ntr; k++)
+		if (!ddl_trace_in_memory(p->tr[k]))
+			return 0;
+	return 1;
+}
+
+/* The processes whose events are in memory first: the last stage left the
+ * budget's worth of them there, and they are worked on before reading the
+ * others evicts them (in order they would be the first evicted, every
+ * stage reading all again). The order never shows in the results. */
 void ddl_parallel_procs(const struct ddl_report *r, void (*fn)(void *arg, size_t i), void *arg)
 {
-	struct ddl_parp q = {r, fn, arg};
-	ddl_parallel(r->nprocs, ddl_parp_one, &q);
+	size_t n = r->nprocs, *order = n > 1 ? malloc(n * sizeof *order) : NULL, k = 0, m = n;
+	for (size_t i = 0; order && i < n; i++) /* those in memory from the front, the rest from the back */
+		order[ddl_proc_in_memory(&r->procs[i]) ? k++ : --m] = i;
+	for (size_t a = m, b = n; order && a + 1 < b; a++, b--) { /* the rest in order too */
+		size_t x = order[a];
+		order[a] = order[b - 1];
+		order[b - 1] = x;
+	}
+	struct ddl_parp q = {r, fn, arg, order};
+	ddl_parallel(n, ddl_parp_one, &q);
+	free(order);
 }

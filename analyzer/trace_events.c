@@ -217,3 +217,13 @@ void ddl_trace_release(const struct ddl_trace *ct)
 	ddl_ev_evict();
 	pthread_mutex_unlock(&ddl_ev_mu);
 }
+
+int ddl_trace_in_memory(const struct ddl_trace *t)
+{
+	if (!t->lazy)
+		return 1;
+	pthread_mutex_lock(&ddl_ev_mu);
+	int in = t->ev != NULL || !t->nev;
+	pthread_mutex_unlock(&ddl_ev_mu);
+	return in;
+}

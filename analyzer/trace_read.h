@@ -148,6 +148,8 @@ void ddl_trace_free(struct ddl_trace *t);
  */
 void ddl_trace_hold(const struct ddl_trace *t);
 void ddl_trace_release(const struct ddl_trace *t);
+/* Whether T's events are in memory now (a hold would not read them again). */
+int ddl_trace_in_memory(const struct ddl_trace *t);
 /* The classes of events T may hold, 1 << class each: all for a trace not
  * lazy (its first read did not note them); and whether it may hold CLS. */
 static inline uint32_t ddl_trace_classes(const struct ddl_trace *t)
