@@ -639,6 +639,7 @@ static void ddl_fscratch_free(struct ddl_fscratch *s)
 	free(s->pack);
 	free(s);
 }
+
 /* The send of C that carried byte OFF, or NULL. */
 static const struct ddl_fxrec *ddl_fconn_carrier(const struct ddl_fconn *c, uint64_t off)
 {

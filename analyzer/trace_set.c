@@ -119,29 +119,27 @@ static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 
 /* Reads the N files PATHS into S, a directory's on several threads where
  * ddl_traceset_parallel says how (each file read once: a second name of
- * one read already is passed over). */
+ * one read already is passed over), a batch at a time: the progress moves,
+ * and at most a batch of traces waits to join the set. */
 static void ddl_add_files(struct ddl_traceset *s, char *const *paths, size_t n)
 {
-	struct ddl_load *l = calloc(n ? n : 1, sizeof *l);
+	enum { BATCH = 64 };
+	struct ddl_load *l = calloc(n < BATCH ? (n ? n : 1) : BATCH, sizeof *l);
 	if (!l) {
 		s->incomplete = 1;
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		l[i].path = paths[i];
-		l[i].skip = ddl_seen_before(s, paths[i]);
-	}
-	/* a batch at a time, so that the progress moves and at most a batch of
-	 * traces waits to join the set */
-	for (size_t i = 0; i < n; i += 64) {
-		size_t k = n - i < 64 ? n - i : 64;
+	for (size_t i = 0; i < n; i += BATCH) {
+		size_t k = n - i < BATCH ? n - i : BATCH;
+		for (size_t j = 0; j < k; j++)
+			l[j] = (struct ddl_load){.path = paths[i + j], .skip = ddl_seen_before(s, paths[i + j])};
 		if (ddl_traceset_parallel && k > 1)
-			ddl_traceset_parallel(k, ddl_load_one, l + i);
+			ddl_traceset_parallel(k, ddl_load_one, l);
 		else
 			for (size_t j = 0; j < k; j++)
-				ddl_load_one(l + i, j);
+				ddl_load_one(l, j);
 		for (size_t j = 0; j < k; j++)
-			ddl_load_add(s, &l[i + j]);
+			ddl_load_add(s, &l[j]);
 	}
 	free(l);
 }
