@@ -567,7 +567,8 @@ static int ddl_fgather(const struct ddl_proc *p, struct ddl_fscratch *s)
 		s->ord[i] = i;
 		s->v[i].wa = s->v[i].wb = 0;
 	}
-	qsort_r(s->ord, s->n, sizeof *s->ord, ddl_fx_by_thread, s->v);
+	if (s->n > 1)
+		qsort_r(s->ord, s->n, sizeof *s->ord, ddl_fx_by_thread, s->v);
 	size_t wait = SIZE_MAX;
 	for (size_t i = 0; i < s->n; i++) {
 		if (i && s->v[s->ord[i]].tid != s->v[s->ord[i - 1]].tid)
@@ -600,7 +601,8 @@ static size_t ddl_fgroup_order(struct ddl_fscratch *s)
 		return SIZE_MAX;
 	for (size_t i = 0; i < s->ng; i++)
 		s->gorder[i] = (uint32_t)i;
-	qsort_r(s->gorder, s->ng, sizeof *s->gorder, ddl_fgroup_cmp, s->g);
+	if (s->ng > 1)
+		qsort_r(s->gorder, s->ng, sizeof *s->gorder, ddl_fgroup_cmp, s->g);
 	size_t at = 0;
 	for (size_t i = 0; i < s->ng; i++) {
 		struct ddl_fgroup *g = &s->g[s->gorder[i]];
@@ -620,7 +622,7 @@ static size_t ddl_fgroup_order(struct ddl_fscratch *s)
 		struct ddl_fgroup *g = &s->g[i];
 		for (int d = 0; d < 2; d++) {
 			g->at[d] -= g->n[d];
-			if (g->unsorted[d])
+			if (g->unsorted[d] && g->n[d] > 1)
 				qsort_r(s->ord + g->at[d], g->n[d], sizeof *s->ord, ddl_fx_by_time, s->v);
 		}
 	}
