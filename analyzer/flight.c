@@ -85,13 +85,19 @@ struct ddl_fgroup {
 	int unsorted[2];     /* they did not come in the order they are kept in */
 };
 
+/* The ready socket wait a thread made last, as its records are followed. */
+struct ddl_fwait {
+	int64_t a, b;
+	int on; /* 0: none, or a send or receive with bytes came after it */
+};
+
 /* A thread's socket state while its records are gathered: the start of its
- * last record, and the ready wait it made last (record index, or SIZE_MAX). */
+ * last record, and its last ready wait. */
 struct ddl_fthread {
 	uint32_t tid;
 	int used;
 	int64_t last_a;
-	size_t wait;
+	struct ddl_fwait wait;
 };
 
 /* What gathering a process's records works in; each thread of the
@@ -228,27 +234,24 @@ static int64_t ddl_zz_add(int64_t y, uint64_t z)
 	return (int64_t)((uint64_t)y + d);
 }
 
-/* Packs N records at R into OUT (room for N * DDL_FXP_MAX); past them. */
-static unsigned char *ddl_fx_pack(const struct ddl_fxrec *r, size_t n, unsigned char *out)
+/* Packs record X into OUT (room for DDL_FXP_MAX), after the record whose
+ * start and end offset are *A and *OFF (0 and 0 for a run's first);
+ * past it. */
+static unsigned char *ddl_fx_pack(const struct ddl_fxrec *x, int64_t *a, uint64_t *off, unsigned char *out)
 {
-	int64_t a = 0;
-	uint64_t off = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct ddl_fxrec *x = &r[i];
-		int fl = (x->wa || x->wb ? DDL_FXP_WAIT : 0) | (x->off != off ? DDL_FXP_OFF : 0);
-		*out++ = (unsigned char)fl;
-		out = ddl_put_varint(out, ddl_zz_diff(x->a, a));
-		out = ddl_put_varint(out, ddl_zz_diff(x->b, x->a));
-		out = ddl_put_varint(out, ddl_zz_diff(x->bytes, 0));
-		if (fl & DDL_FXP_WAIT) {
-			out = ddl_put_varint(out, ddl_zz_diff(x->wa, x->a));
-			out = ddl_put_varint(out, ddl_zz_diff(x->wb, x->wa));
-		}
-		if (fl & DDL_FXP_OFF)
-			out = ddl_put_varint(out, ddl_zz_diff((int64_t)x->off, (int64_t)off));
-		a = x->a;
-		off = x->off + (uint64_t)x->bytes;
+	int fl = (x->wa || x->wb ? DDL_FXP_WAIT : 0) | (x->off != *off ? DDL_FXP_OFF : 0);
+	*out++ = (unsigned char)fl;
+	out = ddl_put_varint(out, ddl_zz_diff(x->a, *a));
+	out = ddl_put_varint(out, ddl_zz_diff(x->b, x->a));
+	out = ddl_put_varint(out, ddl_zz_diff(x->bytes, 0));
+	if (fl & DDL_FXP_WAIT) {
+		out = ddl_put_varint(out, ddl_zz_diff(x->wa, x->a));
+		out = ddl_put_varint(out, ddl_zz_diff(x->wb, x->wa));
 	}
+	if (fl & DDL_FXP_OFF)
+		out = ddl_put_varint(out, ddl_zz_diff((int64_t)x->off, (int64_t)*off));
+	*a = x->a;
+	*off = x->off + (uint64_t)x->bytes;
 	return out;
 }
 
@@ -299,23 +302,27 @@ static void ddl_fspill_keep(struct ddl_fspill *sp, size_t raw)
 	pthread_mutex_unlock(&sp->mu);
 }
 
-/* Writes LEN packed bytes at P to the spill file, *AT their place; 0, or
- * -1 (a full disk: the RAW bytes of records they stand for are kept). */
-static int ddl_fspill_write(struct ddl_fspill *sp, const unsigned char *p, size_t len, size_t raw, uint64_t *at)
+/* Room for LEN bytes in the spill file: their place. Room is made for
+ * the most a process's records could pack into, and what they leave is
+ * a hole, which takes no disk. */
+static uint64_t ddl_fspill_reserve(struct ddl_fspill *sp, uint64_t len)
 {
 	pthread_mutex_lock(&sp->mu);
-	*at = sp->end;
+	uint64_t at = sp->end;
 	sp->end += len;
-	int fd = sp->fd;
 	pthread_mutex_unlock(&sp->mu);
+	return at;
+}
+
+/* Writes LEN bytes at P to the spill file at AT; 0, or -1 (a full disk). */
+static int ddl_fspill_put(const struct ddl_fspill *sp, const unsigned char *p, size_t len, uint64_t at)
+{
 	for (size_t done = 0; done < len;) {
-		ssize_t w = pwrite(fd, p + done, len - done, (off_t)(*at + done));
+		ssize_t w = pwrite(sp->fd, p + done, len - done, (off_t)(at + done));
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			ddl_fspill_keep(sp, raw);
+		if (w <= 0)
 			return -1;
-		}
 		done += (size_t)w;
 	}
 	return 0;
@@ -334,8 +341,8 @@ struct ddl_fview {
 static int ddl_fspill_get(const struct ddl_fspill *sp, uint64_t at, size_t len, size_t n1, size_t n2,
                           struct ddl_fview *v)
 {
-	if (ddl_grow((void **)&v->raw, &v->rawcap, len, 1) < 0 ||
-	    ddl_grow((void **)&v->rec, &v->cap, n1 + n2, sizeof *v->rec) < 0)
+	if (ddl_grow_charged((void **)&v->raw, &v->rawcap, len, 1) < 0 ||
+	    ddl_grow_charged((void **)&v->rec, &v->cap, n1 + n2, sizeof *v->rec) < 0)
 		return -1;
 	for (size_t done = 0; done < len;) {
 		ssize_t r = pread(sp->fd, v->raw + done, len - done, (off_t)(at + done));
@@ -351,6 +358,7 @@ static int ddl_fspill_get(const struct ddl_fspill *sp, uint64_t at, size_t len, 
 
 static void ddl_fview_free(struct ddl_fview *v)
 {
+	ddl_events_uncharge(v->cap * sizeof *v->rec + v->rawcap);
 	free(v->rec);
 	free(v->raw);
 }
@@ -430,24 +438,23 @@ static struct ddl_fthread *ddl_fthread_of(struct ddl_fscratch *s, uint32_t tid)
 	while (s->th[h].used && s->th[h].tid != tid)
 		h = (h + 1) & m;
 	if (!s->th[h].used)
-		s->th[h] = (struct ddl_fthread){tid, 1, INT64_MIN, SIZE_MAX};
+		s->th[h] = (struct ddl_fthread){tid, 1, INT64_MIN, {0, 0, 0}};
 	return &s->th[h];
 }
 
-/* Record I of S in its thread's time order, WAIT the ready wait the
- * thread made last: a receive with bytes takes it, a send or receive with
- * bytes ends it. */
-static void ddl_fx_follow(struct ddl_fscratch *s, size_t *wait, size_t i)
+/* Record X in its thread's time order, W the ready wait the thread made
+ * last: a receive with bytes takes it, a send or receive with bytes ends
+ * it. */
+static void ddl_fx_follow(struct ddl_fwait *w, struct ddl_fx *x)
 {
-	struct ddl_fx *x = &s->v[i];
 	if (x->cls == DDL_CLASS_WAIT) {
-		*wait = x->ready ? i : SIZE_MAX;
+		*w = (struct ddl_fwait){x->a, x->b, x->ready};
 	} else if (x->bytes > 0) {
-		if (x->cls == DDL_CLASS_RX && *wait != SIZE_MAX) {
-			x->wa = s->v[*wait].a;
-			x->wb = s->v[*wait].b;
+		if (x->cls == DDL_CLASS_RX && w->on) {
+			x->wa = w->a;
+			x->wb = w->b;
 		}
-		*wait = SIZE_MAX;
+		w->on = 0;
 	}
 }
 
@@ -489,13 +496,15 @@ static void ddl_fgroup_count(struct ddl_fgroup *g, int d, const struct ddl_fx *x
 
 /*
  * Gathers the records of process P into S, in one pass over its events:
- * its sends and receives with bytes and its socket waits, each receive
- * given the ready socket wait its thread made last unless a send or
- * receive with bytes came in between (in each thread's order of starts:
- * the order the records come in, unless some thread's do not, which are
- * then sorted), and the sends and receives grouped by connection. 0 or -1.
+ * its sends and receives with bytes, each receive given the ready socket
+ * wait its thread made last unless a send or receive with bytes came in
+ * between (in each thread's order of starts), and grouped by connection.
+ * That order is the order the records come in, unless some thread's do
+ * not: then they are gathered again with the waits and the sends and
+ * receives without bytes (ALL), and sorted. 0, 1 (not in order: ALL
+ * needed), or -1.
  */
-static int ddl_fgather(const struct ddl_proc *p, struct ddl_fscratch *s)
+static int ddl_fgather_pass(const struct ddl_proc *p, struct ddl_fscratch *s, int all)
 {
 	s->n = s->ng = 0;
 	if (s->hcap)
@@ -527,7 +536,7 @@ static int ddl_fgather(const struct ddl_proc *p, struct ddl_fscratch *s)
 				continue;
 			if (c == DDL_CLASS_WAIT && !(e->flags & DDL_EVF_SOCKWAIT))
 				continue;
-			if (s->n == s->cap && ddl_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) < 0)
+			if (s->n == s->cap && ddl_grow_charged((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) < 0)
 				return -1;
 			struct ddl_fx *x = &s->v[s->n];
 			*x = (struct ddl_fx){0};
@@ -546,22 +555,28 @@ static int ddl_fgather(const struct ddl_proc *p, struct ddl_fscratch *s)
 				h = s->ph[e->peer];
 			}
 			struct ddl_fthread *th = ddl_fthread_of(s, x->tid);
-			resort |= x->a < th->last_a;
+			if (x->a < th->last_a) {
+				if (!all)
+					return 1;
+				resort = 1;
+			}
 			th->last_a = x->a;
-			ddl_fx_follow(s, &th->wait, s->n);
+			ddl_fx_follow(&th->wait, x);
 			if (c != DDL_CLASS_WAIT && x->bytes > 0) {
 				if ((x->group = ddl_fgroup_of(s, x->peer, h, x->fd)) == UINT32_MAX)
 					return -1;
 				ddl_fgroup_count(&s->g[x->group], c == DDL_CLASS_RX, x);
+				s->n++;
+			} else {
+				s->n += all != 0; /* kept only to be followed again */
 			}
-			s->n++;
 		}
 	}
 	if (!resort)
 		return 0;
 	/* some thread's records came out of the order of their starts (a call
 	 * made inside another): the waits followed again in that order */
-	if (ddl_grow((void **)&s->ord, &s->ocap, s->n, sizeof *s->ord) < 0)
+	if (ddl_grow_charged((void **)&s->ord, &s->ocap, s->n, sizeof *s->ord) < 0)
 		return -1;
 	for (size_t i = 0; i < s->n; i++) {
 		s->ord[i] = i;
@@ -569,13 +584,19 @@ static int ddl_fgather(const struct ddl_proc *p, struct ddl_fscratch *s)
 	}
 	if (s->n > 1)
 		qsort_r(s->ord, s->n, sizeof *s->ord, ddl_fx_by_thread, s->v);
-	size_t wait = SIZE_MAX;
+	struct ddl_fwait wait = {0, 0, 0};
 	for (size_t i = 0; i < s->n; i++) {
 		if (i && s->v[s->ord[i]].tid != s->v[s->ord[i - 1]].tid)
-			wait = SIZE_MAX;
-		ddl_fx_follow(s, &wait, s->ord[i]);
+			wait.on = 0;
+		ddl_fx_follow(&wait, &s->v[s->ord[i]]);
 	}
 	return 0;
+}
+
+static int ddl_fgather(const struct ddl_proc *p, struct ddl_fscratch *s)
+{
+	int rc = ddl_fgather_pass(p, s, 0);
+	return rc == 1 ? ddl_fgather_pass(p, s, 1) : rc;
 }
 
 /* The order groups are kept in: connections by peer, then fd; then those
@@ -611,7 +632,7 @@ static size_t ddl_fgroup_order(struct ddl_fscratch *s)
 			at += g->n[d];
 		}
 	}
-	if (ddl_grow((void **)&s->ord, &s->ocap, at, sizeof *s->ord) < 0)
+	if (ddl_grow_charged((void **)&s->ord, &s->ocap, at, sizeof *s->ord) < 0)
 		return SIZE_MAX;
 	for (size_t i = 0; i < s->n; i++) { /* as recorded into each group's place */
 		const struct ddl_fx *x = &s->v[i];
@@ -631,6 +652,7 @@ static size_t ddl_fgroup_order(struct ddl_fscratch *s)
 
 static void ddl_fscratch_free(struct ddl_fscratch *s)
 {
+	ddl_events_uncharge(s->cap * sizeof *s->v + s->ocap * sizeof *s->ord);
 	free(s->v);
 	free(s->ord);
 	free(s->th);
@@ -902,8 +924,88 @@ struct ddl_fjob {
 	struct ddl_fscratch *idle; /* the threads' scratch, between processes */
 };
 
+/* Where ddl_fout_emit's records go: into O->rec, or packed through a
+ * buffer of DDL_FPK_BUF records' worth into the spill file from BASE. */
+enum { DDL_FPK_BUF = 4096 };
+struct ddl_fpk {
+	struct ddl_fspill *sp;
+	unsigned char *buf;
+	size_t fill;
+	uint64_t base, done; /* the process's place in the file; bytes written */
+	int64_t a;           /* the run's packing state (ddl_fx_pack) */
+	uint64_t off;
+	int err;
+};
+
+static void ddl_fpk_flush(struct ddl_fpk *k)
+{
+	if (!k->err && k->fill && ddl_fspill_put(k->sp, k->buf, k->fill, k->base + k->done) < 0)
+		k->err = 1;
+	k->done += k->fill;
+	k->fill = 0;
+}
+
+/* Record X, the Ith of O->rec, stored or packed. */
+static void ddl_fout_put(struct ddl_fout *o, struct ddl_fpk *k, size_t i, struct ddl_fxrec x)
+{
+	if (o->rec) {
+		o->rec[i] = x;
+		return;
+	}
+	if (k->fill > (DDL_FPK_BUF - 1) * DDL_FXP_MAX)
+		ddl_fpk_flush(k);
+	k->fill = (size_t)(ddl_fx_pack(&x, &k->a, &k->off, k->buf + k->fill) - k->buf);
+}
+
+/* Where a run of packed records starts (packing starts again), or its
+ * length from AT. */
+static uint64_t ddl_fpk_at(struct ddl_fpk *k)
+{
+	k->a = 0;
+	k->off = 0;
+	return k->done + k->fill;
+}
+
+/* The records of O's connections (S's groups in S->gorder, O->conn made),
+ * each connection's sends then receives, then the loose, from S's
+ * gathered records: into O->rec when it is there, else packed into the
+ * spill file through K (each connection's place and length, relative to
+ * K->base, and the loose's). */
+static void ddl_fout_emit(const struct ddl_fscratch *s, struct ddl_fout *o, size_t n, struct ddl_fpk *k)
+{
+	const struct ddl_fx *v = s->v;
+	const size_t *ord = s->ord;
+	size_t x = 0;
+	for (size_t i = 0; i < o->nconn; i++) {
+		struct ddl_fconn *c = &o->conn[i];
+		c->sent = c->recvd = 0;
+		c->tx = o->rec ? &o->rec[x] : NULL;
+		c->rx = o->rec ? &o->rec[x + c->ntx] : NULL;
+		c->at = ddl_fpk_at(k);
+		for (size_t end = x + c->ntx; x < end; x++) {
+			const struct ddl_fx *y = &v[ord[x]];
+			ddl_fout_put(o, k, x, (struct ddl_fxrec){y->a, y->b, y->wa, y->wb, c->sent, y->bytes});
+			c->sent += (uint64_t)y->bytes;
+		}
+		ddl_fpk_at(k); /* the receives packed on their own */
+		for (size_t end = x + c->nrx; x < end; x++) {
+			const struct ddl_fx *y = &v[ord[x]];
+			ddl_fout_put(o, k, x, (struct ddl_fxrec){y->a, y->b, y->wa, y->wb, c->recvd, y->bytes});
+			c->recvd += y->peek ? 0 : (uint64_t)y->bytes; /* peeked bytes are read again */
+		}
+		c->len = ddl_fpk_at(k) - c->at;
+	}
+	o->nloose = n - x;
+	o->at = ddl_fpk_at(k);
+	for (; x < n; x++) /* the loose: their own time only */
+		ddl_fout_put(o, k, x, (struct ddl_fxrec){v[ord[x]].a, v[ord[x]].b, 0, 0, 0, v[ord[x]].bytes});
+	o->len = ddl_fpk_at(k) - o->at;
+}
+
 /* Process P's records (gathered in S), grouped into connections (offsets
- * counting each direction's bytes), into *O, and kept or spilled. 0 or -1. */
+ * counting each direction's bytes), into *O, and kept or spilled: packed
+ * as they are made, so that a process's records are never all in memory
+ * at once when they go to the file. 0 or -1. */
 static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspill *sp, struct ddl_fscratch *s,
                           struct ddl_fout *o)
 {
@@ -912,64 +1014,44 @@ static int ddl_fout_build(const struct ddl_proc *p, size_t proc, struct ddl_fspi
 		return -1;
 	for (size_t i = 0; i < s->ng && s->g[s->gorder[i]].peer; i++)
 		nconn++; /* connections first, then the loose */
-	o->rec = n ? malloc(n * sizeof *o->rec) : NULL;
 	o->conn = nconn ? malloc(nconn * sizeof *o->conn) : NULL;
-	if ((n && !o->rec) || (nconn && !o->conn))
+	if (nconn && !o->conn)
 		return -1;
 	o->nrec = n;
 	int lossy = p->dropped > 0 || p->truncated;
-	const struct ddl_fx *v = s->v;
-	const size_t *ord = s->ord;
 	size_t x = 0;
 	for (; o->nconn < nconn; o->nconn++) {
 		const struct ddl_fgroup *g = &s->g[s->gorder[o->nconn]];
-		struct ddl_fconn *c = &o->conn[o->nconn];
-		*c = (struct ddl_fconn){.proc = proc, .tx = &o->rec[x], .ntx = g->n[0], .rx = &o->rec[x + g->n[0]],
-		                        .nrx = g->n[1], .remote = v[ord[x]].remote, .lossy = lossy, .mate = -1};
-		for (size_t end = x + g->n[0]; x < end; x++) {
-			const struct ddl_fx *y = &v[ord[x]];
-			o->rec[x] = (struct ddl_fxrec){y->a, y->b, y->wa, y->wb, c->sent, y->bytes};
-			c->sent += (uint64_t)y->bytes;
-		}
-		for (size_t end = x + g->n[1]; x < end; x++) {
-			const struct ddl_fx *y = &v[ord[x]];
-			o->rec[x] = (struct ddl_fxrec){y->a, y->b, y->wa, y->wb, c->recvd, y->bytes};
-			c->recvd += y->peek ? 0 : (uint64_t)y->bytes; /* peeked bytes are read again */
-		}
+		o->conn[o->nconn] = (struct ddl_fconn){.proc = proc, .ntx = g->n[0], .nrx = g->n[1],
+		                                       .remote = s->v[s->ord[x]].remote, .lossy = lossy,
+		                                       .mate = -1};
+		x += g->n[0] + g->n[1];
 	}
-	o->nloose = n - x;
-	for (; x < n; x++) /* the loose: their own time only */
-		o->rec[x] = (struct ddl_fxrec){v[ord[x]].a, v[ord[x]].b, 0, 0, 0, v[ord[x]].bytes};
 	size_t raw = n * sizeof *o->rec;
-	if (!ddl_fspill_wants(sp, raw))
-		return 0;
-	/* packed, each connection's sends and receives, then the loose */
-	if (ddl_grow((void **)&s->pack, &s->packcap, n * DDL_FXP_MAX, 1) < 0) {
-		ddl_fspill_keep(sp, raw); /* no room to pack them: kept */
-		return 0;
+	struct ddl_fpk k = {.sp = sp};
+	if (ddl_fspill_wants(sp, raw)) {
+		if (ddl_grow((void **)&s->pack, &s->packcap, DDL_FPK_BUF * DDL_FXP_MAX, 1) == 0) {
+			k.buf = s->pack;
+			k.base = ddl_fspill_reserve(sp, (uint64_t)n * DDL_FXP_MAX);
+			ddl_fout_emit(s, o, n, &k);
+			ddl_fpk_flush(&k);
+			if (!k.err) {
+				for (size_t c = 0; c < o->nconn; c++) /* their place in the file */
+					o->conn[c].at += k.base;
+				o->at += k.base;
+				return 0;
+			}
+		}
+		ddl_fspill_keep(sp, raw); /* no room to pack them, or a full disk: kept */
 	}
-	unsigned char *q = s->pack;
-	for (size_t c = 0; c < o->nconn; c++) {
-		struct ddl_fconn *k = &o->conn[c];
-		k->at = (uint64_t)(q - s->pack);
-		q = ddl_fx_pack(k->rx, k->nrx, ddl_fx_pack(k->tx, k->ntx, q));
-		k->len = (uint64_t)(q - s->pack) - k->at;
-	}
-	o->at = (uint64_t)(q - s->pack);
-	q = ddl_fx_pack(o->rec + (n - o->nloose), o->nloose, q);
-	o->len = (uint64_t)(q - s->pack) - o->at;
-	uint64_t at;
-	if (ddl_fspill_write(sp, s->pack, (size_t)(q - s->pack), raw, &at) < 0)
-		return 0;
-	for (size_t c = 0; c < o->nconn; c++) { /* their place in the file */
-		o->conn[c].at += at;
-		o->conn[c].tx = o->conn[c].rx = NULL;
-	}
-	o->at += at;
-	free(o->rec);
-	o->rec = NULL;
+	o->rec = n ? malloc(n * sizeof *o->rec) : NULL;
+	if (n && !o->rec)
+		return -1;
+	k = (struct ddl_fpk){.sp = sp};
+	ddl_fout_emit(s, o, n, &k);
 	return 0;
 }
+
 static void ddl_fjob_build(void *arg, size_t i)
 {
 	struct ddl_fjob *j = arg;

@@ -372,13 +372,17 @@ static int ddl_on_network(const struct ddl_event *e, int cls)
 
 /* The data calls of thread TID of P, in order, with how many and the bytes
  * they moved in *N and *TOTAL; NULL when there are none, or without memory
- * (*NOMEM set). CALLS, the thread's network calls, sizes the array. */
+ * (*NOMEM set). CALLS, the thread's network calls, sizes the array at
+ * first: half of them, as a wait before each data call makes (it grows
+ * when there are more); its room, charged against the events' budget,
+ * into *NCAP. */
 static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t tid, uint64_t calls,
-                                           size_t *n, uint64_t *total, int *nomem)
+                                           size_t *n, size_t *ncap, uint64_t *total, int *nomem)
 {
-	size_t m = 0, cap = calls > 16 ? (size_t)calls : 16;
-	struct ddl_sockcall *c = malloc(cap * sizeof *c);
-	if (!c) {
+	size_t m = 0, cap = 0;
+	struct ddl_sockcall *c = NULL;
+	/* charged against the events' budget (trace_events.c) */
+	if (ddl_grow_charged((void **)&c, &cap, calls / 2 > 16 ? (size_t)(calls / 2) + 1 : 16, sizeof *c) < 0) {
 		*nomem = 1;
 		return NULL;
 	}
@@ -417,16 +421,11 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 			if (e->result <= 0 || cls == DDL_CLASS_CONN || cls == DDL_CLASS_WAIT ||
 			    (e->flags & DDL_EVF_PEEK))
 				continue;
-			if (m == cap) {
-				size_t nc = cap ? 2 * cap : 1024;
-				struct ddl_sockcall *q = realloc(c, nc * sizeof *q);
-				if (!q) {
-					free(c);
-					*nomem = 1;
-					return NULL;
-				}
-				c = q;
-				cap = nc;
+			if (m == cap && ddl_grow_charged((void **)&c, &cap, m + 1, sizeof *c) < 0) {
+				ddl_events_uncharge(cap * sizeof *c);
+				free(c);
+				*nomem = 1;
+				return NULL;
 			}
 			c[m++] = (struct ddl_sockcall){off, (uint64_t)e->result, idle,
 			                               longest >= 0 ? from : ddl_trace_real_ns(t, a), ddl_trace_real_ns(t, a),
@@ -440,7 +439,9 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 	}
 	*n = m;
 	*total = off;
+	*ncap = cap;
 	if (!m) {
+		ddl_events_uncharge(cap * sizeof *c);
 		free(c);
 		return NULL;
 	}
@@ -795,7 +796,8 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 	size_t n = 0;
 	uint64_t total = 0;
 	int nomem = 0;
-	struct ddl_sockcall *c = most ? ddl_sock_calls(p, tid, calls, &n, &total, &nomem) : NULL;
+	size_t ncap = 0;
+	struct ddl_sockcall *c = most ? ddl_sock_calls(p, tid, calls, &n, &ncap, &total, &nomem) : NULL;
 	double per = c && n >= 8 ? ddl_sock_period(c, n, total, &nomem) : 0;
 	if (per > 0)
 		per = ddl_sock_exact(c, n, total, per, &nomem);
@@ -929,6 +931,8 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 		free(pause);
 	}
 	free(b);
+	if (c)
+		ddl_events_uncharge(ncap * sizeof *c);
 	free(c);
 	p->incomplete |= nomem;
 	if (found < 4) {

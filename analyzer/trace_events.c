@@ -32,13 +32,18 @@ static size_t ddl_ev_resident;        /* bytes of their events in memory */
 static uint64_t ddl_ev_clock;
 /* Arrays of evicted events, for the next reads to fill: a stage goes
  * over the processes one a thread at a time, and an array given back
- * and mapped anew would be cleared by the kernel each time. */
+ * and mapped anew would be cleared by the kernel each time. They count
+ * against the budget with the events in memory (a pool of the largest
+ * process's arrays would grow with its events): a read makes room for
+ * its events first, and fills the array it evicted. */
 enum { DDL_EV_POOL = 4 };
 static struct {
 	struct ddl_event *v;
 	size_t cap;
 } ddl_ev_pool[DDL_EV_POOL];
 static int ddl_ev_npool;
+static size_t ddl_ev_pooled; /* bytes of the pool's arrays */
+static size_t ddl_ev_charged; /* bytes of the stages' working arrays (ddl_events_charge) */
 
 void ddl_events_register(struct ddl_trace *t, size_t n)
 {
@@ -81,6 +86,7 @@ void ddl_events_unregister(struct ddl_trace *t, size_t n)
 		for (int i = 0; i < ddl_ev_npool; i++)
 			free(ddl_ev_pool[i].v);
 		ddl_ev_npool = 0;
+		ddl_ev_pooled = 0;
 		free(ddl_ev_all);
 		ddl_ev_all = NULL;
 		ddl_ev_cap = 0;
@@ -137,10 +143,11 @@ static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event
 }
 
 /* Gives back the events of the least recently released traces until
- * those in memory fit the budget; under the lock. */
-static void ddl_ev_evict(void)
+ * those in memory, and NEED bytes more, fit the budget; their arrays go
+ * to the pool. Under the lock. */
+static void ddl_ev_evict(size_t need)
 {
-	while (ddl_ev_resident > ddl_events_budget) {
+	while (ddl_ev_resident + ddl_ev_charged + need > ddl_events_budget) {
 		struct ddl_trace *lru = NULL;
 		for (size_t i = 0; i < ddl_ev_n; i++) {
 			struct ddl_trace *u = ddl_ev_all[i];
@@ -154,11 +161,27 @@ static void ddl_ev_evict(void)
 		if (ddl_ev_npool < DDL_EV_POOL) {
 			ddl_ev_pool[ddl_ev_npool].v = lru->ev;
 			ddl_ev_pool[ddl_ev_npool++].cap = lru->cap_ev;
+			ddl_ev_pooled += lru->cap_ev * sizeof *lru->ev;
 		} else {
 			free(lru->ev);
 		}
 		lru->ev = NULL;
 		lru->cap_ev = 0;
+	}
+}
+
+/* Frees pooled arrays, the largest first, until they fit the budget
+ * beside the events in memory and NEED bytes more. Under the lock. */
+static void ddl_ev_trim(size_t need)
+{
+	while (ddl_ev_npool && ddl_ev_resident + ddl_ev_charged + need + ddl_ev_pooled > ddl_events_budget) {
+		int big = 0;
+		for (int i = 1; i < ddl_ev_npool; i++)
+			if (ddl_ev_pool[i].cap > ddl_ev_pool[big].cap)
+				big = i;
+		ddl_ev_pooled -= ddl_ev_pool[big].cap * sizeof(struct ddl_event);
+		free(ddl_ev_pool[big].v);
+		ddl_ev_pool[big] = ddl_ev_pool[--ddl_ev_npool];
 	}
 }
 
@@ -173,6 +196,8 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 		pthread_cond_wait(&ddl_ev_cv, &ddl_ev_mu);
 	if (!t->ev && t->nev && !t->ev_lost) {
 		t->loading = 1;
+		size_t need = t->nev * sizeof *t->ev;
+		ddl_ev_evict(need); /* room for them first */
 		/* the smallest pooled array with room for them, if any */
 		int best = -1;
 		for (int i = 0; i < ddl_ev_npool; i++)
@@ -180,8 +205,11 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 				best = i;
 		struct ddl_event *buf = best >= 0 ? ddl_ev_pool[best].v : NULL;
 		size_t cap = best >= 0 ? ddl_ev_pool[best].cap : 0, got = 0;
-		if (best >= 0)
+		if (best >= 0) {
+			ddl_ev_pooled -= cap * sizeof *buf;
 			ddl_ev_pool[best] = ddl_ev_pool[--ddl_ev_npool];
+		}
+		ddl_ev_trim(need);
 		pthread_mutex_unlock(&ddl_ev_mu);
 		char why[512];
 		int nomem;
@@ -200,7 +228,8 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 			t->ev_lost = nomem ? 2 : 1;
 			ddl_ev_problem(t, why);
 		}
-		ddl_ev_evict();
+		ddl_ev_evict(0);
+		ddl_ev_trim(0);
 		pthread_cond_broadcast(&ddl_ev_cv);
 	}
 	pthread_mutex_unlock(&ddl_ev_mu);
@@ -214,7 +243,8 @@ void ddl_trace_release(const struct ddl_trace *ct)
 	pthread_mutex_lock(&ddl_ev_mu);
 	t->pins--;
 	t->used = ++ddl_ev_clock;
-	ddl_ev_evict();
+	ddl_ev_evict(0);
+	ddl_ev_trim(0);
 	pthread_mutex_unlock(&ddl_ev_mu);
 }
 
@@ -226,4 +256,44 @@ int ddl_trace_in_memory(const struct ddl_trace *t)
 	int in = t->ev != NULL || !t->nev;
 	pthread_mutex_unlock(&ddl_ev_mu);
 	return in;
+}
+
+void ddl_events_charge(size_t bytes)
+{
+	pthread_mutex_lock(&ddl_ev_mu);
+	ddl_ev_charged += bytes;
+	ddl_ev_evict(0);
+	ddl_ev_trim(0);
+	pthread_mutex_unlock(&ddl_ev_mu);
+}
+
+void ddl_events_uncharge(size_t bytes)
+{
+	pthread_mutex_lock(&ddl_ev_mu);
+	ddl_ev_charged -= bytes < ddl_ev_charged ? bytes : ddl_ev_charged;
+	pthread_mutex_unlock(&ddl_ev_mu);
+}
+
+int ddl_grow_charged(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = ddl_grow_cap(*cap, need);
+	ddl_events_charge((n - *cap) * elem); /* room made before it is taken */
+	void *q = realloc(*p, n * elem);
+	if (!q) {
+		ddl_events_uncharge((n - *cap) * elem);
+		return -1;
+	}
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+size_t ddl_events_in_memory(void)
+{
+	pthread_mutex_lock(&ddl_ev_mu);
+	size_t n = ddl_ev_resident + ddl_ev_pooled + ddl_ev_charged;
+	pthread_mutex_unlock(&ddl_ev_mu);
+	return n;
 }

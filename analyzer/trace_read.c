@@ -78,13 +78,19 @@ static void ddl_problem(struct ddl_trace *t, size_t off, const char *fmt, ...)
 	t->problems[t->nproblems++] = p;
 }
 
+size_t ddl_grow_cap(size_t cap, size_t need)
+{
+	size_t n = cap ? cap : 1024;
+	while (n < need)
+		n *= 2;
+	return n;
+}
+
 int ddl_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	size_t n = *cap ? *cap : 1024;
-	while (n < need)
-		n *= 2;
+	size_t n = ddl_grow_cap(*cap, need);
 	void *q = realloc(*p, n * elem);
 	if (!q)
 		return -1;

@@ -167,6 +167,17 @@ extern _Atomic unsigned long ddl_events_rereads; /* events read again, for tests
  * longer moves), and leave it before they are freed. */
 void ddl_events_register(struct ddl_trace *t, size_t n);
 void ddl_events_unregister(struct ddl_trace *t, size_t n);
+/* The working arrays of a stage that grow with the events of the process
+ * it works on count against the same budget: BYTES charged before they
+ * are taken (released events go first, to make room) and given back
+ * when they are freed. ddl_grow_charged is ddl_grow charging what it
+ * adds; the array's owner gives back CAP * ELEM when it frees it. */
+void ddl_events_charge(size_t bytes);
+void ddl_events_uncharge(size_t bytes);
+int ddl_grow_charged(void **p, size_t *cap, size_t need, size_t elem);
+/* Bytes the budget holds now: events in memory, arrays kept for the next
+ * reads, working arrays charged (for tests and benchmarks). */
+size_t ddl_events_in_memory(void);
 /* Reads PATH's first SIZE bytes into T as ddl_trace_read does (every read
  * notes the bytes it covered and the file in T: file_size, file_dev,
  * file_ino), the events into BUF (CAP events of room, from malloc; NULL:
@@ -225,6 +236,8 @@ const struct ddl_comm_info *ddl_trace_comm(const struct ddl_trace *t, uint32_t i
 /* Room in *P (*CAP elements of ELEM bytes) for NEED, doubling from 1024; 0, or -1
  * without memory (*P as it was). */
 int ddl_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* The room ddl_grow makes for NEED from CAP: CAP (1024 from none) doubled until it fits. */
+size_t ddl_grow_cap(size_t cap, size_t need);
 
 /* Names and classes of event kinds; "unknown" / 0 for kinds newer than us. */
 const char *ddl_event_name(unsigned kind);

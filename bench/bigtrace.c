@@ -7,8 +7,11 @@
  * one of a chunk, which the kernel splits into 1 to 4 sends and 1 to 8
  * receives of varying sizes with polls between, as tcpring's are. The
  * numbers are drawn from SEED (1), so a run is the same every time.
+ * -c BYTES sets the chunk each exchange moves (65536): ten times the
+ * chunk and ten times the events make as many steps of ten times the
+ * events each (the report's memory against events, iterations the same).
  *
- *   bigtrace DIR RANKS EVENTS [SEED]
+ *   bigtrace [-c BYTES] DIR RANKS EVENTS [SEED]
  *   time ddlprof-report -q --json DIR > /dev/null
  *
  * It prints the steps each rank ran and their mean: what the report's
@@ -26,6 +29,7 @@
 #include "ddlprof/trace.h"
 
 static uint64_t bt_state;
+static int64_t bt_chunk = 65536; /* bytes an exchange moves, -c */
 
 static uint32_t bt_rand(void)
 {
@@ -94,7 +98,7 @@ static int bt_rank(const char *dir, int rank, int world, size_t nev, int *steps,
 		return -1;
 	uint64_t now = h.start_ticks + 1000000; /* ns ticks */
 	size_t n = 0;
-	const int64_t chunk = 65536;
+	const int64_t chunk = bt_chunk;
 	double sum = 0;
 	int done = 0;
 	while (n + 64 < nev) {
@@ -109,8 +113,9 @@ static int bt_rank(const char *dir, int rank, int world, size_t nev, int *steps,
 				                        .result = 1, .fd = 2};
 				now += p->dur + 500;
 				int d = left[0] > 0 && (left[1] <= 0 || bt_rand() % 2) ? 0 : 1;
-				int64_t k = d == 0 ? (int64_t)(chunk / 4 * (1 + bt_rand() % 4))
-				                   : (int64_t)(chunk / 8 * (1 + bt_rand() % 8));
+				/* pieces of up to 64 KiB, whatever the chunk */
+				int64_t k = d == 0 ? (int64_t)(65536 / 4 * (1 + bt_rand() % 4))
+				                   : (int64_t)(65536 / 8 * (1 + bt_rand() % 8));
 				k = k < left[d] ? k : left[d];
 				left[d] -= k;
 				p = &ev[n++];
@@ -165,8 +170,13 @@ static int bt_rank(const char *dir, int rank, int world, size_t nev, int *steps,
 
 int main(int argc, char **argv)
 {
-	if (argc < 4 || argc > 5) {
-		fprintf(stderr, "usage: bigtrace DIR RANKS EVENTS [SEED]\n");
+	if (argc > 2 && !strcmp(argv[1], "-c")) {
+		bt_chunk = atoll(argv[2]);
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc < 4 || argc > 5 || bt_chunk < 8 || bt_chunk > (1ll << 40)) {
+		fprintf(stderr, "usage: bigtrace [-c BYTES] DIR RANKS EVENTS [SEED] (BYTES at least 8)\n");
 		return 2;
 	}
 	int world = atoi(argv[2]);

@@ -7,9 +7,12 @@
 # the same files in the same run (bench/readspeed: what reading alone
 # costs); and the peak with --memory 0 (no events kept but those being
 # worked on: what the model itself costs). Medians of RUNS runs (default 3).
+# A third field passes bigtrace -c CHUNK: 128:1000000:800000 is ten times
+# 128:100000's events in as many steps (46), so that its peak against
+# 128:100000's is the memory against events with the iterations the same.
 #
-#   bench/report_scale.sh [RANKS:EVENTS_PER_RANK ...]
-#   default 2:1000000 128:100000 1024:10000 1024:100000
+#   bench/report_scale.sh [RANKS:EVENTS_PER_RANK[:CHUNK] ...]
+#   default 2:1000000 128:100000 128:1000000:800000 1024:10000 1024:100000
 #
 # B names the build folder (build). Needs /usr/bin/time (GNU time) for
 # the peak memory; without it the memory column says '?'.
@@ -19,7 +22,7 @@ B=${B:-build}
 RUNS=${RUNS:-3}
 T=$(mktemp -d /tmp/ddlscale.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-[ $# -gt 0 ] || set -- 2:1000000 128:100000 1024:10000 1024:100000
+[ $# -gt 0 ] || set -- 2:1000000 128:100000 128:1000000:800000 1024:10000 1024:100000
 med() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 have_time=0
 [ -x /usr/bin/time ] && /usr/bin/time -f %M true >/dev/null 2>&1 && have_time=1
@@ -45,8 +48,10 @@ printf '   %6s %11s %12s | %-28s | %-28s | %-13s | %s\n' ranks events "trace MB"
 for spec in "$@"; do
 	ranks=${spec%%:*}
 	per=${spec#*:}
+	chunk=65536
+	case $per in *:*) chunk=${per#*:} per=${per%%:*} ;; esac
 	rm -rf "$T/d"
-	$B/bench/bigtrace "$T/d" "$ranks" "$per" >/dev/null
+	$B/bench/bigtrace -c "$chunk" "$T/d" "$ranks" "$per" >/dev/null
 	total=$((ranks * per))
 	mb=$(du -sm "$T/d" | awk '{print $1}')
 	for th in 1 0; do

@@ -728,6 +728,84 @@ int test_reader_clock(void)
 }
 
 /*
+ * What the events' budget holds (trace_events.c): the events of released
+ * traces, the arrays kept for the next reads to fill, and the stages'
+ * working arrays charged against it, together never past the budget
+ * while nothing is held; a charge makes room by giving back released
+ * events, which are then read again, the same.
+ */
+int test_reader_events_budget(void)
+{
+	enum { NT = 6 };
+	char *dirs[NT], err[256];
+	for (int i = 0; i < NT; i++) {
+		dirs[i] = tmpdir();
+		char *path = ddl_make_trace(dirs[i], "roundtrip", NULL);
+		CHECK(path, "no trace %d made", i);
+		free(path);
+	}
+	struct ddl_traceset s;
+	ddl_traceset_lazy = 1;
+	int rc = ddl_traceset_load(&s, dirs, NT, err, sizeof err);
+	ddl_traceset_lazy = 0;
+	CHECK(rc == 0 && s.n == NT, "load: %s (%zu traces)", err, s.n);
+	size_t one = s.t[0].nev * sizeof(struct ddl_event), budget = ddl_events_budget;
+	CHECK(one > 0 && ddl_events_in_memory() == 0, "%zu bytes a trace, %zu in memory", one,
+	      ddl_events_in_memory());
+	struct ddl_event *first = malloc(one);
+	CHECK(first, "no memory");
+	ddl_trace_hold(&s.t[0]);
+	memcpy(first, s.t[0].ev, one);
+	ddl_trace_release(&s.t[0]);
+	/* room for two and a half traces' events: never more in memory, with
+	 * the arrays kept for reuse, however the traces are held in turn */
+	ddl_events_budget = one * 5 / 2;
+	size_t most = 0;
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < NT; i++) {
+			ddl_trace_hold(&s.t[i]);
+			CHECK(s.t[i].ev, "trace %d: no events", i);
+			ddl_trace_release(&s.t[i]);
+			size_t m = ddl_events_in_memory();
+			most = m > most ? m : most;
+		}
+	CHECK(most <= ddl_events_budget && most >= 2 * one, "%zu bytes in memory, budget %zu, a trace %zu", most,
+	      ddl_events_budget, one);
+	/* a charge of the whole budget gives everything back */
+	ddl_trace_hold(&s.t[0]);
+	ddl_trace_release(&s.t[0]);
+	CHECK(s.t[0].ev, "just released, gone");
+	ddl_events_charge(ddl_events_budget);
+	int left = 0;
+	for (int i = 0; i < NT; i++)
+		left += s.t[i].ev != NULL;
+	CHECK(left == 0 && ddl_events_in_memory() == ddl_events_budget, "%d traces still in memory, %zu bytes",
+	      left, ddl_events_in_memory());
+	ddl_events_uncharge(ddl_events_budget);
+	CHECK(ddl_events_in_memory() == 0, "%zu bytes after the charge given back", ddl_events_in_memory());
+	/* a charged array grows with room made first, and is read the same */
+	void *arr = NULL;
+	size_t cap = 0;
+	ddl_trace_hold(&s.t[0]);
+	CHECK(!memcmp(s.t[0].ev, first, one), "read again: other events");
+	ddl_trace_release(&s.t[0]);
+	CHECK(ddl_grow_charged(&arr, &cap, 4096, 8) == 0 && cap >= 4096, "grow: cap %zu", cap);
+	CHECK(ddl_events_in_memory() <= ddl_events_budget && ddl_events_in_memory() >= cap * 8,
+	      "%zu bytes in memory with %zu charged", ddl_events_in_memory(), cap * 8);
+	ddl_events_uncharge(cap * 8);
+	free(arr);
+	ddl_events_budget = budget;
+	free(first);
+	ddl_traceset_free(&s);
+	CHECK(ddl_events_in_memory() == 0, "%zu bytes left after the set is freed", ddl_events_in_memory());
+	for (int i = 0; i < NT; i++) {
+		trm(dirs[i]);
+		free(dirs[i]);
+	}
+	return 0;
+}
+
+/*
  * Events on demand (trace_events.c), what keeps ddlprof-report's memory
  * from growing with the events: a lazy set holds a trace's events only
  * while it is held; with a budget of 0 released events go at once and are

@@ -25,6 +25,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_sparse) \
 	X(reader_hostile_times) \
 	X(reader_events_on_demand) \
+	X(reader_events_budget) \
 	X(report_hostile_sums) \
 	X(report_many_threads) \
 	X(report_nomem_each) \
