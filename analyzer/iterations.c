@@ -374,8 +374,8 @@ static int ddl_on_network(const struct ddl_event *e, int cls)
  * they moved in *N and *TOTAL; NULL when there are none, or without memory
  * (*NOMEM set). CALLS, the thread's network calls, sizes the array at
  * first: half of them, as a wait before each data call makes (it grows
- * when there are more); its room, charged against the events' budget,
- * into *NCAP. */
+ * when there are more); with them, its room, charged against the
+ * events' budget, into *NCAP. */
 static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t tid, uint64_t calls,
                                            size_t *n, size_t *ncap, uint64_t *total, int *nomem)
 {
@@ -439,12 +439,12 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 	}
 	*n = m;
 	*total = off;
-	*ncap = cap;
 	if (!m) {
 		ddl_events_uncharge(cap * sizeof *c);
 		free(c);
 		return NULL;
 	}
+	*ncap = cap;
 	return c;
 }
 
@@ -931,8 +931,7 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 		free(pause);
 	}
 	free(b);
-	if (c)
-		ddl_events_uncharge(ncap * sizeof *c);
+	ddl_events_uncharge(ncap * sizeof *c);
 	free(c);
 	p->incomplete |= nomem;
 	if (found < 4) {

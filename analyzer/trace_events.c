@@ -185,6 +185,13 @@ static void ddl_ev_trim(size_t need)
 	}
 }
 
+/* Evicts and trims until everything fits the budget; under the lock. */
+static void ddl_ev_fit(void)
+{
+	ddl_ev_evict(0);
+	ddl_ev_trim(0);
+}
+
 void ddl_trace_hold(const struct ddl_trace *ct)
 {
 	struct ddl_trace *t = (struct ddl_trace *)ct; /* the events are a cache of the file */
@@ -228,8 +235,7 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 			t->ev_lost = nomem ? 2 : 1;
 			ddl_ev_problem(t, why);
 		}
-		ddl_ev_evict(0);
-		ddl_ev_trim(0);
+		ddl_ev_fit();
 		pthread_cond_broadcast(&ddl_ev_cv);
 	}
 	pthread_mutex_unlock(&ddl_ev_mu);
@@ -243,8 +249,7 @@ void ddl_trace_release(const struct ddl_trace *ct)
 	pthread_mutex_lock(&ddl_ev_mu);
 	t->pins--;
 	t->used = ++ddl_ev_clock;
-	ddl_ev_evict(0);
-	ddl_ev_trim(0);
+	ddl_ev_fit();
 	pthread_mutex_unlock(&ddl_ev_mu);
 }
 
@@ -262,8 +267,7 @@ void ddl_events_charge(size_t bytes)
 {
 	pthread_mutex_lock(&ddl_ev_mu);
 	ddl_ev_charged += bytes;
-	ddl_ev_evict(0);
-	ddl_ev_trim(0);
+	ddl_ev_fit();
 	pthread_mutex_unlock(&ddl_ev_mu);
 }
 
