@@ -49,7 +49,8 @@ int ddl_class_blocks(int cls)
  * the stall itself: collectives running together share it).
  */
 static void ddl_stall_piece(const struct ddl_ivset *w, size_t *wi, const struct ddl_ivset *ops,
-                            int64_t lo, int64_t hi, int64_t *net, int64_t *ic, int64_t *by_op)
+                            const int *act, int nact, int64_t lo, int64_t hi, int64_t *net,
+                            int64_t *ic, int64_t *by_op)
 {
 	size_t i = *wi;
 	while (i < w->n && w->v[i].b <= lo)
@@ -60,13 +61,13 @@ static void ddl_stall_piece(const struct ddl_ivset *w, size_t *wi, const struct 
 		if (y <= x)
 			continue;
 		*(w->v[i].tag ? net : ic) += y - x;
-		int64_t part[DDL_COLL_OPS] = {0}, sum = 0;
-		for (int op = 0; op < DDL_COLL_OPS; op++)
-			if (ops[op].n) /* most jobs run one or two */
-				sum += part[op] = ddl_ivset_overlap(&ops[op], NULL, x, y, NULL, 0);
-		for (int op = 0; op < DDL_COLL_OPS; op++)
-			by_op[op] += sum > y - x ? (int64_t)((double)part[op] * (double)(y - x) / (double)sum)
-			                         : part[op];
+		int64_t part[DDL_COLL_OPS], sum = 0;
+		for (int k = 0; k < nact; k++)
+			sum += part[k] = ddl_ivset_overlap(&ops[act[k]], NULL, x, y, NULL, 0);
+		for (int k = 0; k < nact; k++)
+			by_op[act[k]] += sum > y - x
+			                     ? (int64_t)((double)part[k] * (double)(y - x) / (double)sum)
+			                     : part[k];
 	}
 }
 
@@ -176,6 +177,10 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	struct ddl_parts sum = {0};
 	double traffic = 0, bytes = 0, hidden = 0;
 	int64_t by_op[DDL_COLL_OPS] = {0}, stall_all = 0;
+	int act[DDL_COLL_OPS], nact = 0; /* the operations run: most jobs run one or two */
+	for (int op = 0; op < DDL_COLL_OPS; op++)
+		if (ops[op].n)
+			act[nact++] = op;
 	size_t bi = 0, wi = 0, di = 0;
 	for (size_t k = 0; k < p->niter; k++) {
 		int64_t a = p->iter[k].start_ns, b = p->iter[k].end_ns;
@@ -183,18 +188,20 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 		int64_t d = ddl_ivset_overlap(&data, &di, a, b, NULL, 0);
 		while (bi < blk.n && blk.v[bi].b <= a)
 			bi++;
+		/* the blocked intervals are disjoint and in order: each one's first
+		 * window is at or past the one before's */
+		size_t from = wi;
 		for (size_t j = bi; j < blk.n && blk.v[j].a < b; j++) {
 			int64_t lo = blk.v[j].a > a ? blk.v[j].a : a, hi = blk.v[j].b < b ? blk.v[j].b : b;
 			if (hi <= lo)
 				continue;
 			blocked += hi - lo;
-			size_t from = wi;
-			ddl_stall_piece(win, &from, ops, lo, hi, &net, &ic, by_op);
+			ddl_stall_piece(win, &from, ops, act, nact, lo, hi, &net, &ic, by_op);
 		}
 		stall_all += net + ic;
 		while (wi < win->n && win->v[wi].b <= a)
 			wi++;
-		size_t from = wi;
+		from = wi;
 		int64_t flying = ddl_ivset_overlap(win, &from, a, b, NULL, 0), waiting = 0;
 		/* traffic while the thread waits for its data is hidden under nothing */
 		for (size_t j = ddl_ivset_find(&data, a); j < data.n && data.v[j].a < b; j++)

@@ -104,6 +104,10 @@ struct ddl_peerset {
 	int *local;
 	size_t n, cap;
 	size_t *slot;
+	struct {
+		const struct ddl_trace *t;
+		uint32_t id;
+	} seen[8]; /* peers of a trace known to be in, by id: most events skip the hash */
 };
 
 /* The slot of TEXT in S's table: its own, or the empty one it would take. */
@@ -123,9 +127,14 @@ static int ddl_peerset_add(struct ddl_peerset *s, const struct ddl_trace *t, uin
 {
 	if (!id || id >= t->npeers || !t->peers[id].text)
 		return 0;
-	const char *text = t->peers[id].text;
-	if (s->cap && s->slot[ddl_peer_slot(s, text)])
+	if (s->seen[id & 7].t == t && s->seen[id & 7].id == id)
 		return 0;
+	const char *text = t->peers[id].text;
+	if (s->cap && s->slot[ddl_peer_slot(s, text)]) {
+		s->seen[id & 7].t = t;
+		s->seen[id & 7].id = id;
+		return 0;
+	}
 	if (s->n == s->cap) {
 		size_t c = s->cap ? 2 * s->cap : 4;
 		const char **q = realloc(s->text, c * sizeof *q);
@@ -146,6 +155,8 @@ static int ddl_peerset_add(struct ddl_peerset *s, const struct ddl_trace *t, uin
 	s->text[s->n] = text;
 	s->local[s->n] = t->peers[id].local;
 	s->slot[ddl_peer_slot(s, text)] = ++s->n;
+	s->seen[id & 7].t = t;
+	s->seen[id & 7].id = id;
 	return 0;
 }
 
