@@ -117,8 +117,13 @@ static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event
 	char err[512];
 	struct ddl_event *ev = NULL;
 	atomic_fetch_add(&ddl_events_rereads, 1);
-	if (!buf && (buf = malloc(t->nev * sizeof *buf))) /* as many as the first read found */
-		cap = t->nev;
+	if (cap < t->nev) { /* as many as the first read found */
+		struct ddl_event *q = realloc(buf, t->nev * sizeof *buf);
+		if (q) {
+			buf = q;
+			cap = t->nev;
+		}
+	}
 	*nomem = 0;
 	if (ddl_trace_read_into(t->path, t->file_size, &again, buf, buf ? cap : 0, err, sizeof err) < 0) {
 		*nomem = errno == ENOMEM || strstr(err, "out of memory");
@@ -205,11 +210,18 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 		t->loading = 1;
 		size_t need = t->nev * sizeof *t->ev;
 		ddl_ev_evict(need); /* room for them first */
-		/* the smallest pooled array with room for them, if any */
+		/* the smallest pooled array with room for them, else the
+		 * largest, which the read grows (in place, or its pages moved:
+		 * only the room added is new memory, where a new array would
+		 * be all new pages for the kernel to clear) */
 		int best = -1;
 		for (int i = 0; i < ddl_ev_npool; i++)
 			if (ddl_ev_pool[i].cap >= t->nev && (best < 0 || ddl_ev_pool[i].cap < ddl_ev_pool[best].cap))
 				best = i;
+		if (best < 0)
+			for (int i = 0; i < ddl_ev_npool; i++)
+				if (best < 0 || ddl_ev_pool[i].cap > ddl_ev_pool[best].cap)
+					best = i;
 		struct ddl_event *buf = best >= 0 ? ddl_ev_pool[best].v : NULL;
 		size_t cap = best >= 0 ? ddl_ev_pool[best].cap : 0, got = 0;
 		if (best >= 0) {

@@ -623,49 +623,6 @@ static void ddl_clock_fit(struct ddl_trace *t)
 		t->ns_per_tick = 1.0;
 }
 
-int64_t ddl_ns_clamp(double ns)
-{
-	if (ns != ns)
-		return 0;
-	if (ns <= (double)DDL_NS_MIN)
-		return DDL_NS_MIN;
-	if (ns >= (double)DDL_NS_MAX)
-		return DDL_NS_MAX;
-	return (int64_t)ns;
-}
-
-/* base + d, clamped (trace_read.h): timestamps from a damaged or hostile
- * file must not overflow where the report subtracts them. Exact in
- * integers where BASE (a checked header or sample time) and D allow. */
-static int64_t ddl_ns_add(int64_t base, double d)
-{
-	if (!(d > -4e18 && d < 4e18))
-		return ddl_ns_clamp((double)base + d);
-	int64_t v = base + (int64_t)d;
-	return v < DDL_NS_MIN ? DDL_NS_MIN : v > DDL_NS_MAX ? DDL_NS_MAX : v;
-}
-
-int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks)
-{
-	return ddl_ns_add(t->base_mono_ns, (double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
-}
-
-int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks)
-{
-	return ddl_ns_add(t->base_real_ns,
-			  (double)t->align_ns + (double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
-}
-
-int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)
-{
-	double d = (double)e->dur;
-	if (e->flags & DDL_EVF_LONG)
-		d *= (double)(1u << DDL_DUR_LONG_SHIFT);
-	d *= t->ns_per_tick;
-	/* at most 2^61 ns (73 years): a start plus a duration cannot overflow */
-	return d < (double)DDL_DUR_MAX ? (int64_t)d : DDL_DUR_MAX;
-}
-
 const struct ddl_args *ddl_event_args(const struct ddl_trace *t, size_t i)
 {
 	if (i + 1 >= t->nev || !(t->ev[i].flags & DDL_EVF_ARGS) ||

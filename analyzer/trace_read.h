@@ -197,15 +197,54 @@ int ddl_trace_read_into(const char *path, size_t size, struct ddl_trace *t, stru
 #define DDL_NS_MAX (INT64_C(1) << 62)
 #define DDL_DUR_MAX (INT64_C(1) << 61)
 
-/* Ticks to nanoseconds on the process's CLOCK_MONOTONIC and CLOCK_REALTIME,
- * in [DDL_NS_MIN, DDL_NS_MAX]. */
-int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks);
-int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks);
-/* An event's duration in nanoseconds, in [0, DDL_DUR_MAX]. */
-int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e);
 /* NS (a time or a difference of times, in double) brought into
  * [DDL_NS_MIN, DDL_NS_MAX]; NaN gives 0. */
-int64_t ddl_ns_clamp(double ns);
+static inline int64_t ddl_ns_clamp(double ns)
+{
+	if (ns != ns)
+		return 0;
+	if (ns <= (double)DDL_NS_MIN)
+		return DDL_NS_MIN;
+	if (ns >= (double)DDL_NS_MAX)
+		return DDL_NS_MAX;
+	return (int64_t)ns;
+}
+
+/* base + d, clamped: timestamps from a damaged or hostile file must not
+ * overflow where the report subtracts them. Exact in integers where BASE
+ * (a checked header or sample time) and D allow. Inline, as the two below:
+ * every stage converts every event it reads. */
+static inline int64_t ddl_ns_add(int64_t base, double d)
+{
+	if (!(d > -4e18 && d < 4e18))
+		return ddl_ns_clamp((double)base + d);
+	int64_t v = base + (int64_t)d;
+	return v < DDL_NS_MIN ? DDL_NS_MIN : v > DDL_NS_MAX ? DDL_NS_MAX : v;
+}
+
+/* Ticks to nanoseconds on the process's CLOCK_MONOTONIC and CLOCK_REALTIME,
+ * in [DDL_NS_MIN, DDL_NS_MAX]. */
+static inline int64_t ddl_trace_mono_ns(const struct ddl_trace *t, uint64_t ticks)
+{
+	return ddl_ns_add(t->base_mono_ns, (double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
+}
+
+static inline int64_t ddl_trace_real_ns(const struct ddl_trace *t, uint64_t ticks)
+{
+	return ddl_ns_add(t->base_real_ns,
+	                  (double)t->align_ns + (double)(int64_t)(ticks - t->base_ticks) * t->ns_per_tick);
+}
+
+/* An event's duration in nanoseconds, in [0, DDL_DUR_MAX]. */
+static inline int64_t ddl_trace_dur_ns(const struct ddl_trace *t, const struct ddl_event *e)
+{
+	double d = (double)e->dur;
+	if (e->flags & DDL_EVF_LONG)
+		d *= (double)(1u << DDL_DUR_LONG_SHIFT);
+	d *= t->ns_per_tick;
+	/* at most 2^61 ns (73 years): a start plus a duration cannot overflow */
+	return d < (double)DDL_DUR_MAX ? (int64_t)d : DDL_DUR_MAX;
+}
 
 /* A + B, saturating at the ends of int64_t (sums of durations). */
 static inline int64_t ddl_ns_sat_add(int64_t a, int64_t b)
