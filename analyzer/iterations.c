@@ -422,8 +422,7 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 			    (e->flags & DDL_EVF_PEEK))
 				continue;
 			if (m == cap && ddl_grow_charged((void **)&c, &cap, m + 1, sizeof *c) < 0) {
-				ddl_events_uncharge(cap * sizeof *c);
-				free(c);
+				ddl_events_give(c, cap * sizeof *c);
 				*nomem = 1;
 				return NULL;
 			}
@@ -440,8 +439,7 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 	*n = m;
 	*total = off;
 	if (!m) {
-		ddl_events_uncharge(cap * sizeof *c);
-		free(c);
+		ddl_events_give(c, cap * sizeof *c);
 		return NULL;
 	}
 	*ncap = cap;
@@ -931,8 +929,7 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 		free(pause);
 	}
 	free(b);
-	ddl_events_uncharge(ncap * sizeof *c);
-	free(c);
+	ddl_events_give(c, ncap * sizeof *c);
 	p->incomplete |= nomem;
 	if (found < 4) {
 		p->niter = 0; /* three steps are no rhythm (nor the ring steps of one all-reduce) */

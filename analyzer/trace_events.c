@@ -295,6 +295,25 @@ int ddl_grow_charged(void **p, size_t *cap, size_t need, size_t elem)
 	if (need <= *cap)
 		return 0;
 	size_t n = ddl_grow_cap(*cap, need);
+	if (!*p && elem) { /* a pooled array's pages, cleared once, rather than new ones */
+		pthread_mutex_lock(&ddl_ev_mu);
+		int best = -1;
+		for (int i = 0; i < ddl_ev_npool; i++)
+			if (ddl_ev_pool[i].cap * sizeof(struct ddl_event) >= n * elem &&
+			    (best < 0 || ddl_ev_pool[i].cap < ddl_ev_pool[best].cap))
+				best = i;
+		if (best >= 0) {
+			size_t bytes = ddl_ev_pool[best].cap * sizeof(struct ddl_event);
+			*p = ddl_ev_pool[best].v;
+			*cap = bytes / elem;
+			ddl_ev_pooled -= bytes;
+			ddl_ev_charged += *cap * elem; /* moved from the pool: the total is the same */
+			ddl_ev_pool[best] = ddl_ev_pool[--ddl_ev_npool];
+		}
+		pthread_mutex_unlock(&ddl_ev_mu);
+		if (*p)
+			return 0;
+	}
 	ddl_events_charge((n - *cap) * elem); /* room made before it is taken */
 	void *q = realloc(*p, n * elem);
 	if (!q) {
@@ -304,6 +323,22 @@ int ddl_grow_charged(void **p, size_t *cap, size_t need, size_t elem)
 	*p = q;
 	*cap = n;
 	return 0;
+}
+
+void ddl_events_give(void *p, size_t bytes)
+{
+	pthread_mutex_lock(&ddl_ev_mu);
+	ddl_ev_charged -= bytes < ddl_ev_charged ? bytes : ddl_ev_charged;
+	size_t cap = bytes / sizeof(struct ddl_event);
+	if (p && ddl_ev_n && cap && ddl_ev_npool < DDL_EV_POOL) {
+		ddl_ev_pool[ddl_ev_npool].v = p;
+		ddl_ev_pool[ddl_ev_npool++].cap = cap;
+		ddl_ev_pooled += cap * sizeof(struct ddl_event);
+		ddl_ev_fit();
+	} else {
+		free(p);
+	}
+	pthread_mutex_unlock(&ddl_ev_mu);
 }
 
 size_t ddl_events_in_memory(void)

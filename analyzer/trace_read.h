@@ -171,10 +171,16 @@ void ddl_events_unregister(struct ddl_trace *t, size_t n);
  * it works on count against the same budget: BYTES charged before they
  * are taken (released events go first, to make room) and given back
  * when they are freed. ddl_grow_charged is ddl_grow charging what it
- * adds; the array's owner gives back CAP * ELEM when it frees it. */
+ * adds (from empty, into a pooled array where one has room); the
+ * array's owner gives back CAP * ELEM when it frees it, or gives the
+ * array itself back (ddl_events_give). */
 void ddl_events_charge(size_t bytes);
 void ddl_events_uncharge(size_t bytes);
 int ddl_grow_charged(void **p, size_t *cap, size_t need, size_t elem);
+/* A working array of BYTES charged, given back: kept in the pool of
+ * arrays the next reads and working arrays take (ddl_grow_charged from
+ * empty takes one with room) while it fits the budget, else freed. */
+void ddl_events_give(void *p, size_t bytes);
 /* Bytes the budget holds now: events in memory, arrays kept for the next
  * reads, working arrays charged (for tests and benchmarks). */
 size_t ddl_events_in_memory(void);

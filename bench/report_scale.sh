@@ -20,6 +20,9 @@ set -eu
 cd "$(dirname "$0")/.."
 B=${B:-build}
 RUNS=${RUNS:-3}
+for x in bin/ddlprof-report bench/bigtrace bench/readspeed; do
+	[ -x "$B/$x" ] || { echo "report_scale: no $B/$x: make bench (or make $B/$x) first" >&2; exit 1; }
+done
 T=$(mktemp -d /tmp/ddlscale.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 [ $# -gt 0 ] || set -- 2:1000000 128:100000 128:1000000:800000 1024:10000 1024:100000
