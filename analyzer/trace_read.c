@@ -33,30 +33,16 @@
 #include "ddlprof/crc32c.h"
 #include "trace_read.h"
 
-static const struct {
-	const char *name;
-	int cls;
-} ddl_kinds[] = {
-	{"none", 0},
-#define DDL_X_KIND(n, s, c) {s, c},
+static const char *const ddl_kind_names[] = {
+	"none",
+#define DDL_X_KIND(n, s, c) s,
 	DDL_EVENT_KINDS(DDL_X_KIND)
 #undef DDL_X_KIND
 };
 
 const char *ddl_event_name(unsigned kind)
 {
-	return kind < DDL_EV_COUNT ? ddl_kinds[kind].name : "unknown";
-}
-
-int ddl_event_class(unsigned kind)
-{
-	return kind < DDL_EV_COUNT ? ddl_kinds[kind].cls : 0;
-}
-
-int ddl_event_is_net(unsigned kind)
-{
-	int c = ddl_event_class(kind);
-	return c == DDL_CLASS_TX || c == DDL_CLASS_RX || c == DDL_CLASS_WAIT || c == DDL_CLASS_CONN;
+	return kind < DDL_EV_COUNT ? ddl_kind_names[kind] : "unknown";
 }
 
 static void ddl_problem(struct ddl_trace *t, size_t off, const char *fmt, ...)

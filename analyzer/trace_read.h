@@ -286,8 +286,23 @@ size_t ddl_grow_cap(size_t cap, size_t need);
 
 /* Names and classes of event kinds; "unknown" / 0 for kinds newer than us. */
 const char *ddl_event_name(unsigned kind);
-int ddl_event_class(unsigned kind);
+/* Inline, from a table of the kinds' classes in each file that asks: every
+ * stage asks it of every event it reads. */
+static inline int ddl_event_class(unsigned kind)
+{
+	static const unsigned char cls[] = {
+		0,
+#define DDL_X_KIND(n, s, c) c,
+		DDL_EVENT_KINDS(DDL_X_KIND)
+#undef DDL_X_KIND
+	};
+	return kind < DDL_EV_COUNT ? cls[kind] : 0;
+}
 /* Whether a kind is a socket call (send, receive, wait, connection). */
-int ddl_event_is_net(unsigned kind);
+static inline int ddl_event_is_net(unsigned kind)
+{
+	int c = ddl_event_class(kind);
+	return c == DDL_CLASS_TX || c == DDL_CLASS_RX || c == DDL_CLASS_WAIT || c == DDL_CLASS_CONN;
+}
 
 #endif

@@ -121,8 +121,10 @@ static int iv_ref_cmp(const void *x, const void *y)
 /*
  * ddl_ivset_sort: by start, equal starts in the order pushed, for sets in
  * order already, reversed, of few distinct starts (many ties), of starts
- * spread over hours (four radix passes), with negative starts, and small
- * ones (qsort's side), against a reference sort.
+ * spread over hours (four radix passes), with negative starts, small ones
+ * (qsort's side), and runs in order one after another (2 to 9 of them,
+ * each with ties inside and with the others: merged, past 8 sorted),
+ * against a reference sort.
  */
 int test_ivset_sort_stable(void)
 {
@@ -132,8 +134,10 @@ int test_ivset_sort_stable(void)
 	                                  INT64_MAX / 2};
 	for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
 		for (size_t sp = 0; sp < sizeof spreads / sizeof spreads[0]; sp++)
-			for (int shape = 0; shape < 4; shape++) {
+			for (int shape = 0; shape < 6; shape++) {
 				size_t n = sizes[si];
+				/* shapes 4 and 5: NR runs, each in order */
+				size_t nr = shape == 4 ? 2 + sp % 7 : 3 + sp, run = n / nr + 1;
 				struct ddl_ivset s = {0};
 				for (size_t i = 0; i < n; i++) {
 					seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -144,6 +148,8 @@ int test_ivset_sort_stable(void)
 						a = (int64_t)(n - i) * 3; /* reversed */
 					if (shape == 3)
 						a -= spreads[sp] / 2; /* negative starts too */
+					if (shape >= 4) /* every second start repeated; the runs' starts alike */
+						a = (int64_t)(i % run / 2) * (spreads[sp] / (int64_t)run + 1) - (int64_t)(i / run);
 					if (shape == 3 && spreads[sp] == INT64_MAX / 2 && i % 7 == 0)
 						a = i % 2 ? INT64_MIN / 2 + (int64_t)i : INT64_MAX / 2 - 64; /* a span near 2^63 */
 					CHECK(ddl_ivset_push(&s, a, a + 1 + (int64_t)(i % 5), (int)i) == 0, "push");
