@@ -435,27 +435,16 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		}
 		if (t->on_events) {
 			/* streaming: the caller sees the chunk's events where they
-			 * lie, or a copy where that is not 8-byte aligned (a raw
-			 * chunk after a strings or compressed chunk of odd length) */
-			void *copy = NULL;
-			if (n && (uintptr_t)p % _Alignof(struct ddl_event)) {
-				if (!(copy = malloc(n))) {
-					ddl_nomem(t, off);
-					return;
-				}
-				p = memcpy(copy, p, n);
-			}
+			 * lie, 8-byte aligned (the parse copies those that are not) */
 			if (ddl_window_events(t, (const struct ddl_event *)p, n / sizeof(struct ddl_event),
 			                      off) < 0) {
 				t->corrupt = 1;
-				free(copy);
 				return;
 			}
 			t->nstreamed += n / sizeof(struct ddl_event);
 			if (t->on_events(t->on_events_ctx, t, (const struct ddl_event *)p,
 			                 n / sizeof(struct ddl_event)) != 0)
 				t->stream_stopped = 1;
-			free(copy);
 			t->ended = 0;
 			t->exec_end = 0;
 			break;
@@ -855,6 +844,20 @@ static size_t ddl_populate(const unsigned char *m, size_t size, size_t off)
 	return to;
 }
 
+/* Room for N bytes in the parse's buffer *BUF (*CAP, 64 KiB at least); -1 without memory. */
+static int ddl_zbuf_fit(unsigned char **buf, size_t *cap, size_t n)
+{
+	if (n <= *cap && *buf)
+		return 0;
+	size_t ncap = n > 65536 ? n : 65536;
+	unsigned char *nb = realloc(*buf, ncap);
+	if (!nb)
+		return -1;
+	*buf = nb;
+	*cap = ncap;
+	return 0;
+}
+
 /*
  * FD >= 0: BUF is a private read-only mapping of the file FD, whose pages
  * already read are given back every 16 MiB (they read back from the file
@@ -923,15 +926,9 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			t->corrupt = 1;
 		} else if (c.flags) {
 			/* raw_size is at most DDL_CHUNK_MAX (checked with the header) */
-			if (c.raw_size > zcap || !zbuf) {
-				size_t ncap = c.raw_size > 65536 ? c.raw_size : 65536;
-				unsigned char *nb = realloc(zbuf, ncap);
-				if (!nb) {
-					ddl_nomem(t, off);
-					break;
-				}
-				zbuf = nb;
-				zcap = ncap;
+			if (ddl_zbuf_fit(&zbuf, &zcap, c.raw_size) < 0) {
+				ddl_nomem(t, off);
+				break;
 			}
 			size_t r;
 			if (c.flags == DDL_CHUNKF_LZ4) {
@@ -953,6 +950,18 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 		} else if (c.raw_size != c.size) {
 			ddl_problem(t, off, "uncompressed chunk with two sizes");
 			t->corrupt = 1;
+		} else if (t->on_events && c.type == DDL_CHUNK_EVENTS &&
+		           (uintptr_t)(m + body) % _Alignof(struct ddl_event)) {
+			/* streaming, events not 8-byte aligned where they lie (a raw
+			 * chunk after a strings or compressed chunk of odd length):
+			 * the caller sees them copied into the decompression buffer,
+			 * grown once, not into an array allocated every chunk */
+			if (ddl_zbuf_fit(&zbuf, &zcap, c.size) < 0) {
+				ddl_nomem(t, off);
+				break;
+			}
+			memcpy(zbuf, m + body, c.size);
+			ddl_read_chunk(t, &c, zbuf, c.size, off);
 		} else {
 			ddl_read_chunk(t, &c, m + body, c.size, off);
 		}

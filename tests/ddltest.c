@@ -3,6 +3,9 @@
  * prints one line per test and "N passed, N failed, N skipped" at the end,
  * then the names of those that failed (the last lines are what a CI log
  * keeps), and exits non-zero when any failed. Arguments select tests by substring.
+ * DDLTEST_KEEP set in the environment leaves the tests' temporary
+ * directories (/tmp/ddltest.*) in place: their traces are a corpus to hold
+ * two builds' reports against each other.
  */
 #include <signal.h>
 #include <stdio.h>
