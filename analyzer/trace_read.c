@@ -754,6 +754,75 @@ static void ddl_bus_install(void)
 	sigaction(SIGBUS, &sa, &ddl_bus_old);
 }
 
+/*
+ * The parse's buffer (decompressed chunks, raw events copied to be
+ * aligned): each thread keeps one from file to file, up to
+ * DDL_ZBUF_KEEP bytes, so that reading a directory does not map and
+ * clear new pages for every file; a parse that starts while its thread's
+ * is in use (a stream's consumer reading another trace) takes its own.
+ * Freed as the thread ends.
+ */
+#define DDL_ZBUF_KEEP ((size_t)4 << 20)
+struct ddl_zbuf {
+	unsigned char *p;
+	size_t cap;
+	int busy;
+};
+static pthread_key_t ddl_zbuf_key;
+static pthread_once_t ddl_zbuf_once = PTHREAD_ONCE_INIT;
+static int ddl_zbuf_keyed;
+
+static void ddl_zbuf_free(void *v)
+{
+	struct ddl_zbuf *z = v;
+	free(z->p);
+	free(z);
+}
+
+static void ddl_zbuf_key_make(void)
+{
+	ddl_zbuf_keyed = pthread_key_create(&ddl_zbuf_key, ddl_zbuf_free) == 0;
+}
+
+/* The thread's buffer, marked busy, or LOCAL (empty) when it is in use or cannot be had. */
+static struct ddl_zbuf *ddl_zbuf_take(struct ddl_zbuf *local)
+{
+	pthread_once(&ddl_zbuf_once, ddl_zbuf_key_make);
+	struct ddl_zbuf *z = ddl_zbuf_keyed ? pthread_getspecific(ddl_zbuf_key) : NULL;
+	if (!z && ddl_zbuf_keyed && (z = calloc(1, sizeof *z)) && pthread_setspecific(ddl_zbuf_key, z)) {
+		free(z);
+		z = NULL;
+	}
+	if (!z || z->busy)
+		z = local;
+	z->busy = 1;
+	return z;
+}
+
+static void ddl_zbuf_give(struct ddl_zbuf *z, struct ddl_zbuf *local)
+{
+	z->busy = 0;
+	if (z == local || z->cap > DDL_ZBUF_KEEP) {
+		free(z->p);
+		z->p = NULL;
+		z->cap = 0;
+	}
+}
+
+/* Room for N bytes in Z (64 KiB at least); -1 without memory. */
+static int ddl_zbuf_fit(struct ddl_zbuf *z, size_t n)
+{
+	if (n <= z->cap && z->p)
+		return 0;
+	size_t ncap = n > 65536 ? n : 65536;
+	unsigned char *nb = realloc(z->p, ncap);
+	if (!nb)
+		return -1;
+	z->p = nb;
+	z->cap = ncap;
+	return 0;
+}
+
 /* ddl_trace_parse_cb within the guard: a mapping that loses its pages
  * (the file cut shorter) ends the trace there. */
 static int ddl_parse_guarded(const void *buf, size_t size, const char *name, struct ddl_trace *t,
@@ -772,6 +841,9 @@ static int ddl_parse_guarded(const void *buf, size_t size, const char *name, str
 		t->truncated = 1;
 		ddl_problem(t, size, "the file was cut shorter while it was read");
 		ddl_clock_fit(t);
+		struct ddl_zbuf *z = ddl_zbuf_keyed ? pthread_getspecific(ddl_zbuf_key) : NULL;
+		if (z) /* the parse that had it ended here */
+			z->busy = 0;
 	}
 	ddl_bus_jmp = NULL;
 	return rc;
@@ -844,20 +916,6 @@ static size_t ddl_populate(const unsigned char *m, size_t size, size_t off)
 	return to;
 }
 
-/* Room for N bytes in the parse's buffer *BUF (*CAP, 64 KiB at least); -1 without memory. */
-static int ddl_zbuf_fit(unsigned char **buf, size_t *cap, size_t n)
-{
-	if (n <= *cap && *buf)
-		return 0;
-	size_t ncap = n > 65536 ? n : 65536;
-	unsigned char *nb = realloc(*buf, ncap);
-	if (!nb)
-		return -1;
-	*buf = nb;
-	*cap = ncap;
-	return 0;
-}
-
 /*
  * FD >= 0: BUF is a private read-only mapping of the file FD, whose pages
  * already read are given back every 16 MiB (they read back from the file
@@ -882,8 +940,8 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 		return ddl_fail(err, errlen, path, "empty file, not a ddlprof trace");
 	if (ddl_header_check(t, m, size, err, errlen) < 0)
 		return -1;
-	unsigned char *zbuf = NULL;
-	size_t zcap = 0, released = 0, populated = 0;
+	struct ddl_zbuf local = {0}, *zb = ddl_zbuf_take(&local);
+	size_t released = 0, populated = 0;
 	size_t off = t->hdr.header_size;
 	while (off < size && !t->stream_stopped) {
 		struct ddl_chunk c;
@@ -926,17 +984,17 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			t->corrupt = 1;
 		} else if (c.flags) {
 			/* raw_size is at most DDL_CHUNK_MAX (checked with the header) */
-			if (ddl_zbuf_fit(&zbuf, &zcap, c.raw_size) < 0) {
+			if (ddl_zbuf_fit(zb, c.raw_size) < 0) {
 				ddl_nomem(t, off);
 				break;
 			}
 			size_t r;
 			if (c.flags == DDL_CHUNKF_LZ4) {
-				int n = LZ4_decompress_safe((const char *)m + body, (char *)zbuf, (int)c.size,
+				int n = LZ4_decompress_safe((const char *)m + body, (char *)zb->p, (int)c.size,
 				                            (int)c.raw_size);
 				r = n < 0 ? (size_t)-1 : (size_t)n;
 			} else {
-				r = ZSTD_decompress(zbuf, c.raw_size, m + body, c.size);
+				r = ZSTD_decompress(zb->p, c.raw_size, m + body, c.size);
 				if (ZSTD_isError(r))
 					r = (size_t)-1;
 			}
@@ -945,7 +1003,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 				            c.flags == DDL_CHUNKF_LZ4 ? "lz4" : "zstd", c.raw_size);
 				t->corrupt = 1;
 			} else {
-				ddl_read_chunk(t, &c, zbuf, r, off);
+				ddl_read_chunk(t, &c, zb->p, r, off);
 			}
 		} else if (c.raw_size != c.size) {
 			ddl_problem(t, off, "uncompressed chunk with two sizes");
@@ -956,12 +1014,12 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			 * chunk after a strings or compressed chunk of odd length):
 			 * the caller sees them copied into the decompression buffer,
 			 * grown once, not into an array allocated every chunk */
-			if (ddl_zbuf_fit(&zbuf, &zcap, c.size) < 0) {
+			if (ddl_zbuf_fit(zb, c.size) < 0) {
 				ddl_nomem(t, off);
 				break;
 			}
-			memcpy(zbuf, m + body, c.size);
-			ddl_read_chunk(t, &c, zbuf, c.size, off);
+			memcpy(zb->p, m + body, c.size);
+			ddl_read_chunk(t, &c, zb->p, c.size, off);
 		} else {
 			ddl_read_chunk(t, &c, m + body, c.size, off);
 		}
@@ -973,7 +1031,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			released = upto;
 		}
 	}
-	free(zbuf);
+	ddl_zbuf_give(zb, &local);
 	if (!t->ended && !t->truncated && !t->incomplete) {
 		ddl_problem(t, size, "no end record: the process did not exit cleanly (killed?)");
 		t->truncated = 1;
