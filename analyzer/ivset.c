@@ -95,13 +95,15 @@ long ddl_ivset_cuts(const struct ddl_ivset *const *sets, int n, int64_t a, int64
 
 enum { DDL_IV_RUNS = 8 };
 
-/* Where the runs of V[0..N) in order of start begin, into AT (DDL_IV_RUNS
- * of them at most), then N; their count, or DDL_IV_RUNS + 1 past that. */
-static size_t ddl_iv_runs(const struct ddl_iv *v, size_t n, size_t at[DDL_IV_RUNS + 1])
+/* Where the runs of V[0..N) in order of start begin, the second at
+ * SECOND (V[0..SECOND) is in order), into AT (DDL_IV_RUNS of them at
+ * most), then N; their count, or DDL_IV_RUNS + 1 past that. */
+static size_t ddl_iv_runs(const struct ddl_iv *v, size_t n, size_t second, size_t at[DDL_IV_RUNS + 1])
 {
 	size_t k = 0;
 	at[k++] = 0;
-	for (size_t i = 1; i < n; i++)
+	at[k++] = second;
+	for (size_t i = second + 1; i < n; i++)
 		if (v[i].a < v[i - 1].a) {
 			if (k == DDL_IV_RUNS)
 				return DDL_IV_RUNS + 1;
@@ -149,7 +151,7 @@ static void ddl_iv_sort(struct ddl_iv *v, size_t n)
 		i++;
 	if (i >= n)
 		return;
-	size_t at[DDL_IV_RUNS + 1], k = ddl_iv_runs(v, n, at);
+	size_t at[DDL_IV_RUNS + 1], k = ddl_iv_runs(v, n, i, at);
 	if (k <= DDL_IV_RUNS) {
 		struct ddl_iv *buf = malloc(n * sizeof *buf), *from = v, *to = buf;
 		if (buf) {

@@ -45,6 +45,48 @@ static int ddl_ev_npool;
 static size_t ddl_ev_pooled; /* bytes of the pool's arrays */
 static size_t ddl_ev_charged; /* bytes of the stages' working arrays (ddl_events_charge) */
 
+/* The pool's smallest array with room for CAP events, or -1. Under the lock. */
+static int ddl_ev_pool_fitting(size_t cap)
+{
+	int best = -1;
+	for (int i = 0; i < ddl_ev_npool; i++)
+		if (ddl_ev_pool[i].cap >= cap && (best < 0 || ddl_ev_pool[i].cap < ddl_ev_pool[best].cap))
+			best = i;
+	return best;
+}
+
+/* The pool's largest array, or -1 when it is empty. Under the lock. */
+static int ddl_ev_pool_largest(void)
+{
+	int big = ddl_ev_npool ? 0 : -1;
+	for (int i = 1; i < ddl_ev_npool; i++)
+		if (ddl_ev_pool[i].cap > ddl_ev_pool[big].cap)
+			big = i;
+	return big;
+}
+
+/* Array I out of the pool, its room (events) in *CAP. Under the lock. */
+static struct ddl_event *ddl_ev_pool_take(int i, size_t *cap)
+{
+	struct ddl_event *v = ddl_ev_pool[i].v;
+	*cap = ddl_ev_pool[i].cap;
+	ddl_ev_pooled -= *cap * sizeof *v;
+	ddl_ev_pool[i] = ddl_ev_pool[--ddl_ev_npool];
+	return v;
+}
+
+/* V (room for CAP events) into the pool; -1 when it is full (V is the
+ * caller's still). Under the lock. */
+static int ddl_ev_pool_put(void *v, size_t cap)
+{
+	if (ddl_ev_npool >= DDL_EV_POOL)
+		return -1;
+	ddl_ev_pool[ddl_ev_npool].v = v;
+	ddl_ev_pool[ddl_ev_npool++].cap = cap;
+	ddl_ev_pooled += cap * sizeof(struct ddl_event);
+	return 0;
+}
+
 void ddl_events_register(struct ddl_trace *t, size_t n)
 {
 	pthread_mutex_lock(&ddl_ev_mu);
@@ -163,13 +205,8 @@ static void ddl_ev_evict(size_t need)
 		if (!lru)
 			return;
 		ddl_ev_resident -= lru->nev * sizeof *lru->ev;
-		if (ddl_ev_npool < DDL_EV_POOL) {
-			ddl_ev_pool[ddl_ev_npool].v = lru->ev;
-			ddl_ev_pool[ddl_ev_npool++].cap = lru->cap_ev;
-			ddl_ev_pooled += lru->cap_ev * sizeof *lru->ev;
-		} else {
+		if (ddl_ev_pool_put(lru->ev, lru->cap_ev) < 0)
 			free(lru->ev);
-		}
 		lru->ev = NULL;
 		lru->cap_ev = 0;
 	}
@@ -180,13 +217,8 @@ static void ddl_ev_evict(size_t need)
 static void ddl_ev_trim(size_t need)
 {
 	while (ddl_ev_npool && ddl_ev_resident + ddl_ev_charged + need + ddl_ev_pooled > ddl_events_budget) {
-		int big = 0;
-		for (int i = 1; i < ddl_ev_npool; i++)
-			if (ddl_ev_pool[i].cap > ddl_ev_pool[big].cap)
-				big = i;
-		ddl_ev_pooled -= ddl_ev_pool[big].cap * sizeof(struct ddl_event);
-		free(ddl_ev_pool[big].v);
-		ddl_ev_pool[big] = ddl_ev_pool[--ddl_ev_npool];
+		size_t cap;
+		free(ddl_ev_pool_take(ddl_ev_pool_largest(), &cap));
 	}
 }
 
@@ -214,20 +246,11 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 		 * largest, which the read grows (in place, or its pages moved:
 		 * only the room added is new memory, where a new array would
 		 * be all new pages for the kernel to clear) */
-		int best = -1;
-		for (int i = 0; i < ddl_ev_npool; i++)
-			if (ddl_ev_pool[i].cap >= t->nev && (best < 0 || ddl_ev_pool[i].cap < ddl_ev_pool[best].cap))
-				best = i;
+		int best = ddl_ev_pool_fitting(t->nev);
 		if (best < 0)
-			for (int i = 0; i < ddl_ev_npool; i++)
-				if (best < 0 || ddl_ev_pool[i].cap > ddl_ev_pool[best].cap)
-					best = i;
-		struct ddl_event *buf = best >= 0 ? ddl_ev_pool[best].v : NULL;
-		size_t cap = best >= 0 ? ddl_ev_pool[best].cap : 0, got = 0;
-		if (best >= 0) {
-			ddl_ev_pooled -= cap * sizeof *buf;
-			ddl_ev_pool[best] = ddl_ev_pool[--ddl_ev_npool];
-		}
+			best = ddl_ev_pool_largest();
+		size_t cap = 0, got = 0;
+		struct ddl_event *buf = best >= 0 ? ddl_ev_pool_take(best, &cap) : NULL;
 		ddl_ev_trim(need);
 		pthread_mutex_unlock(&ddl_ev_mu);
 		char why[512];
@@ -297,18 +320,13 @@ int ddl_grow_charged(void **p, size_t *cap, size_t need, size_t elem)
 	size_t n = ddl_grow_cap(*cap, need);
 	if (!*p && elem) { /* a pooled array's pages, cleared once, rather than new ones */
 		pthread_mutex_lock(&ddl_ev_mu);
-		int best = -1;
-		for (int i = 0; i < ddl_ev_npool; i++)
-			if (ddl_ev_pool[i].cap * sizeof(struct ddl_event) >= n * elem &&
-			    (best < 0 || ddl_ev_pool[i].cap < ddl_ev_pool[best].cap))
-				best = i;
+		size_t ev = sizeof(struct ddl_event);
+		int best = ddl_ev_pool_fitting((n * elem + ev - 1) / ev);
 		if (best >= 0) {
-			size_t bytes = ddl_ev_pool[best].cap * sizeof(struct ddl_event);
-			*p = ddl_ev_pool[best].v;
-			*cap = bytes / elem;
-			ddl_ev_pooled -= bytes;
+			size_t room;
+			*p = ddl_ev_pool_take(best, &room);
+			*cap = room * ev / elem;
 			ddl_ev_charged += *cap * elem; /* moved from the pool: the total is the same */
-			ddl_ev_pool[best] = ddl_ev_pool[--ddl_ev_npool];
 		}
 		pthread_mutex_unlock(&ddl_ev_mu);
 		if (*p)
@@ -330,14 +348,10 @@ void ddl_events_give(void *p, size_t bytes)
 	pthread_mutex_lock(&ddl_ev_mu);
 	ddl_ev_charged -= bytes < ddl_ev_charged ? bytes : ddl_ev_charged;
 	size_t cap = bytes / sizeof(struct ddl_event);
-	if (p && ddl_ev_n && cap && ddl_ev_npool < DDL_EV_POOL) {
-		ddl_ev_pool[ddl_ev_npool].v = p;
-		ddl_ev_pool[ddl_ev_npool++].cap = cap;
-		ddl_ev_pooled += cap * sizeof(struct ddl_event);
+	if (p && ddl_ev_n && cap && ddl_ev_pool_put(p, cap) == 0)
 		ddl_ev_fit();
-	} else {
+	else
 		free(p);
-	}
 	pthread_mutex_unlock(&ddl_ev_mu);
 }
 
