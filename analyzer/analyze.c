@@ -16,11 +16,15 @@
  *
  * Memory. The traces are read once to check them and learn all but their
  * events (trace_set.c: strings, clock samples, how many events of which
- * classes), and every stage and output holds the events of the processes
- * it works on (ddl_proc_hold; ddl_parallel_procs for the parallel ones),
- * which trace_events.c reads again from the files when they are no longer
- * in memory: released events stay until those in memory pass --memory
- * (ddl_events_budget, 256 MiB), least recently used first. The same
+ * classes), keeping the events while they fit the budget below, and every
+ * stage and output holds the events of the processes it works on
+ * (ddl_proc_hold; ddl_parallel_procs for the parallel ones, those in
+ * memory first), which trace_events.c reads again from the files when
+ * they are no longer in memory: released events stay until those in
+ * memory pass --memory (ddl_events_budget, 256 MiB), least recently used
+ * first. A job whose events fit is read once; a larger one once more by
+ * each stage that goes over its processes (the iterations gather the
+ * breakdown's socket records as they hold each process, flight.c). The same
  * budget holds the arrays kept for the next reads to fill, the events
  * held, and the working arrays that grow with a process's events (the
  * socket records gathered, the connections read back, the socket calls
@@ -72,6 +76,9 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 	ddl_progress_phase(prog, 2, NPH, "clock alignment");
 	ddl_report_align(r);
 	ddl_progress_phase(prog, 3, NPH, "iterations");
+	/* the traffic's records for the breakdown (flight.c), gathered while
+	 * the iterations hold each process's events, not read again for them */
+	r->fpre = ddl_flights_wanted(r) ? ddl_flights_begin(r) : NULL;
 	ddl_report_iterations(r, o->iteration_names, o->warmup);
 	ddl_report_slow_iterations(r); /* a change of pace, and iterations that stand out */
 	ddl_progress_phase(prog, 4, NPH, "stall breakdown");

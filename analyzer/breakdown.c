@@ -134,9 +134,14 @@ static void ddl_cpu_pieces(struct ddl_proc *p, const struct ddl_ivset *data,
 static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
                                const struct ddl_ivset *fl)
 {
-	struct ddl_ivset blk = {0}, data = {0}, ops[DDL_COLL_OPS];
+	struct ddl_ivset blk, data, ops[DDL_COLL_OPS];
 	const struct ddl_ivset none = {0}, *win = fl ? fl : &none; /* without memory: blocked time is idle */
-	memset(ops, 0, sizeof ops);
+	_Static_assert(2 + DDL_COLL_OPS <= DDL_IVSET_SLOTS, "a slot for each set");
+	/* the room the thread's last process had (ivset.h): slots 0, 1, 2 on */
+	ddl_ivset_reuse(&blk, 0);
+	ddl_ivset_reuse(&data, 1);
+	for (int op = 0; op < DDL_COLL_OPS; op++)
+		ddl_ivset_reuse(&ops[op], 2 + op);
 	uint32_t tid = p->train_tid;
 	int host_colls = p->coll.hcoll > 0; /* gloo's own records, and the Python calls of the rest */
 	for (size_t k = 0; k < p->ntr; k++) {
@@ -223,10 +228,10 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 		if (p->iter_parts)
 			p->iter_parts[k] = it;
 	}
-	ddl_ivset_free(&blk);
-	ddl_ivset_free(&data);
+	ddl_ivset_keep(&blk, 0);
+	ddl_ivset_keep(&data, 1);
 	for (int op = 0; op < DDL_COLL_OPS; op++)
-		ddl_ivset_free(&ops[op]);
+		ddl_ivset_keep(&ops[op], 2 + op);
 	/* bytes sent inside the iterations */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -420,16 +425,15 @@ static void ddl_bd_gpu(void *arg, size_t i)
 	ddl_proc_release(p);
 }
 
-/* Two: the training thread of the others, against their traffic in flight. */
+/* Two: the training thread of the others, against their traffic in
+ * flight; its events held. */
 static void ddl_bd_cpu(void *arg, size_t i)
 {
 	struct ddl_bd *j = arg;
 	struct ddl_proc *p = &j->r->procs[i];
 	if (!j->cpu[i])
-		return;
-	ddl_proc_hold(p);
+		return; /* passed to it without memory for ddl_parallel_procs_some's order */
 	ddl_proc_breakdown(j->r, p, j->fl ? &j->fl[i] : NULL);
-	ddl_proc_release(p);
 	if (!j->fl)
 		p->incomplete = 1; /* its traffic's windows not known: blocked time is idle */
 }
@@ -448,10 +452,14 @@ void ddl_report_breakdown(struct ddl_report *r)
 	int need_fl = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		need_fl |= j.cpu[i];
-	if (need_fl && ddl_report_flights(r, &fl) == 0)
+	struct ddl_fpre *pre = r->fpre; /* what the iterations gathered */
+	r->fpre = NULL;
+	if (need_fl && ddl_report_flights_pre(r, pre, &fl) == 0)
 		j.fl = fl;
-	if (need_fl)
-		ddl_parallel(r->nprocs, ddl_bd_cpu, &j);
+	else if (!need_fl)
+		ddl_flights_pre_free(pre);
+	if (need_fl) /* those in memory first (ddl_parallel_procs), held */
+		ddl_parallel_procs_some(r, j.cpu, ddl_bd_cpu, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		if (!p->niter)

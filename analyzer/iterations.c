@@ -1517,25 +1517,28 @@ struct ddl_itjob {
 	unsigned char *how; /* per process: DDL_IT_* */
 };
 
-/* Process I's iterations, by the first method that finds any (ddl_parallel:
- * it writes only its process). */
+/* Process I's iterations, by the first method that finds any
+ * (ddl_parallel_procs_some: it writes only its process). */
 static void ddl_it_found(struct ddl_itjob *j, struct ddl_proc *p, size_t i);
 
+/* Whether P may have a rank's steps: not a launcher among ranks (mpirun,
+ * a job's own parent), a loader's worker, a rank's child. */
+static int ddl_it_wanted(const struct ddl_itjob *j, const struct ddl_proc *p)
+{
+	return !((j->ranked && p->rank < 0) || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD ||
+	         p->role == DDL_ROLE_LAUNCHER);
+}
+
+/* (ddl_parallel_procs_some: P's events held) */
 static void ddl_it_proc(void *arg, size_t i)
 {
 	struct ddl_itjob *j = arg;
 	struct ddl_proc *p = &j->r->procs[i];
-	p->steps_run = -1;
-	if ((j->ranked && p->rank < 0) || p->role == DDL_ROLE_WORKER || p->role == DDL_ROLE_CHILD ||
-	    p->role == DDL_ROLE_LAUNCHER) {
-		/* a launcher among ranks (mpirun, a job's own parent), a loader's
-		 * worker, a rank's child: not a rank's steps */
-		p->iteration_method = "none";
-		return;
-	}
-	ddl_proc_hold(p);
+	if (!ddl_it_wanted(j, p))
+		return; /* passed to it without memory for the order */
 	ddl_it_found(j, p, i);
-	ddl_proc_release(p);
+	if (j->r->fpre)
+		ddl_flights_gather(j->r->fpre, i); /* for the breakdown, while they are here */
 }
 
 /* The rest of ddl_it_proc, with P's events held. */
@@ -1605,7 +1608,19 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 		return;
 	}
 	ddl_cls(0); /* its table made here, before the threads read it */
-	ddl_parallel(r->nprocs, ddl_it_proc, &j);
+	unsigned char *want = malloc(r->nprocs ? r->nprocs : 1);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct ddl_proc *p = &r->procs[i];
+		p->steps_run = -1;
+		if (!ddl_it_wanted(&j, p))
+			p->iteration_method = "none";
+		if (want)
+			want[i] = ddl_it_wanted(&j, p) != 0;
+	}
+	/* those in memory first, held (ddl_parallel_procs) */
+	ddl_parallel_procs_some(r, want, ddl_it_proc, &j);
+	free(want);
+	ddl_flights_gathered(r->fpre);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		any_steps |= (j.how[i] & DDL_IT_STEPS) != 0;

@@ -9,6 +9,61 @@
 #include <string.h>
 
 #include "ivset.h"
+#include "keep.h"
+
+_Static_assert(DDL_KEEP_IVSET + DDL_IVSET_SLOTS <= DDL_KEEP_SUBTRACT, "the sets' slots are their own");
+
+static void ddl_ivset_reuse_at(struct ddl_ivset *s, int slot)
+{
+	size_t bytes;
+	*s = (struct ddl_ivset){0};
+	s->v = ddl_keep_take(slot, 0, &bytes);
+	s->cap = bytes / sizeof *s->v;
+}
+
+static void ddl_ivset_keep_at(struct ddl_ivset *s, int slot)
+{
+	if (ddl_keep_give(slot, s->v, s->cap * sizeof *s->v) < 0)
+		free(s->v);
+	*s = (struct ddl_ivset){0};
+}
+
+void ddl_ivset_reuse(struct ddl_ivset *s, int slot)
+{
+	if (slot >= 0 && slot < DDL_IVSET_SLOTS)
+		ddl_ivset_reuse_at(s, DDL_KEEP_IVSET + slot);
+	else
+		*s = (struct ddl_ivset){0};
+}
+
+void ddl_ivset_keep(struct ddl_ivset *s, int slot)
+{
+	if (slot >= 0 && slot < DDL_IVSET_SLOTS)
+		ddl_ivset_keep_at(s, DDL_KEEP_IVSET + slot);
+	else
+		ddl_ivset_free(s);
+}
+
+/* A buffer for N intervals for the sort, its room into *CAP: the one the
+ * thread kept where it is large enough, else a new one. */
+static struct ddl_iv *ddl_iv_sort_buf(size_t n, size_t *cap)
+{
+	size_t bytes;
+	struct ddl_iv *b = ddl_keep_take(DDL_KEEP_SORT, n * sizeof *b, &bytes);
+	if (b) {
+		*cap = bytes / sizeof *b;
+		return b;
+	}
+	*cap = n;
+	return malloc(n * sizeof *b);
+}
+
+/* The sort's buffer B (room for CAP) kept for the next, where it fits. */
+static void ddl_iv_sort_done(struct ddl_iv *b, size_t cap)
+{
+	if (ddl_keep_give(DDL_KEEP_SORT, b, cap * sizeof *b) < 0)
+		free(b);
+}
 
 int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag)
 {
@@ -153,7 +208,8 @@ static void ddl_iv_sort(struct ddl_iv *v, size_t n)
 		return;
 	size_t at[DDL_IV_RUNS + 1], k = ddl_iv_runs(v, n, i, at);
 	if (k <= DDL_IV_RUNS) {
-		struct ddl_iv *buf = malloc(n * sizeof *buf), *from = v, *to = buf;
+		size_t bcap;
+		struct ddl_iv *buf = ddl_iv_sort_buf(n, &bcap), *from = v, *to = buf;
 		if (buf) {
 			while (k > 1) {
 				k = ddl_iv_merge_runs(from, to, at, k);
@@ -163,7 +219,7 @@ static void ddl_iv_sort(struct ddl_iv *v, size_t n)
 			}
 			if (from != v)
 				memcpy(v, from, n * sizeof *v);
-			free(buf);
+			ddl_iv_sort_done(buf, bcap);
 			return;
 		}
 	}
@@ -173,7 +229,8 @@ static void ddl_iv_sort(struct ddl_iv *v, size_t n)
 		hi = v[k].a > hi ? v[k].a : hi;
 	}
 	uint64_t span = (uint64_t)hi - (uint64_t)lo;
-	struct ddl_iv *tmp = n >= 64 ? malloc(n * sizeof *tmp) : NULL;
+	size_t tcap = 0;
+	struct ddl_iv *tmp = n >= 64 ? ddl_iv_sort_buf(n, &tcap) : NULL;
 	if (!tmp) {
 		qsort(v, n, sizeof *v, ddl_iv_cmp); /* glibc's is a stable merge sort where it can be */
 		return;
@@ -201,7 +258,7 @@ static void ddl_iv_sort(struct ddl_iv *v, size_t n)
 	if (from != v)
 		for (size_t k = 0; k < n; k++)
 			v[k] = from[k];
-	free(tmp);
+	ddl_iv_sort_done(tmp, tcap);
 }
 
 void ddl_ivset_sort(struct ddl_ivset *s)
@@ -251,13 +308,15 @@ int ddl_ivset_subtract(struct ddl_ivset *s, const struct ddl_ivset *t)
 {
 	if (!s->n || !t->n)
 		return 0;
-	struct ddl_ivset out = {0};
+	struct ddl_ivset out;
+	ddl_ivset_reuse_at(&out, DDL_KEEP_SUBTRACT); /* the room of the last one's S */
 	if (ddl_ivset_minus(s, t, &out) < 0) {
-		free(out.v);
+		ddl_ivset_keep_at(&out, DDL_KEEP_SUBTRACT);
 		return -1;
 	}
-	free(s->v);
+	struct ddl_ivset was = *s;
 	*s = out;
+	ddl_ivset_keep_at(&was, DDL_KEEP_SUBTRACT);
 	return 0;
 }
 

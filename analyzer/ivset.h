@@ -62,4 +62,14 @@ long ddl_ivset_cuts(const struct ddl_ivset *const *sets, int n, int64_t a, int64
 int64_t ddl_ivset_length(const struct ddl_ivset *s);
 void ddl_ivset_free(struct ddl_ivset *s);
 
+/* Room kept from one process to the next (keep.h), for the sets a stage
+ * makes anew for each: under a slot of the caller's (below DDL_IVSET_SLOTS). */
+enum { DDL_IVSET_SLOTS = 16 };
+/* Empty S ({0}) given the room this thread kept under SLOT, if any. */
+void ddl_ivset_reuse(struct ddl_ivset *s, int slot);
+/* S's room kept under SLOT for this thread's next ddl_ivset_reuse, or
+ * freed (past keep.h's DDL_KEEP_BYTES, or with the slot taken); S is {0}
+ * after. */
+void ddl_ivset_keep(struct ddl_ivset *s, int slot);
+
 #endif

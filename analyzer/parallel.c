@@ -109,11 +109,18 @@ static int ddl_proc_in_memory(const struct ddl_proc *p)
  * budget's worth of them there, and they are worked on before reading the
  * others evicts them (in order they would be the first evicted, every
  * stage reading all again). The order never shows in the results. */
-void ddl_parallel_procs(const struct ddl_report *r, void (*fn)(void *arg, size_t i), void *arg)
+void ddl_parallel_procs_some(const struct ddl_report *r, const unsigned char *want,
+                             void (*fn)(void *arg, size_t i), void *arg)
 {
-	size_t n = r->nprocs, *order = n > 1 ? malloc(n * sizeof *order) : NULL, k = 0, m = n;
-	for (size_t i = 0; order && i < n; i++) /* those in memory from the front, the rest from the back */
-		order[ddl_proc_in_memory(&r->procs[i]) ? k++ : --m] = i;
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		n += !want || want[i];
+	size_t *order = n > 1 || want ? malloc((n ? n : 1) * sizeof *order) : NULL, k = 0, m = n;
+	if (!order)
+		n = r->nprocs; /* without memory: all of them, in order */
+	for (size_t i = 0; order && i < r->nprocs; i++) /* those in memory from the front, the rest from the back */
+		if (!want || want[i])
+			order[ddl_proc_in_memory(&r->procs[i]) ? k++ : --m] = i;
 	for (size_t a = m, b = n; order && a + 1 < b; a++, b--) { /* the rest in order too */
 		size_t x = order[a];
 		order[a] = order[b - 1];
@@ -122,4 +129,9 @@ void ddl_parallel_procs(const struct ddl_report *r, void (*fn)(void *arg, size_t
 	struct ddl_parp q = {r, fn, arg, order};
 	ddl_parallel(n, ddl_parp_one, &q);
 	free(order);
+}
+
+void ddl_parallel_procs(const struct ddl_report *r, void (*fn)(void *arg, size_t i), void *arg)
+{
+	ddl_parallel_procs_some(r, NULL, fn, arg);
 }

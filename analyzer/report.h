@@ -454,6 +454,8 @@ struct ddl_report {
 		int applied;     /* it stood out of the residual, and was applied */
 	} clock[256];       /* the hosts that had collectives to align by */
 	int nclock;
+	struct ddl_fpre *fpre;         /* the traffic's records gathered early (flight.c),
+	                                * from the iterations to the breakdown */
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
@@ -539,6 +541,10 @@ void ddl_parallel(size_t n, void (*fn)(void *arg, size_t i), void *arg);
 /* The same over R's processes, each process's events held (ddl_proc_hold)
  * while FN runs on it. */
 void ddl_parallel_procs(const struct ddl_report *r, void (*fn)(void *arg, size_t i), void *arg);
+/* The same over the processes I with WANT[I] (all with WANT NULL; all,
+ * too, without memory for the order: FN then passes over the others). */
+void ddl_parallel_procs_some(const struct ddl_report *r, const unsigned char *want,
+                             void (*fn)(void *arg, size_t i), void *arg);
 /* Holds (and releases) the events of every trace of P (trace_read.h): a
  * stage reads a process's events only between the two. */
 void ddl_proc_hold(const struct ddl_proc *p);
@@ -559,6 +565,21 @@ int ddl_proc_piece(struct ddl_proc *p, int64_t a, int64_t b, int part);
  * without memory (*OUT NULL). */
 int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out);
 void ddl_flights_free(struct ddl_ivset *f, size_t n);
+/* The same with the records gathered early (flight.c): ddl_flights_begin
+ * (NULL without memory), then ddl_flights_gather for process I while a
+ * stage holds its events (each I once, from any thread),
+ * ddl_flights_gathered when that stage is over, and
+ * ddl_report_flights_pre, which gathers the rest and frees PRE (NULL: as
+ * ddl_report_flights); or ddl_flights_pre_free when no windows are asked
+ * for. */
+struct ddl_fpre *ddl_flights_begin(const struct ddl_report *r);
+/* Whether the breakdown is likely to ask for the windows: some process
+ * has no device intervals (breakdown.c). */
+int ddl_flights_wanted(const struct ddl_report *r);
+void ddl_flights_gather(struct ddl_fpre *pre, size_t i);
+void ddl_flights_gathered(struct ddl_fpre *pre);
+int ddl_report_flights_pre(const struct ddl_report *r, struct ddl_fpre *pre, struct ddl_ivset **out);
+void ddl_flights_pre_free(struct ddl_fpre *pre);
 /* Differential mode (compare.c): SPECS are LABEL=DIR[@SAMPLES], LABEL one of
  * single, node, multi, real, synthetic; returns the exit status. */
 #define DDL_CMP_RUNS 5

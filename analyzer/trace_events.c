@@ -4,12 +4,14 @@
  * A lazy trace is read once to check it and learn everything but its
  * events (strings, clock samples, the count of events), and its events
  * are read again from the file, checked the same way, whenever a stage
- * of the analysis or an output holds it. Held traces stay; released ones
+ * of the analysis or an output holds it and they are not in memory. Held
+ * traces stay; released ones
  * stay too until the events in memory pass the budget, when the least
- * recently released go. A job with fewer events than the budget is read
- * twice in all; a larger one is read again by each stage that goes over
- * its processes, one process (a thread's) at a time. A trace whose events
- * cannot be read again (its file changed, or memory ran out) has none from
+ * recently released go. The first read keeps the events it can within
+ * the budget (trace_set.c), so a job with fewer events than the budget is
+ * read once in all; a larger one is read again by each stage that goes
+ * over its processes, one process (a thread's) at a time. A trace whose
+ * events cannot be read again (its file changed, or memory ran out) has none from
  * then on, and says why among its problems.
  */
 #include <errno.h>
@@ -87,6 +89,8 @@ static int ddl_ev_pool_put(void *v, size_t cap)
 	return 0;
 }
 
+static void ddl_ev_fit(void);
+
 void ddl_events_register(struct ddl_trace *t, size_t n)
 {
 	pthread_mutex_lock(&ddl_ev_mu);
@@ -106,7 +110,12 @@ void ddl_events_register(struct ddl_trace *t, size_t n)
 			ddl_ev_cap = c;
 		}
 		ddl_ev_all[ddl_ev_n++] = &t[i];
+		if (t[i].ev) { /* kept by the first read (trace_set.c), released */
+			ddl_ev_resident += t[i].nev * sizeof *t[i].ev;
+			t[i].used = ++ddl_ev_clock;
+		}
 	}
+	ddl_ev_fit();
 	pthread_mutex_unlock(&ddl_ev_mu);
 }
 

@@ -760,13 +760,15 @@ static void ddl_bus_install(void)
  * DDL_ZBUF_KEEP bytes, so that reading a directory does not map and
  * clear new pages for every file; a parse that starts while its thread's
  * is in use (a stream's consumer reading another trace) takes its own.
- * Freed as the thread ends.
+ * With it, zstd's decompression context, made once (ZSTD_decompress
+ * makes and frees one for every chunk). Freed as the thread ends.
  */
 #define DDL_ZBUF_KEEP ((size_t)4 << 20)
 struct ddl_zbuf {
 	unsigned char *p;
 	size_t cap;
 	int busy;
+	ZSTD_DCtx *zd; /* zstd's context, made once for the thread's chunks, not for each */
 };
 static pthread_key_t ddl_zbuf_key;
 static pthread_once_t ddl_zbuf_once = PTHREAD_ONCE_INIT;
@@ -776,6 +778,7 @@ static void ddl_zbuf_free(void *v)
 {
 	struct ddl_zbuf *z = v;
 	free(z->p);
+	ZSTD_freeDCtx(z->zd);
 	free(z);
 }
 
@@ -806,6 +809,10 @@ static void ddl_zbuf_give(struct ddl_zbuf *z, struct ddl_zbuf *local)
 		free(z->p);
 		z->p = NULL;
 		z->cap = 0;
+	}
+	if (z == local) {
+		ZSTD_freeDCtx(z->zd);
+		z->zd = NULL;
 	}
 }
 
@@ -994,7 +1001,10 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 				                            (int)c.raw_size);
 				r = n < 0 ? (size_t)-1 : (size_t)n;
 			} else {
-				r = ZSTD_decompress(zb->p, c.raw_size, m + body, c.size);
+				if (!zb->zd)
+					zb->zd = ZSTD_createDCtx();
+				r = zb->zd ? ZSTD_decompressDCtx(zb->zd, zb->p, c.raw_size, m + body, c.size)
+				           : ZSTD_decompress(zb->p, c.raw_size, m + body, c.size);
 				if (ZSTD_isError(r))
 					r = (size_t)-1;
 			}

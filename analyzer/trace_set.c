@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +34,70 @@ struct ddl_progress *ddl_traceset_progress;
 int ddl_traceset_lazy;
 void (*ddl_traceset_parallel)(size_t n, void (*fn)(void *arg, size_t i), void *arg);
 
-/* A lazy read's events are only counted (and checked as a full read
- * checks them), and their classes noted. */
+/* A file being read into its own trace, before it joins the set. */
+struct ddl_load {
+	const char *path;
+	struct ddl_trace t;
+	int rc, skip;
+	char err[512];
+	struct ddl_event *kept; /* a lazy read's events, while they fit (ddl_count_only) */
+	size_t nkept, capkept;
+	int nokeep;             /* they did not: none kept */
+};
+
+/*
+ * A lazy read's events are counted (and checked as a full read checks
+ * them), and their classes noted; and kept, as long as the events kept
+ * by the reads of the load fit beside those in memory in the events'
+ * budget (trace_events.c): the first stage then finds them in memory, and
+ * a job whose events all fit is read once, not twice. DDL_LOAD_ROOM is
+ * what is left of the budget, reserved by each read as it grows its array.
+ */
+static _Atomic size_t ddl_load_room;
+
+static void ddl_load_unkeep(struct ddl_load *l)
+{
+	atomic_fetch_add(&ddl_load_room, l->capkept * sizeof *l->kept);
+	free(l->kept);
+	l->kept = NULL;
+	l->nkept = l->capkept = 0;
+}
+
 static int ddl_count_only(void *ctx, const struct ddl_trace *t, const struct ddl_event *ev, size_t n)
 {
-	(void)ctx;
+	struct ddl_load *l = ctx;
 	uint32_t c = 0;
 	for (size_t i = 0; i < n; i++)
 		c |= 1u << (ddl_event_class(ev[i].kind) & 31);
 	((struct ddl_trace *)t)->classes |= c; /* the trace being read */
+	if (!l || l->nokeep || !n)
+		return 0;
+	if (l->nkept + n > l->capkept) {
+		/* twice the room, or where the budget has not that much, just enough */
+		size_t need = l->nkept + n, cap = 2 * l->capkept > need ? 2 * l->capkept : need, add;
+		size_t room = atomic_load(&ddl_load_room);
+		do {
+			if (room < (cap - l->capkept) * sizeof *ev)
+				cap = need;
+			add = (cap - l->capkept) * sizeof *ev;
+			if (room < add) {
+				ddl_load_unkeep(l);
+				l->nokeep = 1;
+				return 0;
+			}
+		} while (!atomic_compare_exchange_weak(&ddl_load_room, &room, room - add));
+		struct ddl_event *q = realloc(l->kept, cap * sizeof *q);
+		if (!q) {
+			atomic_fetch_add(&ddl_load_room, add);
+			ddl_load_unkeep(l);
+			l->nokeep = 1;
+			return 0;
+		}
+		l->kept = q;
+		l->capkept = cap;
+	}
+	memcpy(l->kept + l->nkept, ev, n * sizeof *ev);
+	l->nkept += n;
 	return 0;
 }
 static uint64_t ddl_progress_events;
@@ -65,20 +121,12 @@ static int ddl_seen_before(struct ddl_traceset *s, const char *path)
 	return 0;
 }
 
-/* A file being read into its own trace, before it joins the set. */
-struct ddl_load {
-	const char *path;
-	struct ddl_trace t;
-	int rc, skip;
-	char err[512];
-};
-
 static void ddl_load_one(void *arg, size_t i)
 {
 	struct ddl_load *l = &((struct ddl_load *)arg)[i];
 	if (l->skip)
 		return;
-	l->rc = ddl_traceset_lazy ? ddl_trace_stream(l->path, &l->t, ddl_count_only, NULL, l->err, sizeof l->err)
+	l->rc = ddl_traceset_lazy ? ddl_trace_stream(l->path, &l->t, ddl_count_only, l, l->err, sizeof l->err)
 	                          : ddl_trace_read(l->path, &l->t, l->err, sizeof l->err);
 }
 
@@ -88,6 +136,8 @@ static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 {
 	if (l->skip)
 		return;
+	if (l->rc < 0 || l->nkept != l->t.nstreamed)
+		ddl_load_unkeep(l); /* (a read that stopped short keeps none) */
 	if (l->rc < 0) {
 		if (!l->t.path)
 			s->incomplete = 1; /* memory ran out before the file was looked at */
@@ -97,6 +147,7 @@ static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 	}
 	struct ddl_trace *t = realloc(s->t, (s->n + 1) * sizeof *t);
 	if (!t) {
+		ddl_load_unkeep(l);
 		ddl_trace_free(&l->t);
 		s->incomplete = 1;
 		return;
@@ -109,6 +160,16 @@ static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 		u->nstreamed = 0;
 		u->on_events = NULL;
 		u->lazy = 1;
+		if (l->kept && l->capkept > l->nkept) { /* no more room than they take */
+			struct ddl_event *q = realloc(l->kept, l->nkept * sizeof *q);
+			if (q) {
+				l->kept = q;
+				l->capkept = l->nkept;
+			}
+		}
+		u->ev = l->kept; /* in memory from the start (ddl_events_register counts them) */
+		u->cap_ev = l->capkept;
+		l->kept = NULL; /* its room stays reserved until the load is over */
 	}
 	ddl_progress_events += s->t[s->n].nev;
 	s->n++;
@@ -312,6 +373,8 @@ int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, ch
                       size_t errlen)
 {
 	memset(s, 0, sizeof *s);
+	size_t used = ddl_events_in_memory();
+	atomic_store(&ddl_load_room, ddl_traceset_lazy && used < ddl_events_budget ? ddl_events_budget - used : 0);
 	for (int i = 0; i < npaths; i++) {
 		struct stat st;
 		if (stat(paths[i], &st) != 0) {
@@ -331,6 +394,7 @@ int ddl_traceset_load(struct ddl_traceset *s, char *const *paths, int npaths, ch
 		}
 	}
 	ddl_events_register(s->t, s->n); /* the array moves no more */
+	atomic_store(&ddl_load_room, 0);
 	if (ddl_group_runs(s) < 0) {
 		snprintf(err, errlen, "out of memory grouping the traces into runs");
 		return -1;

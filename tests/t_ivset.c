@@ -5,10 +5,12 @@
  * sort by start, stable, against a reference; and merging as a set fills
  * up against merging once.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ivset.h"
+#include "keep.h"
 #include "test.h"
 
 #define DDL_N 2000
@@ -201,5 +203,69 @@ int test_ivset_push_merging(void)
 			ddl_ivset_free(&all);
 			ddl_ivset_free(&inc);
 		}
+	return DDL_PASS;
+}
+
+/*
+ * Room kept from one process to the next (keep.h, ddl_ivset_keep): a set
+ * given back under a slot comes back empty with its array and room, on
+ * the same thread only, once; a slot holds one array; past
+ * DDL_KEEP_BYTES in all a thread keeps nothing more; a set built in
+ * kept room (and subtracted, which swaps its array with the one kept for
+ * that) is the same set.
+ */
+static void *ddl_keep_other_thread(void *arg)
+{
+	struct ddl_ivset *s = arg;
+	ddl_ivset_reuse(s, 3); /* another thread's room: none kept here */
+	return NULL;
+}
+
+int test_ivset_kept_room(void)
+{
+	struct ddl_ivset s = {0}, t = {0}, u;
+	for (int i = 0; i < 5000; i++)
+		ddl_ivset_push(&s, 10 * i, 10 * i + 5, 0);
+	struct ddl_iv *v = s.v;
+	size_t cap = s.cap;
+	ddl_ivset_keep(&s, 3);
+	CHECK(!s.v && !s.n && !s.cap, "kept set not emptied");
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, ddl_keep_other_thread, &u) == 0, "thread");
+	pthread_join(th, NULL);
+	CHECK(!u.v && !u.cap, "another thread got this one's room");
+	ddl_ivset_reuse(&u, 3);
+	CHECK(u.v == v && u.cap == cap && u.n == 0 && !u.nomem, "room back: %p/%zu of %p/%zu", (void *)u.v,
+	      u.cap, (void *)v, cap);
+	ddl_ivset_reuse(&t, 3);
+	CHECK(!t.v, "the slot's room given twice");
+	/* in kept room, pushed, merged and subtracted: as in a new set */
+	unsigned seed = 7;
+	unsigned char ms[DDL_N] = {0}, mt[DDL_N] = {0};
+	ddl_fill(&u, ms, 0, &seed, 50);
+	ddl_fill(&t, mt, 0, &seed, 30);
+	ddl_ivset_merge(&u, 0);
+	ddl_ivset_merge(&t, 0);
+	for (int round = 0; round < 2; round++) { /* the second: the subtraction's kept room */
+		struct ddl_ivset w;
+		ddl_ivset_reuse(&w, 4);
+		for (size_t i = 0; i < u.n; i++)
+			ddl_ivset_push(&w, u.v[i].a, u.v[i].b, 0);
+		CHECK(ddl_ivset_subtract(&w, &t) == 0, "subtract");
+		for (int x = 0; x < DDL_N; x++)
+			CHECK(ddl_ivset_covers(&w, x) == (ms[x] && !mt[x]), "round %d: w - t at %d", round, x);
+		ddl_ivset_keep(&w, 4);
+	}
+	/* a thread keeps DDL_KEEP_BYTES at most: a set larger than that is freed */
+	struct ddl_ivset big = {0};
+	while (big.cap * sizeof *big.v <= DDL_KEEP_BYTES)
+		CHECK(ddl_ivset_push(&big, (int64_t)big.n, (int64_t)big.n + 1, 0) == 0, "push");
+	ddl_ivset_keep(&big, 5);
+	ddl_ivset_reuse(&big, 5);
+	CHECK(!big.v, "%zu bytes kept, past %zu", big.cap * sizeof *big.v, (size_t)DDL_KEEP_BYTES);
+	ddl_ivset_free(&u);
+	ddl_ivset_free(&t);
+	ddl_ivset_reuse(&s, 4); /* the room the rounds kept, given back */
+	ddl_ivset_free(&s);
 	return DDL_PASS;
 }

@@ -727,11 +727,20 @@ int test_reader_clock(void)
 	return DDL_PASS;
 }
 
+/* PATHS loaded into S as ddlprof-report loads them: lazily (trace_events.c). */
+static int ddl_load_lazy(struct ddl_traceset *s, char *const *paths, int n, char *err, size_t errlen)
+{
+	ddl_traceset_lazy = 1;
+	int rc = ddl_traceset_load(s, paths, n, err, errlen);
+	ddl_traceset_lazy = 0;
+	return rc;
+}
+
 /*
  * What the events' budget holds (trace_events.c): the events of released
- * traces, the arrays kept for the next reads to fill, and the stages'
- * working arrays charged against it, together never past the budget
- * while nothing is held; a charge makes room by giving back released
+ * traces (the first read's among them), the arrays kept for the next
+ * reads to fill, and the stages' working arrays charged against it,
+ * together never past the budget while nothing is held; a charge makes room by giving back released
  * events, which are then read again, the same.
  */
 int test_reader_events_budget(void)
@@ -745,12 +754,11 @@ int test_reader_events_budget(void)
 		free(path);
 	}
 	struct ddl_traceset s;
-	ddl_traceset_lazy = 1;
-	int rc = ddl_traceset_load(&s, dirs, NT, err, sizeof err);
-	ddl_traceset_lazy = 0;
+	int rc = ddl_load_lazy(&s, dirs, NT, err, sizeof err);
 	CHECK(rc == 0 && s.n == NT, "load: %s (%zu traces)", err, s.n);
 	size_t one = s.t[0].nev * sizeof(struct ddl_event), budget = ddl_events_budget;
-	CHECK(one > 0 && ddl_events_in_memory() == 0, "%zu bytes a trace, %zu in memory", one,
+	/* the first read kept them all: they fit the default budget */
+	CHECK(one > 0 && ddl_events_in_memory() == NT * one, "%zu bytes a trace, %zu in memory", one,
 	      ddl_events_in_memory());
 	struct ddl_event *first = malloc(one);
 	CHECK(first, "no memory");
@@ -831,9 +839,7 @@ int test_reader_events_on_demand(void)
 	char *paths[] = {dir};
 	for (int change = 0; change < 2; change++) {
 		struct ddl_traceset s;
-		ddl_traceset_lazy = 1;
-		int rc = ddl_traceset_load(&s, paths, 1, err, sizeof err);
-		ddl_traceset_lazy = 0;
+		int rc = ddl_load_lazy(&s, paths, 1, err, sizeof err);
 		CHECK(rc == 0 && s.n == 1, "load: %s", err);
 		struct ddl_trace *t = &s.t[0];
 		CHECK(t->lazy && !t->ev && t->nev == full.nev, "lazy: events %p, %zu of %zu", (void *)t->ev, t->nev,
@@ -890,5 +896,49 @@ int test_reader_events_on_demand(void)
 	free(other);
 	trm(dir);
 	trm(dir2);
+	return DDL_PASS;
+}
+
+/*
+ * The first read of a lazy set keeps the events while they fit the
+ * budget beside those in memory (trace_set.c): a hold then reads nothing
+ * again, the events are those a full read gives, and they count among
+ * those in memory; with a budget smaller than the trace none are kept,
+ * and the first hold reads them. The same whatever the budget: the
+ * events, and (ddl_events_in_memory) none left once the set is freed.
+ */
+int test_reader_first_read_keeps(void)
+{
+	char *dir = tmpdir(), err[256];
+	char *path = ddl_make_trace(dir, "roundtrip", NULL);
+	CHECK(path, "no trace made");
+	struct ddl_trace full;
+	CHECK(ddl_trace_read(path, &full, err, sizeof err) == 0, "%s", err);
+	size_t bytes = full.nev * sizeof *full.ev, budget = ddl_events_budget;
+	char *paths[] = {dir};
+	for (int fits = 1; fits >= 0; fits--) {
+		ddl_events_budget = fits ? bytes + 4096 : bytes / 2;
+		struct ddl_traceset s;
+		int rc = ddl_load_lazy(&s, paths, 1, err, sizeof err);
+		CHECK(rc == 0 && s.n == 1, "load: %s", err);
+		struct ddl_trace *t = &s.t[0];
+		CHECK(t->lazy && t->nev == full.nev && (t->ev != NULL) == fits, "budget %zu of %zu bytes: events %s",
+		      ddl_events_budget, bytes, t->ev ? "kept" : "not kept");
+		CHECK(ddl_events_in_memory() == (fits ? bytes : 0), "%zu bytes in memory, %zu kept",
+		      ddl_events_in_memory(), fits ? bytes : 0);
+		unsigned long reads = ddl_events_rereads;
+		ddl_trace_hold(t);
+		CHECK(t->ev && !memcmp(t->ev, full.ev, bytes), "budget %zu: other events", ddl_events_budget);
+		ddl_trace_release(t);
+		CHECK(ddl_events_rereads - reads == (fits ? 0u : 1u), "budget %zu: %lu reads for a hold",
+		      ddl_events_budget, ddl_events_rereads - reads);
+		ddl_traceset_free(&s);
+		CHECK(ddl_events_in_memory() == 0, "%zu bytes left after the set is freed", ddl_events_in_memory());
+	}
+	ddl_events_budget = budget;
+	ddl_trace_free(&full);
+	trm(dir);
+	free(dir);
+	free(path);
 	return DDL_PASS;
 }

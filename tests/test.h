@@ -25,6 +25,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_sparse) \
 	X(reader_hostile_times) \
 	X(reader_events_on_demand) \
+	X(reader_first_read_keeps) \
 	X(reader_events_budget) \
 	X(report_hostile_sums) \
 	X(report_many_threads) \
@@ -242,6 +243,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(ivset_against_bitmap) \
 	X(ivset_sort_stable) \
 	X(ivset_push_merging) \
+	X(ivset_kept_room) \
 	X(slowiters_change_point) \
 	X(pyhook_entry_points) \
 	X(torch_ddp_models) \
