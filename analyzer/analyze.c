@@ -23,8 +23,7 @@
  * they are no longer in memory: released events stay until those in
  * memory pass --memory (ddl_events_budget, 256 MiB), least recently used
  * first. A job whose events fit is read once; a larger one once more by
- * each stage that goes over its processes (the iterations gather the
- * breakdown's socket records as they hold each process, flight.c). The same
+ * each stage that goes over its processes. The same
  * budget holds the arrays kept for the next reads to fill, the events
  * held, and the working arrays that grow with a process's events (the
  * socket records gathered, the connections read back, the socket calls
@@ -76,9 +75,6 @@ int ddl_report_analyze(struct ddl_report *r, const struct ddl_traceset *s,
 	ddl_progress_phase(prog, 2, NPH, "clock alignment");
 	ddl_report_align(r);
 	ddl_progress_phase(prog, 3, NPH, "iterations");
-	/* the traffic's records for the breakdown (flight.c), gathered while
-	 * the iterations hold each process's events, not read again for them */
-	r->fpre = ddl_flights_wanted(r) ? ddl_flights_begin(r) : NULL;
 	ddl_report_iterations(r, o->iteration_names, o->warmup);
 	ddl_report_slow_iterations(r); /* a change of pace, and iterations that stand out */
 	ddl_progress_phase(prog, 4, NPH, "stall breakdown");

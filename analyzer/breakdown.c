@@ -452,12 +452,8 @@ void ddl_report_breakdown(struct ddl_report *r)
 	int need_fl = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
 		need_fl |= j.cpu[i];
-	struct ddl_fpre *pre = r->fpre; /* what the iterations gathered */
-	r->fpre = NULL;
-	if (need_fl && ddl_report_flights_pre(r, pre, &fl) == 0)
+	if (need_fl && ddl_report_flights(r, &fl) == 0)
 		j.fl = fl;
-	else if (!need_fl)
-		ddl_flights_pre_free(pre);
 	if (need_fl) /* those in memory first (ddl_parallel_procs), held */
 		ddl_parallel_procs_some(r, j.cpu, ddl_bd_cpu, &j);
 	for (size_t i = 0; i < r->nprocs; i++) {

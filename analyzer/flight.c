@@ -1111,122 +1111,27 @@ static int ddl_fjob_rc(const struct ddl_fjob *j, size_t np)
 	return rc;
 }
 
-/*
- * The gathering, begun before the breakdown. A stage that holds the
- * processes' events one after another before it (the iterations) gathers
- * each one's records then (ddl_flights_gather), so that the breakdown
- * does not read every process's events again only for them; what was not
- * gathered so (a process that stage passed over) is gathered when the
- * windows are asked for. The records are the same whenever they are
- * gathered: the clocks are aligned before the iterations.
- */
-struct ddl_fpre {
-	struct ddl_fout *fo;
-	int *rcs;
-	unsigned char *done; /* per process: gathered */
-	struct ddl_fspill sp;
-	struct ddl_fjob job;
-};
-
-int ddl_flights_wanted(const struct ddl_report *r)
-{
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (!ddl_proc_has_class(&r->procs[i], DDL_CLASS_DEVICE))
-			return 1; /* its breakdown is its training thread's, against its traffic */
-	return 0;
-}
-
-struct ddl_fpre *ddl_flights_begin(const struct ddl_report *r)
-{
-	size_t np = r->nprocs;
-	struct ddl_fpre *pre = calloc(1, sizeof *pre);
-	if (!pre)
-		return NULL;
-	pre->fo = calloc(np ? np : 1, sizeof *pre->fo);
-	pre->rcs = calloc(np ? np : 1, sizeof *pre->rcs);
-	pre->done = calloc(np ? np : 1, 1);
-	pre->sp = (struct ddl_fspill){PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
-	pre->job = (struct ddl_fjob){r, pre->fo, NULL, NULL, NULL, &pre->sp, pre->rcs,
-	                             PTHREAD_MUTEX_INITIALIZER, NULL};
-	if (!pre->fo || !pre->rcs || !pre->done) {
-		ddl_flights_pre_free(pre);
-		return NULL;
-	}
-	return pre;
-}
-
-void ddl_flights_gather(struct ddl_fpre *pre, size_t i)
-{
-	ddl_fjob_build(&pre->job, i);
-	pre->done[i] = 1;
-}
-
-/* The threads' scratch, once the gathering is over. */
-static void ddl_fpre_scratch_free(struct ddl_fpre *pre)
-{
-	for (struct ddl_fscratch *s = pre->job.idle, *nx; s; s = nx) {
-		nx = s->next;
-		ddl_fscratch_free(s);
-	}
-	pre->job.idle = NULL;
-}
-
-void ddl_flights_gathered(struct ddl_fpre *pre)
-{
-	if (pre)
-		ddl_fpre_scratch_free(pre);
-}
-
-void ddl_flights_pre_free(struct ddl_fpre *pre)
-{
-	if (!pre)
-		return;
-	ddl_fpre_scratch_free(pre);
-	size_t np = pre->job.r->nprocs;
-	for (size_t i = 0; pre->fo && i < np; i++) {
-		free(pre->fo[i].rec);
-		free(pre->fo[i].conn);
-	}
-	if (pre->sp.fd >= 0)
-		close(pre->sp.fd);
-	free(pre->fo);
-	free(pre->rcs);
-	free(pre->done);
-	free(pre);
-}
-
-/* ddl_fjob_build for a process not gathered yet (ddl_parallel_procs_some). */
-static void ddl_fpre_build(void *arg, size_t i)
-{
-	struct ddl_fpre *pre = arg;
-	if (!pre->done[i])
-		ddl_flights_gather(pre, i);
-}
-
-int ddl_report_flights_pre(const struct ddl_report *r, struct ddl_fpre *pre, struct ddl_ivset **out)
+int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 {
 	*out = NULL;
 	size_t np = r->nprocs;
-	if (!pre && !(pre = ddl_flights_begin(r)))
-		return -1;
-	struct ddl_fout *fo = pre->fo;
+	struct ddl_fout *fo = calloc(np ? np : 1, sizeof *fo);
 	struct ddl_ivset *fl = calloc(np ? np : 1, sizeof *fl);
+	int *rcs = calloc(np ? np : 1, sizeof *rcs);
 	size_t *first = calloc(np + 1, sizeof *first);
+	struct ddl_fspill sp = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
 	struct ddl_fconn *conn = NULL;
 	size_t nc = 0;
-	int rc = fl && first ? 0 : -1;
-	struct ddl_fjob *job = &pre->job;
-	job->fl = fl;
-	job->first = first;
+	int rc = fo && fl && rcs && first ? 0 : -1;
+	struct ddl_fjob job = {r, fo, fl, NULL, first, &sp, rcs, PTHREAD_MUTEX_INITIALIZER, NULL};
 	if (!rc) {
-		unsigned char *want = malloc(np ? np : 1);
-		for (size_t i = 0; want && i < np; i++)
-			want[i] = !pre->done[i];
-		ddl_parallel_procs_some(r, want, ddl_fpre_build, pre); /* without WANT: all held */
-		free(want);
-		rc = ddl_fjob_rc(job, np);
+		ddl_parallel_procs(r, ddl_fjob_build, &job);
+		rc = ddl_fjob_rc(&job, np);
 	}
-	ddl_fpre_scratch_free(pre);
+	for (struct ddl_fscratch *s = job.idle, *nx; s; s = nx) {
+		nx = s->next;
+		ddl_fscratch_free(s);
+	}
 	/* every process's connections, in order: the index a mate is known by */
 	for (size_t i = 0; i < np && !rc; i++)
 		nc += fo[i].nconn;
@@ -1239,13 +1144,20 @@ int ddl_report_flights_pre(const struct ddl_report *r, struct ddl_fpre *pre, str
 		first[i + 1] = k;
 	}
 	if (!rc)
-		rc = ddl_fconn_pair(r, &pre->sp, conn, nc);
+		rc = ddl_fconn_pair(r, &sp, conn, nc);
 	if (!rc) {
-		job->conn = conn;
-		ddl_parallel(np, ddl_fjob_windows, job);
-		rc = ddl_fjob_rc(job, np);
+		job.conn = conn;
+		ddl_parallel(np, ddl_fjob_windows, &job);
+		rc = ddl_fjob_rc(&job, np);
 	}
-	ddl_flights_pre_free(pre);
+	for (size_t i = 0; fo && i < np; i++) {
+		free(fo[i].rec);
+		free(fo[i].conn);
+	}
+	if (sp.fd >= 0)
+		close(sp.fd);
+	free(fo);
+	free(rcs);
 	free(first);
 	free(conn);
 	if (rc) {
@@ -1254,9 +1166,4 @@ int ddl_report_flights_pre(const struct ddl_report *r, struct ddl_fpre *pre, str
 	}
 	*out = fl;
 	return 0;
-}
-
-int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
-{
-	return ddl_report_flights_pre(r, NULL, out);
 }

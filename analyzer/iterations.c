@@ -1537,8 +1537,6 @@ static void ddl_it_proc(void *arg, size_t i)
 	if (!ddl_it_wanted(j, p))
 		return; /* passed to it without memory for the order */
 	ddl_it_found(j, p, i);
-	if (j->r->fpre)
-		ddl_flights_gather(j->r->fpre, i); /* for the breakdown, while they are here */
 }
 
 /* The rest of ddl_it_proc, with P's events held. */
@@ -1620,7 +1618,6 @@ void ddl_report_iterations(struct ddl_report *r, const char *patterns, int warmu
 	/* those in memory first, held (ddl_parallel_procs) */
 	ddl_parallel_procs_some(r, want, ddl_it_proc, &j);
 	free(want);
-	ddl_flights_gathered(r->fpre);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct ddl_proc *p = &r->procs[i];
 		any_steps |= (j.how[i] & DDL_IT_STEPS) != 0;

@@ -454,8 +454,6 @@ struct ddl_report {
 		int applied;     /* it stood out of the residual, and was applied */
 	} clock[256];       /* the hosts that had collectives to align by */
 	int nclock;
-	struct ddl_fpre *fpre;         /* the traffic's records gathered early (flight.c),
-	                                * from the iterations to the breakdown */
 	struct ddl_commjob *comms;     /* gpu.c */
 	size_t ncomms;
 	int has_gpu;                   /* some process made CUDA or NCCL calls */
@@ -565,21 +563,6 @@ int ddl_proc_piece(struct ddl_proc *p, int64_t a, int64_t b, int part);
  * without memory (*OUT NULL). */
 int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out);
 void ddl_flights_free(struct ddl_ivset *f, size_t n);
-/* The same with the records gathered early (flight.c): ddl_flights_begin
- * (NULL without memory), then ddl_flights_gather for process I while a
- * stage holds its events (each I once, from any thread),
- * ddl_flights_gathered when that stage is over, and
- * ddl_report_flights_pre, which gathers the rest and frees PRE (NULL: as
- * ddl_report_flights); or ddl_flights_pre_free when no windows are asked
- * for. */
-struct ddl_fpre *ddl_flights_begin(const struct ddl_report *r);
-/* Whether the breakdown is likely to ask for the windows: some process
- * has no device intervals (breakdown.c). */
-int ddl_flights_wanted(const struct ddl_report *r);
-void ddl_flights_gather(struct ddl_fpre *pre, size_t i);
-void ddl_flights_gathered(struct ddl_fpre *pre);
-int ddl_report_flights_pre(const struct ddl_report *r, struct ddl_fpre *pre, struct ddl_ivset **out);
-void ddl_flights_pre_free(struct ddl_fpre *pre);
 /* Differential mode (compare.c): SPECS are LABEL=DIR[@SAMPLES], LABEL one of
  * single, node, multi, real, synthetic; returns the exit status. */
 #define DDL_CMP_RUNS 5

@@ -506,7 +506,6 @@ void ddl_report_free(struct ddl_report *r)
 	ddl_kernels_free(r);
 	ddl_hang_free(&r->hang);
 	ddl_report_correlate_free(r);
-	ddl_flights_pre_free(r->fpre);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].threads);
 		free(r->procs[i].tr);
