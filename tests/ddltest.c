@@ -4,8 +4,9 @@
  * then the names of those that failed (the last lines are what a CI log
  * keeps), and exits non-zero when any failed. Arguments select tests by substring.
  * DDLTEST_KEEP set in the environment leaves the tests' temporary
- * directories (/tmp/ddltest.*) in place: their traces are a corpus to hold
- * two builds' reports against each other.
+ * directories (/tmp/ddltest.*) in place, what a test removes moved aside
+ * (PATH.keptN) so that it still finds it gone: their traces are a corpus
+ * to hold two builds' reports against each other.
  */
 #include <signal.h>
 #include <stdio.h>

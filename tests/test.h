@@ -321,5 +321,7 @@ double tnow(void);
 /* Runs a tests/progs program with and without ddlprof, compares stdout and
  * status, and compares the DDLT_EXPECT byte counts with the report. */
 int tprog_exact(const char *prog, char *const args[], int expect_status);
+/* The same with SETTING ("NAME=value", or NULL) in the profiled run's environment. */
+int tprog_exact_env(const char *prog, char *const args[], int expect_status, const char *setting);
 
 #endif

@@ -58,8 +58,15 @@ static int ddl_rm_one(const char *p, const struct stat *st, int flag, struct FTW
 
 void trm(const char *path)
 {
-	if (getenv("DDLTEST_KEEP")) /* the tests' traces kept, to compare reports over */
+	if (getenv("DDLTEST_KEEP")) { /* the tests' traces kept, to compare reports over */
+		/* moved aside, not left in place: a test that removes a directory
+		 * to record into it again finds it gone, as it would */
+		static unsigned kept;
+		char to[PATH_MAX];
+		snprintf(to, sizeof to, "%s.kept%u", path, ++kept);
+		rename(path, to);
 		return;
+	}
 	nftw(path, ddl_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -228,6 +235,11 @@ json_t *trank(json_t *report, long pid)
 
 int tprog_exact(const char *prog, char *const args[], int expect_status)
 {
+	return tprog_exact_env(prog, args, expect_status, NULL);
+}
+
+int tprog_exact_env(const char *prog, char *const args[], int expect_status, const char *setting)
+{
 	char path[PATH_MAX], *dir = tmpdir();
 	char expect[PATH_MAX], envexp[PATH_MAX + 16];
 	snprintf(path, sizeof path, "%s", tbuild("tests/progs/"));
@@ -252,7 +264,7 @@ int tprog_exact(const char *prog, char *const args[], int expect_status)
 	for (int i = 0; i < n && m < 18; i++)
 		argv1[m++] = argv0[i];
 	argv1[m] = NULL;
-	char *env[] = {envexp, NULL};
+	char *env[] = {envexp, (char *)setting, NULL};
 	CHECK(trun(argv1, env, 60, &prof) == 0, "%s did not finish under ddlprof", prog);
 	CHECK(plain.status == prof.status, "%s: status %#x without, %#x with ddlprof", prog,
 	      plain.status, prof.status);
@@ -275,6 +287,11 @@ int tprog_exact(const char *prog, char *const args[], int expect_status)
 	while (fscanf(f, "%ld %llu %llu", &pid, &sent, &recv) == 3) {
 		json_t *p = tproc(rep, pid);
 		CHECK(p, "%s: pid %ld missing from the report", prog, pid);
+		/* a full ring drops what the writer did not drain in time, and
+		 * says so: a count short of the program's then says why */
+		json_int_t lost = json_integer_value(json_object_get(p, "events_dropped"));
+		CHECK(lost == 0, "%s pid %ld: %lld events dropped (the writer fell behind: its ring was full)",
+		      prog, pid, (long long)lost);
 		json_t *net = json_object_get(p, "network");
 		unsigned long long rs = (unsigned long long)json_integer_value(json_object_get(net, "bytes_sent"));
 		unsigned long long rr =
