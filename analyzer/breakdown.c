@@ -143,6 +143,7 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	for (int op = 0; op < DDL_COLL_OPS; op++)
 		ddl_ivset_reuse(&ops[op], 2 + op);
 	uint32_t tid = p->train_tid;
+	double bytes = 0; /* sent inside the iterations */
 	int host_colls = p->coll.hcoll > 0; /* gloo's own records, and the Python calls of the rest */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
@@ -158,6 +159,8 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 			if (op < DDL_COLL_OPS && (c == DDL_CLASS_HCOLL || c == DDL_CLASS_HWAIT || !host_colls ||
 			                          op == DDL_OP_SEND || op == DDL_OP_RECV))
 				ddl_ivset_push(&ops[op], a, b, 0);
+			if (ddl_sent_in_iteration(p, t, e))
+				bytes += (double)e->result;
 			if (etid != tid)
 				continue;
 			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_DATA_WAIT)
@@ -180,7 +183,7 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	if (nomem)
 		p->incomplete = 1;
 	struct ddl_parts sum = {0};
-	double traffic = 0, bytes = 0, hidden = 0;
+	double traffic = 0, hidden = 0;
 	int64_t by_op[DDL_COLL_OPS] = {0}, stall_all = 0;
 	int act[DDL_COLL_OPS], nact = 0; /* the operations run: most jobs run one or two */
 	for (int op = 0; op < DDL_COLL_OPS; op++)
@@ -232,15 +235,6 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	ddl_ivset_keep(&data, 1);
 	for (int op = 0; op < DDL_COLL_OPS; op++)
 		ddl_ivset_keep(&ops[op], 2 + op);
-	/* bytes sent inside the iterations */
-	for (size_t k = 0; k < p->ntr; k++) {
-		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct ddl_event *e = &t->ev[i];
-			if (ddl_sent_in_iteration(p, t, e))
-				bytes += (double)e->result;
-		}
-	}
 	double n = (double)p->niter;
 	p->traffic_s = traffic / n;
 	p->comm_s = p->traffic_s;

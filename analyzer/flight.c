@@ -750,6 +750,17 @@ static int ddl_fconn_short(uint64_t x, int xl, uint64_t y, int yl, uint64_t *mis
 	return x == y || (xl && yl) || (xl && x < y) || (yl && y < x);
 }
 
+/* Whether connection J of C[] can be I's other end by where they are:
+ * neither paired yet, both remote or both local, and on other hosts when
+ * remote, on the same host when local. */
+static int ddl_fconn_candidate(const struct ddl_report *r, const struct ddl_fconn *c, size_t i,
+                               size_t j)
+{
+	const struct ddl_fconn *a = &c[i], *b = &c[j];
+	return j != i && b->mate < 0 && b->remote == a->remote &&
+	       ddl_same_host(r, a->proc, b->proc) != a->remote;
+}
+
 /* A possible pair of connections A < B whose totals differ by MISS. */
 struct ddl_fedge {
 	uint64_t miss;
@@ -795,15 +806,21 @@ static int ddl_fconn_pair(const struct ddl_report *r, const struct ddl_fspill *s
 				hi = mid;
 		}
 		long best = -1;
+		size_t end = lo, ncand = 0;
+		for (; end < n && c[ix[end]].sent == a->recvd && c[ix[end]].recvd == a->sent; end++)
+			if (ddl_fconn_candidate(r, c, i, ix[end]) && !ncand++)
+				best = (long)ix[end];
+		/* one candidate is the pair whatever its receives say: the
+		 * records are read and compared only to choose among several */
+		if (ncand > 1)
+			best = -1;
 		size_t best_v = 0;
-		for (size_t k = lo; k < n && c[ix[k]].sent == a->recvd && c[ix[k]].recvd == a->sent; k++) {
+		for (size_t k = lo; ncand > 1 && k < end; k++) {
 			size_t j = ix[k];
-			const struct ddl_fconn *b = &c[j];
-			if (j == i || b->mate >= 0 || b->remote != a->remote ||
-			    ddl_same_host(r, a->proc, b->proc) == a->remote)
+			if (!ddl_fconn_candidate(r, c, i, j))
 				continue;
 			struct ddl_fconn vb;
-			if ((!loaded && ddl_fconn_view(sp, a, &va, &ba) < 0) || ddl_fconn_view(sp, b, &vb, &bb) < 0) {
+			if ((!loaded && ddl_fconn_view(sp, a, &va, &ba) < 0) || ddl_fconn_view(sp, &c[j], &vb, &bb) < 0) {
 				rc = -1;
 				break;
 			}
@@ -886,17 +903,20 @@ static int ddl_fconn_windows(const struct ddl_fconn *c, const struct ddl_fconn *
 		for (size_t i = 0; i < x->ntx; i++)
 			rc |= ddl_ivset_push_merging(f, x->tx[i].a, x->tx[i].b, c->remote, DDL_FLIGHT_GAP_NS);
 		size_t hb = 0, hw = 0;
+		/* the wait before a receive first: pushed in about the order of
+		 * their starts, the windows are a few runs to merge, not one
+		 * out of order every other (the set is the same in any order) */
 		for (size_t i = 0; i < x->nrx; i++) {
 			const struct ddl_fxrec *rx = &x->rx[i];
-			if (x == c) /* its own receive calls count whole, as they always did */
-				rc |= ddl_ivset_push_merging(f, rx->a, rx->b, c->remote, DDL_FLIGHT_GAP_NS);
-			const struct ddl_fxrec *s = y ? ddl_fconn_last_send(y, rx->b, &hb) : NULL;
-			if (s && x != c)
-				rc |= ddl_ivset_push_merging(f, rx->a > s->a ? rx->a : s->a, rx->b, c->remote,
-				                             DDL_FLIGHT_GAP_NS);
-			s = y && rx->wb ? ddl_fconn_last_send(y, rx->wb, &hw) : NULL;
+			const struct ddl_fxrec *s = y && rx->wb ? ddl_fconn_last_send(y, rx->wb, &hw) : NULL;
 			if (s)
 				rc |= ddl_ivset_push_merging(f, rx->wa > s->a ? rx->wa : s->a, rx->wb, c->remote,
+				                             DDL_FLIGHT_GAP_NS);
+			if (x == c) /* its own receive calls count whole, as they always did */
+				rc |= ddl_ivset_push_merging(f, rx->a, rx->b, c->remote, DDL_FLIGHT_GAP_NS);
+			s = y ? ddl_fconn_last_send(y, rx->b, &hb) : NULL;
+			if (s && x != c)
+				rc |= ddl_ivset_push_merging(f, rx->a > s->a ? rx->a : s->a, rx->b, c->remote,
 				                             DDL_FLIGHT_GAP_NS);
 		}
 	}

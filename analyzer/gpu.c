@@ -429,7 +429,9 @@ void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p)
 	double calls = 0, bytes = 0, intra = 0, inter = 0, op_calls[DDL_COLL_OPS] = {0},
 	       op_bytes[DDL_COLL_OPS] = {0};
 	int py = ddl_py_counted(&p->coll);
-	for (size_t k = 0; k < p->ntr; k++) {
+	/* none of the classes counted: nothing to look for */
+	int any = (ddl_proc_classes(p) & (1u << DDL_CLASS_COLL | 1u << DDL_CLASS_HCOLL | 1u << DDL_CLASS_PHASE)) != 0;
+	for (size_t k = 0; any && k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];

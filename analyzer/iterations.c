@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keep.h"
 #include "report.h"
 
 /* The class of event kind KIND (ddl_event_class), from a table made once:
@@ -618,16 +619,15 @@ static double ddl_select(double *v, size_t n, size_t k)
  * exact period. EST when too few pair up, or without memory (*NOMEM set).
  */
 static double ddl_sock_exact(const struct ddl_sockcall *c, size_t n, uint64_t total, double est,
-                             int *nomem)
+                             double *v, int *nomem)
 {
 	size_t k = (size_t)((double)total / est) + 2;
 	k = k < n ? k : n;
-	double *v = malloc(n * sizeof *v + 2 * k * sizeof(uint64_t));
-	if (!v) {
+	uint64_t *o = malloc(2 * k * sizeof *o), *d = o + k; /* the pauses' offsets; distances */
+	if (!o) {
 		*nomem = 1;
 		return est;
 	}
-	uint64_t *o = (uint64_t *)(v + n), *d = o + k; /* the pauses' offsets; distances */
 	for (size_t i = 0; i < n; i++)
 		v[i] = (double)c[i].idle;
 	double thr = ddl_select(v, n, k - 1), med = ddl_select(v, k, k / 2);
@@ -654,7 +654,7 @@ static double ddl_sock_exact(const struct ddl_sockcall *c, size_t n, uint64_t to
 		qsort(d, nd, sizeof *d, ddl_cmp_u64);
 		per = (double)d[nd / 2];
 	}
-	free(v);
+	free(o);
 	return per;
 }
 
@@ -685,17 +685,12 @@ static size_t ddl_sock_at(const struct ddl_sockcall *c, size_t n, double at)
  * 3000-step run had no iterations); past DDL_WINDOW_STEPS steps, the
  * period is looked for in that many of them in the middle of the run.
  */
-static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t total, int *nomem)
+static double ddl_sock_period(const struct ddl_sockcall *c, size_t n, uint64_t total, double *v,
+                              int *nomem)
 {
-	double *v = malloc(n * sizeof *v);
-	if (!v) {
-		*nomem = 1;
-		return 0;
-	}
 	for (size_t i = 0; i < n; i++)
 		v[i] = (double)c[i].idle;
 	double med = ddl_select(v, n, n / 2), thr = 8 * med > 1000 ? 8 * med : 1000;
-	free(v);
 	size_t steps = 0;
 	for (size_t i = 0; i < n; i++)
 		steps += (double)c[i].idle >= thr;
@@ -796,9 +791,18 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 	int nomem = 0;
 	size_t ncap = 0;
 	struct ddl_sockcall *c = most ? ddl_sock_calls(p, tid, calls, &n, &ncap, &total, &nomem) : NULL;
-	double per = c && n >= 8 ? ddl_sock_period(c, n, total, &nomem) : 0;
+	/* the calls' pauses to pick medians from (reordered by each pick), and
+	 * which calls start a step: room kept from the thread's last process */
+	size_t vbytes = 0;
+	double *v = NULL;
+	if (c && n >= 8 && !(v = ddl_keep_take(DDL_KEEP_PAUSES, n * (sizeof *v + 1), &vbytes)) &&
+	    (v = malloc(n * (sizeof *v + 1))))
+		vbytes = n * (sizeof *v + 1);
+	if (c && n >= 8 && !v)
+		nomem = 1;
+	double per = v ? ddl_sock_period(c, n, total, v, &nomem) : 0;
 	if (per > 0)
-		per = ddl_sock_exact(c, n, total, per, &nomem);
+		per = ddl_sock_exact(c, n, total, per, v, &nomem);
 	size_t nb = per > 0 ? (size_t)((double)total / per) + 2 : 0;
 	size_t *b = nb ? malloc(nb * sizeof *b) : NULL;
 	if (nb && !b)
@@ -812,8 +816,27 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 		 * middle of a run; set-up and its long pauses come first) */
 		double fold[64] = {0};
 		uint64_t iper = per >= 1 ? (uint64_t)llround(per) : 1;
-		for (size_t i = 0; i < n; i++)
-			fold[(c[i].off % iper) * 64 / iper & 63] += c[i].w;
+		/* each call's place in its period, (off % iper) * 64 / iper, with
+		 * the remainder carried from call to call (offsets only grow) and
+		 * the quotient (below 64) found from a float's and checked */
+		uint64_t rem = 0, at = 0;
+		double inv = 1 / (double)iper;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t d = c[i].off - at, x;
+			rem += d < iper ? d : d % iper;
+			rem -= rem >= iper ? iper : 0;
+			at = c[i].off;
+			x = rem * 64;
+			uint64_t q;
+			if (iper < UINT64_C(1) << 57) { /* no product below overflows */
+				q = (uint64_t)((double)x * inv);
+				q -= q && q * iper > x;
+				q += (q + 1) * iper <= x;
+			} else {
+				q = x / iper;
+			}
+			fold[q & 63] += c[i].w;
+		}
 		int ph = 0;
 		for (int j = 1; j < 64; j++)
 			if (fold[(j + 63) % 64] + fold[j] + fold[(j + 1) % 64] >
@@ -875,11 +898,10 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 			for (size_t k = 0; k < used; k++)
 				if (b[k] != SIZE_MAX)
 					pause[m++] = c[b[k]].idle;
-			double *all = m ? malloc(n * sizeof *all) : NULL;
-			unsigned char *start = all ? calloc(n, 1) : NULL;
-			if (m && !start)
-				nomem = 1;
+			double *all = m ? v : NULL;
+			unsigned char *start = all ? (unsigned char *)(v + n) : NULL;
 			if (start) {
+				memset(start, 0, n);
 				for (size_t k = 0; k < used; k++)
 					if (b[k] != SIZE_MAX)
 						start[b[k]] = 1;
@@ -897,8 +919,6 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 			} else {
 				used = 0;
 			}
-			free(start);
-			free(all);
 			/* the first step's pause runs back into the set-up (the wait
 			 * for the other ranks, the program's own start before its
 			 * loop): it starts as long before its first call as the
@@ -929,6 +949,8 @@ static int ddl_proc_socket_iterations(struct ddl_proc *p)
 		free(pause);
 	}
 	free(b);
+	if (v && ddl_keep_give(DDL_KEEP_PAUSES, v, vbytes) < 0)
+		free(v);
 	ddl_events_give(c, ncap * sizeof *c);
 	p->incomplete |= nomem;
 	if (found < 4) {

@@ -19,6 +19,7 @@ enum {
 	DDL_KEEP_IVSET = 0,                     /* .. + DDL_IVSET_SLOTS - 1: ddl_ivset_reuse's slots */
 	DDL_KEEP_SUBTRACT = 16,                 /* ddl_ivset_subtract's result */
 	DDL_KEEP_SORT,                          /* the interval sort's buffer */
+	DDL_KEEP_PAUSES,                        /* the socket calls' pauses (iterations.c) */
 	DDL_KEEP_SLOTS
 };
 #define DDL_KEEP_BYTES ((size_t)8 << 20)

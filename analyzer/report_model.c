@@ -70,28 +70,33 @@ static void ddl_proc_name(struct ddl_proc *p)
 	snprintf(p->name, sizeof p->name, "%.*s", (int)n, base);
 }
 
-static void ddl_net_add(struct ddl_netsum *n, const struct ddl_trace *t, const struct ddl_event *e)
+/* E added to the sums of its process N and its thread M. */
+static void ddl_net_add(struct ddl_netsum *n, struct ddl_netsum *m, const struct ddl_trace *t,
+                        const struct ddl_event *e)
 {
 	int cls = ddl_event_class(e->kind);
 	if (!ddl_event_is_net(e->kind))
 		return; /* markers, waits on threads, and kinds newer than us */
 	int64_t d = ddl_trace_dur_ns(t, e);
 	int remote = e->peer && e->peer < t->npeers && t->peers[e->peer].text && !t->peers[e->peer].local;
-	n->calls++;
-	if (cls == DDL_CLASS_TX && e->result > 0) {
-		n->bytes_sent += (uint64_t)e->result;
-		if (remote)
-			n->bytes_sent_remote += (uint64_t)e->result;
-	} else if (cls == DDL_CLASS_RX && e->result > 0 && !(e->flags & DDL_EVF_PEEK)) {
-		n->bytes_received += (uint64_t)e->result;
-		if (remote)
-			n->bytes_received_remote += (uint64_t)e->result;
-	}
-	if (cls == DDL_CLASS_WAIT) {
-		if (e->flags & DDL_EVF_SOCKWAIT)
-			n->blocked_ns = ddl_ns_sat_add(n->blocked_ns, d);
-	} else {
-		n->in_calls_ns = ddl_ns_sat_add(n->in_calls_ns, d);
+	uint64_t sent = 0, recvd = 0;
+	if (cls == DDL_CLASS_TX && e->result > 0)
+		sent = (uint64_t)e->result;
+	else if (cls == DDL_CLASS_RX && e->result > 0 && !(e->flags & DDL_EVF_PEEK))
+		recvd = (uint64_t)e->result;
+	int sockwait = cls == DDL_CLASS_WAIT && (e->flags & DDL_EVF_SOCKWAIT);
+	for (struct ddl_netsum *x = n; x; x = x == n ? m : NULL) {
+		x->calls++;
+		x->bytes_sent += sent;
+		x->bytes_received += recvd;
+		if (remote) {
+			x->bytes_sent_remote += sent;
+			x->bytes_received_remote += recvd;
+		}
+		if (sockwait)
+			x->blocked_ns = ddl_ns_sat_add(x->blocked_ns, d);
+		else if (cls != DDL_CLASS_WAIT)
+			x->in_calls_ns = ddl_ns_sat_add(x->in_calls_ns, d);
 	}
 }
 
@@ -174,17 +179,35 @@ static void ddl_peerset_count(struct ddl_peerset *s, struct ddl_netsum *n)
 	memset(s, 0, sizeof *s);
 }
 
+/* Whether P did a rank's work: collectives, NCCL, optimizer steps, marker
+ * ranges (a program's own iterations); E one of its events. */
+static int ddl_event_active(const struct ddl_event *e, int cls)
+{
+	return cls == DDL_CLASS_COLL || cls == DDL_CLASS_HCOLL || cls == DDL_CLASS_NCCL ||
+	       cls == DDL_CLASS_STEP || e->kind == DDL_EV_RANGE_PUSH ||
+	       (cls == DDL_CLASS_PHASE && e->fd == DDL_PHASE_COLLECTIVE);
+}
+
+static int ddl_proc_active(const struct ddl_proc *p)
+{
+	for (size_t k = 0; k < p->ntr; k++)
+		for (size_t i = 0; i < p->tr[k]->nev; i++)
+			if (ddl_event_active(&p->tr[k]->ev[i], ddl_event_class(p->tr[k]->ev[i].kind)))
+				return 1;
+	return 0;
+}
+
 /*
- * The summaries of P's threads, one per OS thread id among its traces'
- * threads that made socket calls, in the order of their first such call
- * (the outputs' order among equals), and a table by thread index:
- * MAP[k][idx] is the summary of thread index idx of trace k, an index past
- * that trace's thread table at MAP[k][nthreads] (as thread id 0). Found
- * through a table by id, so a process of many threads costs no search per
- * event. MAP[0] holds the one block of every trace's. Returns 0, or -1
- * without memory (P as it was).
+ * P's network summaries, its own and its threads', in one pass over its
+ * events; whether P did a rank's work (above). The threads' summaries
+ * are one per OS thread id among its traces' threads that made socket
+ * calls, in the order of their first such call (the outputs' order among
+ * equals), found through a table by id (a process of many threads costs
+ * no search per event) and kept by thread index: MAP[idx] of a trace's
+ * block is the summary of its thread index idx, the index past its thread
+ * table (at nthreads) thread id 0. Where memory runs out P is incomplete.
  */
-static int ddl_proc_threads(struct ddl_proc *p, size_t **map)
+static int ddl_proc_fill(struct ddl_proc *p)
 {
 	size_t total = 0;
 	for (size_t k = 0; k < p->ntr; k++)
@@ -192,97 +215,66 @@ static int ddl_proc_threads(struct ddl_proc *p, size_t **map)
 	size_t hcap = 16;
 	while (hcap < 2 * total)
 		hcap *= 2;
-	size_t *slot = malloc(total * sizeof *slot), *hash = calloc(hcap, sizeof *hash);
+	size_t *map = malloc(total * sizeof *map), *hash = calloc(hcap, sizeof *hash);
 	struct ddl_threadsum *th = calloc(total, sizeof *th);
-	if (!slot || !hash || !th) {
-		free(slot);
+	struct ddl_peerset *per = calloc(total + 1, sizeof *per);
+	if (!map || !hash || !th || !per) {
+		free(map);
 		free(hash);
 		free(th);
-		return -1;
-	}
-	size_t n = 0, off = 0;
-	for (size_t k = 0; k < p->ntr; k++) {
-		const struct ddl_trace *t = p->tr[k];
-		map[k] = slot + off;
-		off += t->nthreads + 1;
-		for (size_t i = 0; i <= t->nthreads; i++)
-			map[k][i] = SIZE_MAX;
-		for (size_t i = 0; i < t->nev; i++) {
-			size_t idx = t->ev[i].tid < t->nthreads ? t->ev[i].tid : t->nthreads;
-			if (!ddl_event_is_net(t->ev[i].kind) || map[k][idx] != SIZE_MAX)
-				continue;
-			uint32_t tid = idx < t->nthreads ? t->threads[idx].tid : 0;
-			size_t h = (size_t)(tid * UINT32_C(2654435761)) & (hcap - 1);
-			while (hash[h] && th[hash[h] - 1].tid != tid)
-				h = (h + 1) & (hcap - 1);
-			if (!hash[h]) { /* not seen in an earlier image either */
-				th[n].tid = tid;
-				snprintf(th[n].name, sizeof th[n].name, "%s", ddl_thread_name(p, t, (unsigned)idx));
-				hash[h] = ++n;
-			}
-			map[k][idx] = hash[h] - 1;
-		}
-	}
-	free(hash);
-	p->threads = th;
-	p->nthreads = n;
-	return 0;
-}
-
-/* P's network summaries, its own and its threads'; where memory runs out
- * P is incomplete. */
-static void ddl_proc_fill(struct ddl_proc *p)
-{
-	size_t **map = calloc(p->ntr, sizeof *map);
-	struct ddl_peerset *per = NULL;
-	if (!map || ddl_proc_threads(p, map) < 0 || !(per = calloc(p->nthreads + 1, sizeof *per))) {
+		free(per);
 		p->incomplete = 1; /* no traffic summed */
-		free(map ? map[0] : NULL);
-		free(map);
-		return;
+		return ddl_proc_active(p);
 	}
 	struct ddl_peerset all = {0};
+	size_t n = 0, off = 0;
+	int active = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
+		size_t *m = map + off;
+		off += t->nthreads + 1;
+		for (size_t i = 0; i <= t->nthreads; i++)
+			m[i] = SIZE_MAX;
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
+			int cls = ddl_event_class(e->kind);
+			active |= ddl_event_active(e, cls);
 			if (!ddl_event_is_net(e->kind))
 				continue;
-			size_t j = map[k][e->tid < t->nthreads ? e->tid : t->nthreads];
-			ddl_net_add(&p->net, t, e);
-			ddl_net_add(&p->threads[j].net, t, e);
+			size_t idx = e->tid < t->nthreads ? e->tid : t->nthreads;
+			if (m[idx] == SIZE_MAX) {
+				uint32_t tid = idx < t->nthreads ? t->threads[idx].tid : 0;
+				size_t h = (size_t)(tid * UINT32_C(2654435761)) & (hcap - 1);
+				while (hash[h] && th[hash[h] - 1].tid != tid)
+					h = (h + 1) & (hcap - 1);
+				if (!hash[h]) { /* not seen in an earlier image either */
+					th[n].tid = tid;
+					snprintf(th[n].name, sizeof th[n].name, "%s", ddl_thread_name(p, t, (unsigned)idx));
+					hash[h] = ++n;
+				}
+				m[idx] = hash[h] - 1;
+			}
+			size_t j = m[idx];
+			ddl_net_add(&p->net, &th[j].net, t, e);
 			if (ddl_peerset_add(&all, t, e->peer) < 0 || ddl_peerset_add(&per[j], t, e->peer) < 0)
 				p->incomplete = 1; /* a peer not counted */
 		}
 	}
+	p->threads = th;
+	p->nthreads = n;
 	ddl_peerset_count(&all, &p->net);
 	for (size_t i = 0; i < p->nthreads; i++)
 		ddl_peerset_count(&per[i], &p->threads[i].net);
 	free(per);
-	free(map[0]);
+	free(hash);
 	free(map);
+	return active;
 }
 
 const char *ddl_role_name(int role)
 {
 	static const char *const names[] = {"rank", "dataloader_worker", "child", "launcher", "other"};
 	return role >= 0 && role < (int)(sizeof names / sizeof names[0]) ? names[role] : "other";
-}
-
-/* Whether P did a rank's work: collectives, NCCL, optimizer steps, marker
- * ranges (a program's own iterations). */
-static int ddl_proc_active(const struct ddl_proc *p)
-{
-	for (size_t k = 0; k < p->ntr; k++)
-		for (size_t i = 0; i < p->tr[k]->nev; i++) {
-			const struct ddl_event *e = &p->tr[k]->ev[i];
-			int c = ddl_event_class(e->kind);
-			if (c == DDL_CLASS_COLL || c == DDL_CLASS_HCOLL || c == DDL_CLASS_NCCL ||
-			    c == DDL_CLASS_STEP || e->kind == DDL_EV_RANGE_PUSH ||
-			    (c == DDL_CLASS_PHASE && e->fd == DDL_PHASE_COLLECTIVE))
-				return 1;
-		}
-	return 0;
 }
 
 static struct ddl_proc *ddl_proc_by_pid(struct ddl_report *r, const char *host, uint32_t pid)
@@ -333,7 +325,7 @@ const char *ddl_proc_what(const struct ddl_report *r, const struct ddl_proc *p, 
 	return buf;
 }
 
-/* The roles (above), by ACTIVE (ddl_proc_active of each process; NULL
+/* The roles (above), by ACTIVE (ddl_proc_fill of each process; NULL
  * when memory ran out); then only ranks keep a rank. */
 static void ddl_report_roles(struct ddl_report *r, const char *active)
 {
@@ -410,9 +402,9 @@ static void ddl_fill_one(void *arg, size_t i)
 	struct ddl_proc *p = &j->r->procs[i];
 	p->command = ddl_trace_meta(p->tr[p->ntr - 1], "cmdline");
 	ddl_proc_name(p);
-	ddl_proc_fill(p);
+	int active = ddl_proc_fill(p);
 	if (j->active)
-		j->active[i] = (char)ddl_proc_active(p);
+		j->active[i] = (char)active;
 }
 
 int ddl_report_build(struct ddl_report *r, const struct ddl_traceset *s, const struct ddl_run *run)
