@@ -176,12 +176,13 @@ int main(int argc, char **argv)
 		case DDL_REPORT_O_MEMORY: {
 			errno = 0;
 			unsigned long long n = strtoull(optarg, &end, 10);
-			int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+			int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20
+			          : *end == 'g' || *end == 'G' ? 30 : 0;
 			if (shift)
 				end++;
 			if (*end || end == optarg || errno || *optarg == '-' || n > (1ull << 40) >> shift)
 				return ddl_cli_usage(P, "--memory '%s': a size in bytes up to 1024G, with k, M or G "
-				                     "for 1024s", optarg);
+				                     "(either case) for 1024s", optarg);
 			ddl_events_budget = (size_t)(n << shift);
 			break;
 		}

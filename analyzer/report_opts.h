@@ -56,7 +56,7 @@
 	  "analyse the processes on N threads (default: the CPUs it may run on); the report is " \
 	  "the same byte for byte with any N") \
 	X(DDL_REPORT_O_MEMORY, "memory", 0, "SIZE", \
-	  "keep at most SIZE bytes (k, M, G: 1024s) of events and socket records in memory, " \
+	  "keep at most SIZE bytes (k, M, G, either case: 1024s) of events and socket records in memory, " \
 	  "reading the rest again from the traces as needed (default 256M; 0: nothing kept); the " \
 	  "report is the same") \
 	X(DDL_REPORT_O_QUIET, "quiet", 'q', NULL, \

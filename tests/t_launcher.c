@@ -323,6 +323,17 @@ int test_report_errors(void)
 	char *a3[] = {(char *)R, "--format", "xml", dir, NULL};
 	CHECK(trun(a3, NULL, 20, &r) == 0 && ddl_status(&r) == 2 && strstr(r.err, "xml"), "bad format");
 	trun_free(&r);
+	/* --memory's sizes: k, M, G in either case; anything else is named */
+	static const char *const sizes[] = {"0", "64k", "64K", "256m", "256M", "1g", "1G", "12x", "1T",
+	                                    "-1", "2048G", ""};
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		int good = i < 7;
+		char *am[] = {(char *)R, "-q", "--memory", (char *)sizes[i], dir, NULL};
+		CHECK(trun(am, NULL, 20, &r) == 0 && ddl_status(&r) == (good ? 1 : 2) &&
+		      (good ? strstr(r.err, "no readable traces") : strstr(r.err, "--memory")),
+		      "--memory '%s': status %d: %s", sizes[i], ddl_status(&r), r.err);
+		trun_free(&r);
+	}
 	/* a file that is not a trace is named */
 	snprintf(p, sizeof p, "%s/junk.ddlt", dir);
 	int fd = open(p, O_CREAT | O_WRONLY, 0600);
