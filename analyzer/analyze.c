@@ -20,9 +20,11 @@
  * stage and output holds the events of the processes it works on
  * (ddl_proc_hold; ddl_parallel_procs for the parallel ones, those in
  * memory first), which trace_events.c reads again from the files when
- * they are no longer in memory: released events stay until those in
- * memory pass --memory (ddl_events_budget, 256 MiB), least recently used
- * first. A job whose events fit is read once; a larger one once more by
+ * they are no longer in memory (without the payloads' checksums and
+ * clock windows again where the file has not changed since the first
+ * read and passed them then: ddl_trace_read_again): released events stay
+ * until those in memory pass --memory (ddl_events_budget, 256 MiB), least
+ * recently used first. A job whose events fit is read once; a larger one once more by
  * each stage that goes over its processes. The same
  * budget holds the arrays kept for the next reads to fill, the events
  * held, and the working arrays that grow with a process's events (the

@@ -25,6 +25,7 @@
 
 size_t ddl_events_budget = DDL_EVENTS_BUDGET;
 _Atomic unsigned long ddl_events_rereads;
+_Atomic unsigned long ddl_events_rereads_unchecked;
 
 static pthread_mutex_t ddl_ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ddl_ev_cv = PTHREAD_COND_INITIALIZER;
@@ -176,7 +177,7 @@ static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event
 		}
 	}
 	*nomem = 0;
-	if (ddl_trace_read_into(t->path, t->file_size, &again, buf, buf ? cap : 0, err, sizeof err) < 0) {
+	if (ddl_trace_read_again(t, &again, buf, buf ? cap : 0, err, sizeof err) < 0) {
 		*nomem = errno == ENOMEM || strstr(err, "out of memory");
 		snprintf(why, n, "%s", err);
 	}
@@ -189,6 +190,8 @@ static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event
 	else if (again.nev != t->nev)
 		snprintf(why, n, "the file changed");
 	else {
+		if (again.checked_before)
+			atomic_fetch_add(&ddl_events_rereads_unchecked, 1);
 		ev = again.ev;
 		*got = again.cap_ev;
 		again.ev = NULL;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lz4.h>
@@ -436,9 +437,10 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		if (t->on_events) {
 			/* streaming: the caller sees the chunk's events where they
 			 * lie, 8-byte aligned (the parse copies those that are not) */
-			if (ddl_window_events(t, (const struct ddl_event *)p, n / sizeof(struct ddl_event),
-			                      off) < 0) {
+			if (!t->checked_before &&
+			    ddl_window_events(t, (const struct ddl_event *)p, n / sizeof(struct ddl_event), off) < 0) {
 				t->corrupt = 1;
+				t->checks_failed++;
 				return;
 			}
 			t->nstreamed += n / sizeof(struct ddl_event);
@@ -456,8 +458,9 @@ static void ddl_read_chunk(struct ddl_trace *t, const struct ddl_chunk *c,
 		}
 		if (n) { /* an empty chunk first: t->ev is still NULL */
 			memcpy(t->ev + t->nev, p, n);
-			if (ddl_window_events(t, t->ev + t->nev, n / sizeof(struct ddl_event), off) < 0) {
+			if (!t->checked_before && ddl_window_events(t, t->ev + t->nev, n / sizeof(struct ddl_event), off) < 0) {
 				t->corrupt = 1;
+				t->checks_failed++;
 				return;
 			}
 		}
@@ -702,9 +705,11 @@ static int ddl_header_check(struct ddl_trace *t, const unsigned char *m, size_t 
 }
 
 static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
-                              ddl_events_fn cb, void *ctx, int fd, char *err, size_t errlen);
-static int ddl_trace_open_parse(const char *path, size_t limit, struct ddl_trace *t, ddl_events_fn cb,
-                                void *ctx, struct ddl_event *seed, size_t seedcap, char *err, size_t errlen);
+                              ddl_events_fn cb, void *ctx, int fd, int checked, char *err,
+                              size_t errlen);
+static int ddl_trace_open_parse(const char *path, const struct ddl_trace *first, struct ddl_trace *t,
+                                ddl_events_fn cb, void *ctx, struct ddl_event *seed, size_t seedcap,
+                                char *err, size_t errlen);
 
 int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errlen)
 {
@@ -714,13 +719,13 @@ int ddl_trace_read(const char *path, struct ddl_trace *t, char *err, size_t errl
 int ddl_trace_stream(const char *path, struct ddl_trace *t, ddl_events_fn cb, void *ctx, char *err,
                      size_t errlen)
 {
-	return ddl_trace_open_parse(path, SIZE_MAX, t, cb, ctx, NULL, 0, err, errlen);
+	return ddl_trace_open_parse(path, NULL, t, cb, ctx, NULL, 0, err, errlen);
 }
 
-int ddl_trace_read_into(const char *path, size_t limit, struct ddl_trace *t, struct ddl_event *buf,
-                        size_t cap, char *err, size_t errlen)
+int ddl_trace_read_again(const struct ddl_trace *first, struct ddl_trace *t, struct ddl_event *buf,
+                         size_t cap, char *err, size_t errlen)
 {
-	return ddl_trace_open_parse(path, limit, t, NULL, NULL, buf, cap, err, errlen);
+	return ddl_trace_open_parse(first->path, first, t, NULL, NULL, buf, cap, err, errlen);
 }
 
 /*
@@ -833,14 +838,15 @@ static int ddl_zbuf_fit(struct ddl_zbuf *z, size_t n)
 /* ddl_trace_parse_cb within the guard: a mapping that loses its pages
  * (the file cut shorter) ends the trace there. */
 static int ddl_parse_guarded(const void *buf, size_t size, const char *name, struct ddl_trace *t,
-                             ddl_events_fn cb, void *ctx, int fd, char *err, size_t errlen)
+                             ddl_events_fn cb, void *ctx, int fd, int checked, char *err,
+                             size_t errlen)
 {
 	pthread_once(&ddl_bus_once, ddl_bus_install);
 	sigjmp_buf jb;
 	int rc = 0;
 	if (sigsetjmp(jb, 1) == 0) {
 		ddl_bus_jmp = &jb;
-		rc = ddl_trace_parse_cb(buf, size, name, t, cb, ctx, fd, err, errlen);
+		rc = ddl_trace_parse_cb(buf, size, name, t, cb, ctx, fd, checked, err, errlen);
 	} else {
 		/* cut shorter while being read: what was read stands, as for a
 		 * file that ended there */
@@ -856,11 +862,21 @@ static int ddl_parse_guarded(const void *buf, size_t size, const char *name, str
 	return rc;
 }
 
-/* The file's parse, the events read into SEED (SEEDCAP of room, malloc's,
- * grown if need be) when it is not NULL. */
-static int ddl_trace_open_parse(const char *path, size_t limit, struct ddl_trace *t, ddl_events_fn cb,
-                                void *ctx, struct ddl_event *seed, size_t seedcap, char *err, size_t errlen)
+static int64_t ddl_ts_ns(struct timespec ts)
 {
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The file's parse, the events read into SEED (SEEDCAP of room, malloc's,
+ * grown if need be) when it is not NULL; a read again of FIRST's file (as
+ * far as FIRST's covered) when FIRST is not NULL (ddl_trace_read_again). */
+static int ddl_trace_open_parse(const char *path, const struct ddl_trace *first, struct ddl_trace *t,
+                                ddl_events_fn cb, void *ctx, struct ddl_event *seed, size_t seedcap,
+                                char *err, size_t errlen)
+{
+	size_t limit = first ? first->file_size : SIZE_MAX;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
 	memset(t, 0, sizeof *t);
 	t->ev = seed; /* T's from here, however the read ends */
 	t->cap_ev = seedcap;
@@ -891,10 +907,19 @@ static int ddl_trace_open_parse(const char *path, size_t limit, struct ddl_trace
 	}
 	/* the kernel reads ahead: the chunks are visited once, in order */
 	madvise((void *)m, size, MADV_SEQUENTIAL);
-	int rc = ddl_parse_guarded(m, size, path, t, cb, ctx, fd, err, errlen); /* fd: to skip holes */
+	int64_t mtime = ddl_ts_ns(st.st_mtim), ctime = ddl_ts_ns(st.st_ctim);
+	int checked = first && !first->checks_failed && !first->stream_stopped && !first->incomplete &&
+	              (uint64_t)st.st_dev == first->file_dev &&
+	              (uint64_t)st.st_ino == first->file_ino && (size_t)st.st_size == first->file_size &&
+	              mtime == first->file_mtime_ns && ctime == first->file_ctime_ns &&
+	              ctime < first->read_real_ns - 1000000000;
+	int rc = ddl_parse_guarded(m, size, path, t, cb, ctx, fd, checked, err, errlen); /* fd: to skip holes */
 	t->file_size = size;
 	t->file_dev = (uint64_t)st.st_dev;
 	t->file_ino = (uint64_t)st.st_ino;
+	t->file_mtime_ns = mtime;
+	t->file_ctime_ns = ctime;
+	t->read_real_ns = ddl_ts_ns(now);
 	munmap((void *)m, size);
 	close(fd);
 	return rc;
@@ -904,7 +929,7 @@ int ddl_trace_parse(const void *buf, size_t size, const char *name, struct ddl_t
                     size_t errlen)
 {
 	memset(t, 0, sizeof *t);
-	return ddl_parse_guarded(buf, size, name, t, NULL, NULL, -1, err, errlen);
+	return ddl_parse_guarded(buf, size, name, t, NULL, NULL, -1, 0, err, errlen);
 }
 
 /*
@@ -929,7 +954,8 @@ static size_t ddl_populate(const unsigned char *m, size_t size, size_t off)
  * if touched again), so that memory does not grow with the file's length.
  */
 static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, struct ddl_trace *t,
-                              ddl_events_fn cb, void *ctx, int fd, char *err, size_t errlen)
+                              ddl_events_fn cb, void *ctx, int fd, int checked, char *err,
+                              size_t errlen)
 {
 	const unsigned char *m = buf;
 	const char *path = name;
@@ -940,6 +966,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 	t->cap_ev = seedcap;
 	t->on_events = cb;
 	t->on_events_ctx = ctx;
+	t->checked_before = checked;
 	t->path = strdup(name);
 	if (!t->path)
 		return ddl_fail(err, errlen, name, "out of memory");
@@ -976,9 +1003,10 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			t->truncated = 1;
 			break;
 		}
-		if (ddl_crc32c(m + body, c.size) != c.crc) {
+		if (!checked && ddl_crc32c(m + body, c.size) != c.crc) {
 			ddl_problem(t, off, "chunk payload checksum mismatch (chunk skipped)");
 			t->corrupt = 1;
+			t->checks_failed++;
 		} else if (c.flags & ~(DDL_CHUNKF_ZSTD | DDL_CHUNKF_LZ4)) {
 			ddl_problem(t, off, "chunk flags 0x%x unknown to this reader (chunk skipped)", c.flags);
 			t->corrupt = 1;

@@ -112,6 +112,11 @@ struct ddl_trace {
 	uint32_t classes;          /* a lazy read: 1 << class of each event class it holds */
 	size_t file_size;          /* the bytes of the file the first read covered */
 	uint64_t file_dev, file_ino;
+	int64_t file_mtime_ns, file_ctime_ns; /* its modification and change times then */
+	int64_t read_real_ns;      /* CLOCK_REALTIME as that read opened it */
+	unsigned checks_failed;    /* chunks a payload checksum or the clock window kept out */
+	int checked_before;        /* a read again of the file unchanged (ddl_trace_read_again):
+	                            * those two checks, passed before, not made again */
 };
 
 /*
@@ -163,6 +168,8 @@ static inline int ddl_trace_has_class(const struct ddl_trace *t, int cls)
 extern size_t ddl_events_budget;    /* bytes; default DDL_EVENTS_BUDGET */
 #define DDL_EVENTS_BUDGET ((size_t)256 << 20)
 extern _Atomic unsigned long ddl_events_rereads; /* events read again, for tests and benchmarks */
+extern _Atomic unsigned long ddl_events_rereads_unchecked; /* of those, the files unchanged
+                                                             * (ddl_trace_read_again) */
 /* Lazy traces T[0..N) take part in eviction (once loaded: the array no
  * longer moves), and leave it before they are freed. */
 void ddl_events_register(struct ddl_trace *t, size_t n);
@@ -184,12 +191,22 @@ void ddl_events_give(void *p, size_t bytes);
 /* Bytes the budget holds now: events in memory, arrays kept for the next
  * reads, working arrays charged (for tests and benchmarks). */
 size_t ddl_events_in_memory(void);
-/* Reads PATH's first SIZE bytes into T as ddl_trace_read does (every read
- * notes the bytes it covered and the file in T: file_size, file_dev,
- * file_ino), the events into BUF (CAP events of room, from malloc; NULL:
- * none), which T owns from then on however the read ends. */
-int ddl_trace_read_into(const char *path, size_t size, struct ddl_trace *t, struct ddl_event *buf,
-                        size_t cap, char *err, size_t errlen);
+/*
+ * Reads FIRST's file again into T, as far as FIRST's read covered, as
+ * ddl_trace_read does (every read notes the bytes it covered and the file
+ * in T: file_size, file_dev, file_ino, its times), the events into BUF
+ * (CAP events of room, from malloc; NULL: none), which T owns from then on
+ * however the read ends. Where the file is the one FIRST read and has not
+ * changed since (device, inode, size, modification and change times the
+ * same, the change more than a second before FIRST's read, so that a
+ * filesystem's coarse clock cannot hide a change made just after it), and
+ * FIRST's read went over all of it (not stopped, nor short of memory)
+ * and kept no chunk out by its payload checksum or clock window, those
+ * two checks are not made again (T->checked_before): they passed on
+ * the same bytes. Either way the caller compares T with FIRST.
+ */
+int ddl_trace_read_again(const struct ddl_trace *first, struct ddl_trace *t, struct ddl_event *buf,
+                         size_t cap, char *err, size_t errlen);
 
 /*
  * Bounds on what the reader hands out, whatever the file says: the header's

@@ -984,3 +984,78 @@ int test_reader_crc32c_lanes(void)
 	return DDL_SKIP;
 #endif
 }
+
+/*
+ * A read again of a file that has not changed since the first read
+ * (ddl_trace_read_again) does not check its payloads' checksums and clock
+ * window again: the same events, counted in ddl_events_rereads_unchecked.
+ * It does check them when the file changed within a second before the
+ * first read (a coarse clock could hide a change made just after), and
+ * when one byte of an event chunk changed in place after the first read,
+ * same size and all: then that chunk fails its checksum, the trace has
+ * other events than the first read found, and it loses them, incomplete.
+ */
+int test_reader_read_again_unchanged(void)
+{
+	char *dir = tmpdir(), err[256];
+	char *path = ddl_make_trace(dir, "roundtrip", NULL);
+	CHECK(path, "no trace made");
+	size_t size;
+	unsigned char *m = ddl_slurp(path, &size);
+	struct ddl_trace full;
+	CHECK(m && ddl_trace_read(path, &full, err, sizeof err) == 0, "%s", err);
+	/* the first events chunk's payload */
+	struct ddl_file_header h;
+	memcpy(&h, m, sizeof h);
+	size_t at = h.header_size, payload = 0;
+	while (at + sizeof(struct ddl_chunk) <= size && !payload) {
+		struct ddl_chunk c;
+		memcpy(&c, m + at, sizeof c);
+		if (c.type == DDL_CHUNK_EVENTS && c.size > 64)
+			payload = at + sizeof c + c.size / 2;
+		at += sizeof c + c.size;
+	}
+	CHECK(payload, "no events chunk in %s", path);
+	size_t budget = ddl_events_budget;
+	ddl_events_budget = 0;
+	char *paths[] = {dir};
+	for (int step = 0; step < 3; step++) {
+		if (step == 1) { /* a second on: the file is older than the read by more than a second */
+			struct timespec sec = {1, 100000000};
+			nanosleep(&sec, NULL);
+		}
+		struct ddl_traceset s;
+		CHECK(ddl_load_lazy(&s, paths, 1, err, sizeof err) == 0 && s.n == 1, "load: %s", err);
+		struct ddl_trace *t = &s.t[0];
+		CHECK(!t->checks_failed && !t->ev, "first read: %u chunks kept out, events %p", t->checks_failed,
+		      (void *)t->ev);
+		if (step == 2) { /* one byte of the events, in place, after the first read */
+			int fd = open(path, O_WRONLY);
+			unsigned char b = m[payload] ^ 0x5a;
+			CHECK(fd >= 0 && pwrite(fd, &b, 1, (off_t)payload) == 1, "pwrite: %s", strerror(errno));
+			close(fd);
+		}
+		unsigned long unchecked = ddl_events_rereads_unchecked;
+		ddl_trace_hold(t);
+		if (step < 2) {
+			CHECK(t->ev && t->nev == full.nev && !memcmp(t->ev, full.ev, full.nev * sizeof *full.ev),
+			      "step %d: other events", step);
+			CHECK(ddl_events_rereads_unchecked - unchecked == (step == 1 ? 1u : 0u),
+			      "step %d: %lu reads again without the checks, want %d", step,
+			      ddl_events_rereads_unchecked - unchecked, step == 1);
+		} else {
+			CHECK(!t->ev && t->ev_lost && t->incomplete && ddl_events_rereads_unchecked == unchecked,
+			      "a byte changed in place: events %p, lost %d, %lu read without the checks",
+			      (void *)t->ev, t->ev_lost, ddl_events_rereads_unchecked - unchecked);
+		}
+		ddl_trace_release(t);
+		ddl_traceset_free(&s);
+	}
+	ddl_spit(path, m, size);
+	ddl_events_budget = budget;
+	ddl_trace_free(&full);
+	free(m);
+	free(path);
+	trm(dir);
+	return DDL_PASS;
+}

@@ -28,6 +28,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_first_read_keeps) \
 	X(reader_events_budget) \
 	X(reader_crc32c_lanes) \
+	X(reader_read_again_unchanged) \
 	X(report_hostile_sums) \
 	X(report_many_threads) \
 	X(report_nomem_each) \
