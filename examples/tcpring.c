@@ -12,7 +12,9 @@
  *
  * Options: -n ITER (20), -m MB of gradients (8), -c MS of compute (20),
  * -p PORT base (20000 + pid % 1500 * 8: below the ephemeral ports), -k to name each step "step" with
- * ddlprof's marker API (a no-op without ddlprof); -h or --help for usage.
+ * ddlprof's marker API (a no-op without ddlprof), -w K to say also the mean of the iterations after
+ * the first K (a report leaves out a warm-up: the first ones touch fresh memory and wait for the
+ * ranks' start); -h or --help for usage.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -135,7 +137,7 @@ static int connect_to(int port)
 /* The usage text on F; returns STATUS. */
 static int tcpring_usage(FILE *f, int status)
 {
-	fputs("usage: tcpring [-n ITER] [-m MB] [-c MS] [-p PORT] [-k]\n"
+	fputs("usage: tcpring [-n ITER] [-m MB] [-c MS] [-p PORT] [-k] [-w K]\n"
 	      "A data-parallel job without a GPU: each rank computes, then ring-all-reduces\n"
 	      "its gradients over TCP. Ranks from RANK and WORLD_SIZE, else from srun's\n"
 	      "SLURM_PROCID and SLURM_NTASKS; with none set it starts WORLD_SIZE (default 4)\n"
@@ -145,6 +147,7 @@ static int tcpring_usage(FILE *f, int status)
 	      "  -c MS     compute per iteration, ms (20)\n"
 	      "  -p PORT   base port (20000 + pid % 1500 * 8: below the ephemeral ports)\n"
 	      "  -k        name each step \"step\" with ddlprof's marker API\n"
+	      "  -w K      say also the mean of the iterations after the first K\n"
 	      "  -h, --help  this text\n",
 	      f);
 	return status;
@@ -152,22 +155,23 @@ static int tcpring_usage(FILE *f, int status)
 
 int main(int argc, char **argv)
 {
-	int iters = 20, mb = 8, c, markers = 0;
+	int iters = 20, mb = 8, c, markers = 0, warm = 0;
 	double ms = 20;
 	int port = 20000 + (int)(getpid() % 1500) * 8;
 	static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {0}};
-	while ((c = getopt_long(argc, argv, "n:m:c:p:kh", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:m:c:p:kw:h", longs, NULL)) != -1) {
 		switch (c) {
 		case 'n': iters = atoi(optarg); break;
 		case 'm': mb = atoi(optarg); break;
 		case 'c': ms = atof(optarg); break;
 		case 'p': port = atoi(optarg); break;
 		case 'k': markers = 1; break;
+		case 'w': warm = atoi(optarg); break;
 		case 'h': return tcpring_usage(stdout, 0);
 		default: return tcpring_usage(stderr, 2);
 		}
 	}
-	if (iters < 1 || mb < 1 || ms < 0 || port < 1024 || port > 65000) {
+	if (iters < 1 || mb < 1 || ms < 0 || warm < 0 || port < 1024 || port > 65000) {
 		fprintf(stderr, "tcpring: bad option value\n");
 		return 2;
 	}
@@ -218,8 +222,10 @@ int main(int argc, char **argv)
 	float *g = calloc(n, 4), *tmp = calloc(n / (size_t)world + 1, 4);
 	if (!g || !tmp)
 		die("calloc");
-	double t0 = now_s(), comm = 0;
+	double t0 = now_s(), comm = 0, tw = t0;
 	for (int it = 0; it < iters; it++) {
+		if (it == warm)
+			tw = now_s();
 		if (markers && ddlprof_range_push)
 			ddlprof_range_push("step");
 		compute(g, n, ms, it);
@@ -229,8 +235,13 @@ int main(int argc, char **argv)
 		if (markers && ddlprof_range_pop)
 			ddlprof_range_pop();
 	}
-	double total = now_s() - t0;
-	if (rank == 0)
+	double end = now_s(), total = end - t0;
+	if (rank == 0 && warm > 0 && warm < iters)
+		printf("tcpring: %d ranks, %d iterations, %d MiB gradients: %.1f ms/iteration, "
+		       "%.0f%% in all-reduce; after the first %d: %.2f ms/iteration\n",
+		       world, iters, mb, total / iters * 1e3, 100 * comm / total, warm,
+		       (end - tw) / (iters - warm) * 1e3);
+	else if (rank == 0)
 		printf("tcpring: %d ranks, %d iterations, %d MiB gradients: %.1f ms/iteration, "
 		       "%.0f%% in all-reduce\n",
 		       world, iters, mb, total / iters * 1e3, 100 * comm / total);

@@ -62,7 +62,7 @@ static int sl_body(const char *dir, const char *conf)
 	snprintf(cmd, sizeof cmd,
 	         "cd '%s' && exec srun -N 2 -n 4 --ntasks-per-node=2 sh -c 'echo task $SLURM_PROCID "
 	         "$SLURMD_NODENAME $SLURM_JOB_ID; DDLPROF_HOST=$SLURMD_NODENAME exec %s -q -o %s -- %s "
-	         "-p %d -n %d -m 4 -c 10'",
+	         "-p %d -n %d -m 4 -c 10 -w 5'",
 	         dir, tbuild("bin/ddlprof"), t, tbuild("examples/tcpring"), port, steps);
 	CHECK(sl_sh(conf, cmd, 120, &r) == 0 && tstatus(&r) == 0, "srun: status %d\n%s%s", tstatus(&r),
 	      r.out, r.err);
@@ -78,8 +78,11 @@ static int sl_body(const char *dir, const char *conf)
 			job = id;
 		}
 	}
-	const char *at = strstr(r.out, "gradients: ");
-	double own_ms = at ? strtod(at + strlen("gradients: "), NULL) : NAN;
+	/* tcpring's own mean of the steps after the report's warm-up of 5:
+	 * its whole run's is longer, by the first steps' fresh pages and the
+	 * wait for the ranks' start (up to 13% on this 2-core VM) */
+	const char *at = strstr(r.out, "after the first 5: ");
+	double own_ms = at ? strtod(at + strlen("after the first 5: "), NULL) : NAN;
 	CHECK(job > 0 && *node[0] && *node[1] && *node[2] && *node[3] && own_ms > 0,
 	      "the tasks did not say where they ran: %s", r.out);
 	trun_free(&r);
@@ -109,8 +112,8 @@ static int sl_body(const char *dir, const char *conf)
 		      node[k]);
 		CHECK(labs(n - (steps - 5)) <= 1, "rank %d: %ld iterations after the warm-up of %d steps", k, n,
 		      steps);
-		/* tcpring times its whole run on rank 0; the steps after the
-		 * warm-up, within a tenth of it, and the ranks together */
+		/* tcpring times its steps after the warm-up on rank 0: within a
+		 * tenth of that, and the ranks together */
 		CHECK(fabs(mean - own_ms) <= 0.1 * own_ms && fabs(mean - mean0) <= 0.1 * mean0,
 		      "rank %d: mean %.2f ms, tcpring's %.2f ms, rank 0 %.2f ms", k, mean, own_ms, mean0);
 	}
