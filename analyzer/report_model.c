@@ -85,7 +85,9 @@ static void ddl_net_add(struct ddl_netsum *n, struct ddl_netsum *m, const struct
 	else if (cls == DDL_CLASS_RX && e->result > 0 && !(e->flags & DDL_EVF_PEEK))
 		recvd = (uint64_t)e->result;
 	int sockwait = cls == DDL_CLASS_WAIT && (e->flags & DDL_EVF_SOCKWAIT);
-	for (struct ddl_netsum *x = n; x; x = x == n ? m : NULL) {
+	struct ddl_netsum *to[] = {n, m};
+	for (int i = 0; i < 2; i++) {
+		struct ddl_netsum *x = to[i];
 		x->calls++;
 		x->bytes_sent += sent;
 		x->bytes_received += recvd;

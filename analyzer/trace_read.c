@@ -1003,7 +1003,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 			t->truncated = 1;
 			break;
 		}
-		if (!checked && ddl_crc32c(m + body, c.size) != c.crc) {
+		if (!t->checked_before && ddl_crc32c(m + body, c.size) != c.crc) {
 			ddl_problem(t, off, "chunk payload checksum mismatch (chunk skipped)");
 			t->corrupt = 1;
 			t->checks_failed++;

@@ -236,14 +236,13 @@ int main(int argc, char **argv)
 			ddlprof_range_pop();
 	}
 	double end = now_s(), total = end - t0;
-	if (rank == 0 && warm > 0 && warm < iters)
+	if (rank == 0) {
 		printf("tcpring: %d ranks, %d iterations, %d MiB gradients: %.1f ms/iteration, "
-		       "%.0f%% in all-reduce; after the first %d: %.2f ms/iteration\n",
-		       world, iters, mb, total / iters * 1e3, 100 * comm / total, warm,
-		       (end - tw) / (iters - warm) * 1e3);
-	else if (rank == 0)
-		printf("tcpring: %d ranks, %d iterations, %d MiB gradients: %.1f ms/iteration, "
-		       "%.0f%% in all-reduce\n",
+		       "%.0f%% in all-reduce",
 		       world, iters, mb, total / iters * 1e3, 100 * comm / total);
+		if (warm > 0 && warm < iters)
+			printf("; after the first %d: %.2f ms/iteration", warm, (end - tw) / (iters - warm) * 1e3);
+		printf("\n");
+	}
 	return 0;
 }

@@ -1004,16 +1004,13 @@ int test_reader_read_again_unchanged(void)
 	unsigned char *m = ddl_slurp(path, &size);
 	struct ddl_trace full;
 	CHECK(m && ddl_trace_read(path, &full, err, sizeof err) == 0, "%s", err);
-	/* the first events chunk's payload */
-	struct ddl_file_header h;
-	memcpy(&h, m, sizeof h);
-	size_t at = h.header_size, payload = 0;
-	while (at + sizeof(struct ddl_chunk) <= size && !payload) {
+	/* the middle of the first events chunk's payload */
+	size_t off[4096], nc = ddl_chunks(m, size, full.hdr.header_size, off, 4096), payload = 0;
+	for (size_t i = 0; i < nc && !payload; i++) {
 		struct ddl_chunk c;
-		memcpy(&c, m + at, sizeof c);
+		memcpy(&c, m + off[i], sizeof c);
 		if (c.type == DDL_CHUNK_EVENTS && c.size > 64)
-			payload = at + sizeof c + c.size / 2;
-		at += sizeof c + c.size;
+			payload = off[i] + sizeof c + c.size / 2;
 	}
 	CHECK(payload, "no events chunk in %s", path);
 	size_t budget = ddl_events_budget;
@@ -1057,5 +1054,6 @@ int test_reader_read_again_unchanged(void)
 	free(m);
 	free(path);
 	trm(dir);
+	free(dir);
 	return DDL_PASS;
 }
