@@ -216,10 +216,10 @@ $(B)/bench/%: bench/%.c $(B)/lib/libddlread.a
 	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) -Ianalyzer $(WARN) $(CFLAGS) -pthread -o $@ $< $(B)/lib/libddlread.a $(ZSTD_LIBS) $(LZ4_LIBS) -ldl
 
 # (the tests read each command's option table: launcher/launcher_opts.h, ...)
-$(B)/tests/ddltest: $(TEST_SRC) analyzer/ivset.c analyzer/keep.c analyzer/slowiters.c $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h analyzer/*.h) \
+$(B)/tests/ddltest: $(TEST_SRC) analyzer/autocorr.c analyzer/ivset.c analyzer/keep.c analyzer/slowiters.c $(B)/lib/libddlread.a $(wildcard tests/*.h include/ddlprof/*.h analyzer/*.h) \
 	$(wildcard launcher/*_opts.h scheduler/*_opts.h recommender/*_opts.h)
 	@mkdir -p $(@D)
-	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) analyzer/ivset.c analyzer/keep.c analyzer/slowiters.c \
+	$(call say,CCLD,$@)$(CC) $(CPPFLAGS) -Ianalyzer -Itests $(WARN) $(CFLAGS) $(TOOL_SAN) -pthread -o $@ $(TEST_SRC) analyzer/autocorr.c analyzer/ivset.c analyzer/keep.c analyzer/slowiters.c \
 		$(B)/lib/libddlread.a $(JANSSON_LIBS) $(ZSTD_LIBS) $(LZ4_LIBS) -lz -ldl -lm
 
 # The Debian packages of each target (scripts/install-deps.sh lists them):

@@ -80,7 +80,9 @@ int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend 
 		const struct ddl_trace *t = p->tr[k];
 		/* the device intervals of collectives, by (thread, call number) */
 		size_t nd = 0;
-		for (size_t i = 0; i < t->nev; i++)
+		if (!(ddl_trace_classes(t) & (1u << DDL_CLASS_COLL | 1u << DDL_CLASS_HCOLL)))
+			continue; /* none to number */
+		for (size_t x = 0, i; ddl_trace_has_class(t, DDL_CLASS_DEVICE) && ddl_trace_next_rare(t, &x, &i);)
 			nd += t->ev[i].kind == DDL_EV_DEV_COLL && (t->ev[i].flags & DDL_EVF_EVPAIR);
 		struct ddl_dend *dv = nd ? malloc(nd * sizeof *dv) : NULL;
 		if (nd && !dv) {
@@ -88,7 +90,7 @@ int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend 
 			continue;
 		}
 		nd = 0;
-		for (size_t i = 0; i < t->nev; i++) {
+		for (size_t x = 0, i; dv && ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *d = &t->ev[i];
 			if (d->kind == DDL_EV_DEV_COLL && (d->flags & DDL_EVF_EVPAIR))
 				dv[nd++] = (struct ddl_dend){(uint64_t)d->tid << 32 | (uint32_t)d->result,
@@ -97,7 +99,7 @@ int ddl_proc_ends(const struct ddl_proc *p, int host, int proc, struct ddl_cend 
 		}
 		if (nd)
 			qsort(dv, nd, sizeof *dv, ddl_dend_cmp);
-		for (size_t i = 0; i < t->nev; i++) {
+		for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_event_class(e->kind);
 			if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) ||

@@ -42,7 +42,11 @@
  * process's, and their working arrays) fit the budget, and only past
  * that grows with the events of the largest process, never with the
  * job's. bench/report_scale.sh measures it (128 ranks, 100,000 and
- * 1,000,000 events each in the same 46 steps).
+ * 1,000,000 events each in the same 46 steps). Beside the model, the
+ * first read keeps, per trace, the places of its events that are not
+ * socket calls (collectives, steps, markers, GPU calls: ddl_trace.rare),
+ * 4 bytes each while they are at most one event in 16, so that the stages
+ * that look for those go over them alone, not over every socket call.
  */
 #include <stdio.h>
 #include <string.h>

@@ -145,12 +145,24 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 	uint32_t tid = p->train_tid;
 	double bytes = 0; /* sent inside the iterations */
 	int host_colls = p->coll.hcoll > 0; /* gloo's own records, and the Python calls of the rest */
+	/* the sets are asked only inside the iterations: what lies wholly
+	 * before the first one's start or after the last one's end (the
+	 * warm-up, a hang's last call spinning in poll) is not kept */
+	int64_t lo = p->iter[0].start_ns, hi = p->iter[0].end_ns;
+	for (size_t k = 1; k < p->niter; k++) {
+		lo = p->iter[k].start_ns < lo ? p->iter[k].start_ns : lo;
+		hi = p->iter[k].end_ns > hi ? p->iter[k].end_ns : hi;
+	}
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int c = ddl_event_class(e->kind);
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
+			if (ddl_sent_in_iteration(p, t, e))
+				bytes += (double)e->result;
+			if (b <= lo || a >= hi)
+				continue;
 			uint32_t etid = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 			unsigned op = c == DDL_CLASS_HCOLL || c == DDL_CLASS_HWAIT ||
 			              (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_COLLECTIVE)
@@ -158,15 +170,13 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 			/* a Python call that gloo or MPI ran is in their record already */
 			if (op < DDL_COLL_OPS && (c == DDL_CLASS_HCOLL || c == DDL_CLASS_HWAIT || !host_colls ||
 			                          op == DDL_OP_SEND || op == DDL_OP_RECV))
-				ddl_ivset_push(&ops[op], a, b, 0);
-			if (ddl_sent_in_iteration(p, t, e))
-				bytes += (double)e->result;
+				ddl_ivset_add(&ops[op], a, b, 0);
 			if (etid != tid)
 				continue;
 			if (e->kind == DDL_EV_PY_PHASE && e->fd == DDL_PHASE_DATA_WAIT)
-				ddl_ivset_push(&data, a, b, 0);
+				ddl_ivset_add(&data, a, b, 0);
 			else if (ddl_class_blocks(c))
-				ddl_ivset_push(&blk, a, b, 0);
+				ddl_ivset_add(&blk, a, b, 0);
 		}
 	}
 	ddl_ivset_merge(&blk, 0);

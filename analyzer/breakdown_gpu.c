@@ -142,7 +142,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 					if ((*d)++ == 0)
 						open_at[e->tid] = a;
 				} else if (e->kind == DDL_EV_RANGE_POP && *d > 0 && --(*d) == 0) {
-					ddl_ivset_push(&set[DDL_P_DATA], open_at[e->tid], a, 0);
+					ddl_ivset_add(&set[DDL_P_DATA], open_at[e->tid], a, 0);
 				}
 				continue;
 			}
@@ -151,7 +151,7 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 				 * the pin-memory thread's waits are not the loop's */
 				uint32_t os = e->tid < t->nthreads ? t->threads[e->tid].tid : 0;
 				if (!train || os == train)
-					ddl_ivset_push(&set[DDL_P_DATA], a, a + ddl_trace_dur_ns(t, e), 0);
+					ddl_ivset_add(&set[DDL_P_DATA], a, a + ddl_trace_dur_ns(t, e), 0);
 				continue;
 			}
 			if (cls != DDL_CLASS_DEVICE)
@@ -165,16 +165,16 @@ int ddl_proc_breakdown_gpu(const struct ddl_report *r, struct ddl_proc *p)
 			case DDL_EV_DEV_KERNEL:
 			case DDL_EV_DEV_GRAPH:
 			case DDL_EV_DEV_MEMSET:
-				ddl_ivset_push(&set[DDL_P_COMPUTE], a, b, 0);
+				ddl_ivset_add(&set[DDL_P_COMPUTE], a, b, 0);
 				break;
 			case DDL_EV_DEV_MEMCPY: {
 				const struct ddl_args *ar = e->flags & DDL_EVF_ARGS ? ddl_event_args(t, i) : NULL;
 				int op = c ? c->op : ar ? ar->op : 1;
-				ddl_ivset_push(&set[op == 1 /* cudaMemcpyHostToDevice */ ? DDL_P_DATA : DDL_P_COMPUTE], a, b, 0);
+				ddl_ivset_add(&set[op == 1 /* cudaMemcpyHostToDevice */ ? DDL_P_DATA : DDL_P_COMPUTE], a, b, 0);
 				break;
 			}
 			case DDL_EV_DEV_COLL:
-				ddl_ivset_push(&set[c && c->span == DDL_SPAN_INTRA ? DDL_P_IC : DDL_P_NET], a, b, 0);
+				ddl_ivset_add(&set[c && c->span == DDL_SPAN_INTRA ? DDL_P_IC : DDL_P_NET], a, b, 0);
 				break;
 			default:
 				break;

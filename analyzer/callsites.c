@@ -347,11 +347,11 @@ static void ddl_stallmap_device(const struct ddl_report *r, const struct ddl_pro
 			ddl_device_info(t, i, &dc, &d);
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
 			if (d.part == DDL_DEV_INTER)
-				ddl_ivset_push(&net, a, b, 1);
+				ddl_ivset_add(&net, a, b, 1);
 			else if (d.part == DDL_DEV_INTRA)
-				ddl_ivset_push(&ic, a, b, 0);
+				ddl_ivset_add(&ic, a, b, 0);
 			else
-				ddl_ivset_push(&busy, a, b, 0);
+				ddl_ivset_add(&busy, a, b, 0);
 		}
 		ddl_devcalls_free(&dc);
 	}

@@ -347,7 +347,7 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 	int cupti = 0, pairs = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
+		for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_event_class(e->kind);
 			if (cls == DDL_CLASS_HCOLL) {
@@ -419,7 +419,7 @@ static void ddl_proc_gpu(struct ddl_report *r, struct ddl_proc *p)
 		c->source = "torch";
 	int py = ddl_py_counted(c); /* what neither library shows: the calls themselves */
 	for (size_t k = 0; py && k < p->ntr; k++)
-		for (size_t i = 0; i < p->tr[k]->nev; i++)
+		for (size_t x = 0, i; ddl_trace_next_rare(p->tr[k], &x, &i);)
 			if (p->tr[k]->ev[i].kind == DDL_EV_PY_PHASE && ddl_counted_coll(p->tr[k], i, py))
 				ddl_coll_add(r, c, p->tr[k], i);
 }
@@ -433,7 +433,7 @@ void ddl_proc_coll_per_iter(const struct ddl_report *r, struct ddl_proc *p)
 	int any = (ddl_proc_classes(p) & (1u << DDL_CLASS_COLL | 1u << DDL_CLASS_HCOLL | 1u << DDL_CLASS_PHASE)) != 0;
 	for (size_t k = 0; any && k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
+		for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			if (!ddl_counted_coll(t, i, py))
 				continue;

@@ -65,6 +65,16 @@ static int ddl_is_p2p(unsigned kind, unsigned op)
 	return op == DDL_OP_SEND || op == DDL_OP_RECV || kind == DDL_EV_NCCL_SEND || kind == DDL_EV_NCCL_RECV;
 }
 
+/* The classes ddl_seq_record takes: the traces without any, and the
+ * events of others, are passed over at a glance. */
+#define DDL_SEQ_CLASSES \
+	(1u << DDL_CLASS_HWAIT | 1u << DDL_CLASS_HCOMM | 1u << DDL_CLASS_COLL | 1u << DDL_CLASS_HCOLL)
+
+static inline int ddl_seq_class(unsigned kind)
+{
+	return DDL_SEQ_CLASSES >> ddl_event_class(kind) & 1;
+}
+
 /*
  * Whether event I of T is a numbered step of a communicator's collective
  * sequence (not point to point): NCCL's and host collectives, MPI's
@@ -242,10 +252,13 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt, con
 			continue;
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
-			ddl_trace_hold(t);
-			for (size_t j = 0; j < t->nev; j++) {
+			int seq = (ddl_trace_classes(t) & DDL_SEQ_CLASSES) != 0;
+			if (seq)
+				ddl_trace_hold(t);
+			for (size_t x = 0, j; seq && ddl_trace_next_rare(t, &x, &j);) {
 				int left;
-				if (!ddl_seq_record(t, j, &left) || ddl_event_class(t->ev[j].kind) == DDL_CLASS_HWAIT)
+				if (!ddl_seq_class(t->ev[j].kind) || !ddl_seq_record(t, j, &left) ||
+				    ddl_event_class(t->ev[j].kind) == DDL_CLASS_HWAIT)
 					continue;
 				const struct ddl_args *a = ddl_event_args(t, j);
 				const struct ddl_comm_info *ci = a ? ddl_trace_comm(t, a->comm) : NULL;
@@ -259,7 +272,8 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt, con
 					pt->bytes = a->bytes;
 				}
 			}
-			ddl_trace_release(t);
+			if (seq)
+				ddl_trace_release(t);
 			for (size_t j = 0; j < t->nopen; j++) {
 				const struct ddl_event *e = &t->open[2 * j];
 				const struct ddl_args *a = (const struct ddl_args *)&t->open[2 * j + 1];
@@ -345,13 +359,16 @@ void ddl_report_hang(struct ddl_report *r)
 			for (size_t c = 0; c < t->ncomms && !nomem; c++)
 				if (t->comms[c].id && !ddl_hmember_get(&v, &n, &cap, t->comms[c].key, (int)i, &t->comms[c]))
 					nomem = 1;
-			ddl_trace_hold(t);
-			for (size_t j = 0; j < t->nev && !nomem; j++) {
+			int seq = (ddl_trace_classes(t) & DDL_SEQ_CLASSES) != 0;
+			if (seq)
+				ddl_trace_hold(t);
+			for (size_t x = 0, j; seq && !nomem && ddl_trace_next_rare(t, &x, &j);) {
 				int left;
-				if (ddl_seq_record(t, j, &left))
+				if (ddl_seq_class(t->ev[j].kind) && ddl_seq_record(t, j, &left))
 					nomem = ddl_hang_note(&v, &n, &cap, t, &t->ev[j], ddl_event_args(t, j), (int)i, left) < 0;
 			}
-			ddl_trace_release(t);
+			if (seq)
+				ddl_trace_release(t);
 			for (size_t j = 0; j < t->nopen && !nomem && k + 1 == p->ntr; j++) {
 				const struct ddl_args *a = (const struct ddl_args *)&t->open[2 * j + 1];
 				if (a->comm && !(a->flags & DDL_ARGF_LASTCOLL))

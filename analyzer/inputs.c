@@ -61,7 +61,7 @@ static void ddl_in_batches(const struct ddl_proc *q, int64_t a, int64_t b, struc
 					    nt < DDL_IN_THREADS)
 						tids[nt++] = tid;
 				} else if (j < nt && ddl_is_read(e, ddl_event_class(e->kind))) {
-					ddl_ivset_push(&io[j], ea, eb, 0);
+					ddl_ivset_add(&io[j], ea, eb, 0);
 				}
 			}
 		}
@@ -113,7 +113,7 @@ static void ddl_proc_phases(struct ddl_proc *p)
 				continue;
 			double d = (double)(eb - ea) / 1e9;
 			if (cls == DDL_CLASS_PHASE && e->fd == DDL_PHASE_DATA_WAIT)
-				ddl_ivset_push(&wait, ea, eb, 0);
+				ddl_ivset_add(&wait, ea, eb, 0);
 			else if (cls == DDL_CLASS_STEP)
 				opt += d;
 			else if (e->fd == DDL_PHASE_FORWARD)

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocorr.h"
 #include "keep.h"
 #include "report.h"
 
@@ -115,7 +116,7 @@ static void ddl_proc_iterations(struct ddl_proc *p, const char *patterns)
 		for (size_t j = 0; j < nopen; j++)
 			slot[open[j].tid] = 0;
 		nopen = 0; /* ranges left open when an image exec'd end with it */
-		for (size_t i = 0; i < t->nev; i++) {
+		for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			if (e->kind != DDL_EV_RANGE_PUSH && e->kind != DDL_EV_RANGE_POP)
 				continue;
@@ -187,7 +188,7 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 	size_t nc = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
+		for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			if (e->kind != DDL_EV_PY_STEP)
 				continue;
@@ -271,7 +272,7 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 	size_t n = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev && n < steps[best]; i++) {
+		for (size_t x = 0, i; n < steps[best] && ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			if (e->kind != DDL_EV_PY_STEP ||
 			    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
@@ -290,7 +291,7 @@ static int ddl_proc_step_iterations(struct ddl_proc *p)
 	int64_t wait = INT64_MIN, other = INT64_MAX;
 	for (size_t k = 0; n && k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev; i++) {
+		for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			if (e->kind != DDL_EV_PY_PHASE ||
 			    (e->tid < t->nthreads ? t->threads[e->tid].tid : 0) != tid)
@@ -445,70 +446,6 @@ static struct ddl_sockcall *ddl_sock_calls(const struct ddl_proc *p, uint32_t ti
 	}
 	*ncap = cap;
 	return c;
-}
-
-/* In-place radix-2 FFT of the N (a power of two) values RE + i IM; INV:
- * the inverse, unscaled. */
-static void ddl_fft(double *re, double *im, size_t n, int inv)
-{
-	for (size_t i = 1, j = 0; i < n; i++) {
-		size_t bit = n >> 1;
-		for (; j & bit; bit >>= 1)
-			j ^= bit;
-		j ^= bit;
-		if (i < j) {
-			double tr = re[i], ti = im[i];
-			re[i] = re[j];
-			im[i] = im[j];
-			re[j] = tr;
-			im[j] = ti;
-		}
-	}
-	for (size_t len = 2; len <= n; len <<= 1) {
-		double ang = (inv ? 2 : -2) * 3.14159265358979323846 / (double)len;
-		double wr = cos(ang), wi = sin(ang);
-		for (size_t i = 0; i < n; i += len) {
-			double cr = 1, ci = 0;
-			for (size_t k = 0; k < len / 2; k++) {
-				size_t u = i + k, v = u + len / 2;
-				double xr = re[v] * cr - im[v] * ci, xi = re[v] * ci + im[v] * cr;
-				re[v] = re[u] - xr;
-				im[v] = im[u] - xi;
-				re[u] += xr;
-				im[u] += xi;
-				double nr = cr * wr - ci * wi;
-				ci = cr * wi + ci * wr;
-				cr = nr;
-			}
-		}
-	}
-}
-
-/* The autocorrelation of X[0..N) (N a power of two), its mean taken off,
- * into R[0..N): at each lag, over the pairs that lag has, so that a lag
- * of half the series counts as much as a short one. 0, or -1 without
- * memory; R all 0 when X is flat. */
-static int ddl_autocorr(const double *x, size_t n, double *r)
-{
-	double *re = calloc(4 * n, sizeof *re), *im = re ? re + 2 * n : NULL;
-	if (!re)
-		return -1;
-	double m = 0;
-	for (size_t i = 0; i < n; i++)
-		m += x[i];
-	m /= (double)n;
-	for (size_t i = 0; i < n; i++)
-		re[i] = x[i] - m; /* and n zeros after: no wrap-around */
-	ddl_fft(re, im, 2 * n, 0);
-	for (size_t i = 0; i < 2 * n; i++) {
-		re[i] = re[i] * re[i] + im[i] * im[i];
-		im[i] = 0;
-	}
-	ddl_fft(re, im, 2 * n, 1);
-	for (size_t l = 0; l < n; l++)
-		r[l] = re[0] > 0 ? re[l] / re[0] * (double)n / (double)(n - l) : 0;
-	free(re);
-	return 0;
 }
 
 #define DDL_QUANTA 2048u          /* the traffic's bytes in so many quanta ... */
@@ -1134,7 +1071,7 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	uint32_t tids[64];
 	size_t cnt[64], nt = 0;
 	for (size_t k = 0; k < p->ntr; k++)
-		for (size_t i = 0; i < p->tr[k]->nev; i++) {
+		for (size_t x = 0, i; ddl_trace_next_rare(p->tr[k], &x, &i);) {
 			const struct ddl_event *e = &p->tr[k]->ev[i];
 			int cls = ddl_cls(e->kind);
 			if (cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL)
@@ -1162,7 +1099,7 @@ static int ddl_proc_coll_iterations(struct ddl_proc *p)
 	size_t n = 0;
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
-		for (size_t i = 0; i < t->nev && n < best_n; i++) {
+		for (size_t x = 0, i; n < best_n && ddl_trace_next_rare(t, &x, &i);) {
 			const struct ddl_event *e = &t->ev[i];
 			int cls = ddl_cls(e->kind);
 			if ((cls != DDL_CLASS_COLL && cls != DDL_CLASS_HCOLL) || ddl_coll_thread(t, e) != best)

@@ -83,6 +83,15 @@ int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag)
 	return 0;
 }
 
+int ddl_ivset_add(struct ddl_ivset *s, int64_t a, int64_t b, int tag)
+{
+	if (b <= a)
+		return 0;
+	while (s->n && s->v[s->n - 1].a >= a && s->v[s->n - 1].b <= b && (s->v[s->n - 1].tag | tag) == tag)
+		s->n--;
+	return ddl_ivset_push(s, a, b, tag);
+}
+
 int ddl_ivset_push_merging(struct ddl_ivset *s, int64_t a, int64_t b, int tag, int64_t gap)
 {
 	/* merged now and again, what it holds as it fills up is what merging all
@@ -99,7 +108,7 @@ int ddl_ivset_push_merging(struct ddl_ivset *s, int64_t a, int64_t b, int tag, i
 			s->cap *= 2;
 		}
 	}
-	return ddl_ivset_push(s, a, b, tag);
+	return ddl_ivset_add(s, a, b, tag);
 }
 
 static int ddl_iv_cmp(const void *x, const void *y)

@@ -25,6 +25,13 @@ struct ddl_ivset {
 /* Appends [A, B) (nothing when B <= A). 0, or -1 without memory (then
  * S->nomem is set and the set stays as it was). */
 int ddl_ivset_push(struct ddl_ivset *s, int64_t a, int64_t b, int tag);
+/* As ddl_ivset_push into a set that will only be merged (ddl_ivset_merge,
+ * any gap): the intervals last pushed that [A, B) contains, with no tag
+ * it lacks, are dropped first, since merging gives the same set without
+ * them. A call pushed after the calls made inside it (a record is written
+ * when its call returns) so leaves the set in order and as short as the
+ * outer calls, not one interval out of order after every run of inner ones. */
+int ddl_ivset_add(struct ddl_ivset *s, int64_t a, int64_t b, int tag);
 /* As ddl_ivset_push into a set that will be merged with GAP: merges it
  * whenever it fills up (from 4096 on), so that it holds about what the
  * merged set does, not every interval pushed. */

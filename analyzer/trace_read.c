@@ -1090,6 +1090,7 @@ static int ddl_trace_parse_cb(const void *buf, size_t size, const char *name, st
 
 void ddl_trace_free(struct ddl_trace *t)
 {
+	free(t->rare);
 	for (size_t i = 0; i < t->npeers; i++)
 		free(t->peers[i].text);
 	for (size_t i = 0; i < t->nthreads; i++)

@@ -117,6 +117,12 @@ struct ddl_trace {
 	unsigned checks_failed;    /* chunks a payload checksum or the clock window kept out */
 	int checked_before;        /* a read again of the file unchanged (ddl_trace_read_again):
 	                            * those two checks, passed before, not made again */
+	int rare_kept;             /* a lazy read: RARE holds the places of the events that
+	                            * are neither socket calls nor argument records, in
+	                            * order (they are few; ddl_trace_next_rare) */
+	uint32_t *rare;
+	size_t nrare;
+	size_t rare_nev;           /* the count of events they are places among */
 };
 
 /*
@@ -164,6 +170,34 @@ static inline uint32_t ddl_trace_classes(const struct ddl_trace *t)
 static inline int ddl_trace_has_class(const struct ddl_trace *t, int cls)
 {
 	return ddl_trace_classes(t) >> cls & 1u;
+}
+/* The classes of the events a socket job has most of, and the records
+ * that are not events: those the places in ddl_trace.rare leave out. */
+#define DDL_CLASSES_COMMON \
+	(1u << DDL_CLASS_TX | 1u << DDL_CLASS_RX | 1u << DDL_CLASS_WAIT | 1u << DDL_CLASS_CONN | \
+	 1u << DDL_CLASS_ARGS)
+/*
+ * For a stage that looks at none of the events of DDL_CLASSES_COMMON
+ * (collectives, steps, markers, GPU calls): the next place I of T's
+ * events to look at, X the loop's count (from 0); 0 past the last. The
+ * first read's places of the others (ddl_trace.rare) where it kept them
+ * and they are places among the events held, else every event in turn:
+ *	for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);)
+ * A job of socket calls so skips them, where a pass over them would cost
+ * each such stage as much as the stages that use them.
+ */
+static inline int ddl_trace_next_rare(const struct ddl_trace *t, size_t *x, size_t *i)
+{
+	if (t->rare_kept && t->rare_nev == t->nev) {
+		if (*x >= t->nrare)
+			return 0;
+		*i = t->rare[(*x)++];
+		return 1;
+	}
+	if (*x >= t->nev)
+		return 0;
+	*i = (*x)++;
+	return 1;
 }
 extern size_t ddl_events_budget;    /* bytes; default DDL_EVENTS_BUDGET */
 #define DDL_EVENTS_BUDGET ((size_t)256 << 20)

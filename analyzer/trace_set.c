@@ -43,7 +43,35 @@ struct ddl_load {
 	struct ddl_event *kept; /* a lazy read's events, while they fit (ddl_count_only) */
 	size_t nkept, capkept;
 	int nokeep;             /* they did not: none kept */
+	uint32_t *rare;         /* the places of those not of DDL_CLASSES_COMMON, while few */
+	size_t nrare, caprare;
+	int norare;             /* too many: none kept */
 };
+
+/* Rare events are kept while at most one in DDL_RARE_SHARE (past the
+ * first DDL_RARE_FREE): 4 bytes for each, a quarter byte an event at most. */
+enum { DDL_RARE_SHARE = 16, DDL_RARE_FREE = 4096 };
+
+/* Notes the places of the events of EV[0..N) (the first at AT among the
+ * file's) that are not of DDL_CLASSES_COMMON, or stops noting them. */
+static void ddl_load_rare(struct ddl_load *l, const struct ddl_event *ev, size_t n, uint64_t at)
+{
+	for (size_t i = 0; i < n && !l->norare; i++) {
+		if (DDL_CLASSES_COMMON >> (ddl_event_class(ev[i].kind) & 31) & 1)
+			continue;
+		int many = l->nrare >= DDL_RARE_FREE && l->nrare > (at + i) / DDL_RARE_SHARE;
+		if (at + i > UINT32_MAX || many ||
+		    (l->nrare == l->caprare &&
+		     ddl_grow((void **)&l->rare, &l->caprare, l->nrare + 1, sizeof *l->rare) < 0)) {
+			free(l->rare);
+			l->rare = NULL;
+			l->nrare = l->caprare = 0;
+			l->norare = 1;
+			return;
+		}
+		l->rare[l->nrare++] = (uint32_t)(at + i);
+	}
+}
 
 /*
  * A lazy read's events are counted (and checked as a full read checks
@@ -70,6 +98,8 @@ static int ddl_count_only(void *ctx, const struct ddl_trace *t, const struct ddl
 	for (size_t i = 0; i < n; i++)
 		c |= 1u << (ddl_event_class(ev[i].kind) & 31);
 	((struct ddl_trace *)t)->classes |= c; /* the trace being read */
+	if (l && (c & ~DDL_CLASSES_COMMON))
+		ddl_load_rare(l, ev, n, t->nstreamed - n); /* (counted in before the call) */
 	if (!l || l->nokeep || !n)
 		return 0;
 	if (l->nkept + n > l->capkept) {
@@ -134,6 +164,14 @@ static void ddl_load_one(void *arg, size_t i)
  * the reads were spread); without memory for it, S is incomplete. */
 static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 {
+	uint32_t *rare = l->rare; /* the trace's, or freed */
+	l->rare = NULL;
+	int kept = !l->skip && l->rc == 0 && ddl_traceset_lazy && !l->norare &&
+	           l->nrare <= DDL_RARE_FREE + l->t.nstreamed / DDL_RARE_SHARE;
+	if (!kept) {
+		free(rare);
+		rare = NULL;
+	}
 	if (l->skip)
 		return;
 	if (l->rc < 0 || l->nkept != l->t.nstreamed)
@@ -149,6 +187,7 @@ static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 	if (!t) {
 		ddl_load_unkeep(l);
 		ddl_trace_free(&l->t);
+		free(rare);
 		s->incomplete = 1;
 		return;
 	}
@@ -170,7 +209,13 @@ static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 		u->ev = l->kept; /* in memory from the start (ddl_events_register counts them) */
 		u->cap_ev = l->capkept;
 		l->kept = NULL; /* its room stays reserved until the load is over */
+		u->rare_kept = kept;
+		u->rare = rare;
+		u->nrare = rare ? l->nrare : 0;
+		u->rare_nev = u->nev;
+		rare = NULL;
 	}
+	free(rare);
 	ddl_progress_events += s->t[s->n].nev;
 	s->n++;
 	if (ddl_traceset_progress)

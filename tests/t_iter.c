@@ -31,6 +31,7 @@
 
 #include "ddlprof/chunk.h"
 #include "ddlprof/trace.h"
+#include "autocorr.h"
 #include "test.h"
 
 #define IT_WARMUP 5
@@ -910,5 +911,51 @@ int test_iter_synthetic(void)
 		trm(dir);
 		free(dir);
 	}
+	return DDL_PASS;
+}
+
+/*
+ * The autocorrelation the socket period is found in (ddl_autocorr, a
+ * transform of the series as half as many complex values) against its
+ * definition summed directly: series of 2 to 8,192 values, flat, noise,
+ * pulses of a period that is no whole number of values, and a ramp; every
+ * lag of the first quarter (those the period is looked for in) within
+ * 1e-9, the rest within what their few pairs allow; and a series
+ * equal to its mean all 0.
+ */
+int test_iter_autocorr(void)
+{
+	unsigned seed = 3;
+	for (size_t n = 2; n <= 8192; n *= 2)
+		for (int shape = 0; shape < 4; shape++) {
+			double *x = malloc(n * sizeof *x), *r = malloc(n * sizeof *r);
+			CHECK(x && r, "malloc");
+			for (size_t i = 0; i < n; i++)
+				x[i] = shape == 0   ? 2.5
+				       : shape == 1 ? (double)(rand_r(&seed) % 1000) / 100
+				       : shape == 2 ? (fmod((double)i, 7.3) < 1.5 ? 4.0 : 0.1)
+				                    : (double)i / (double)n;
+			CHECK(ddl_autocorr(x, n, r) == 0, "n %zu: without memory", n);
+			double m = 0, c0 = 0;
+			for (size_t i = 0; i < n; i++)
+				m += x[i];
+			m /= (double)n;
+			for (size_t i = 0; i < n; i++)
+				c0 += (x[i] - m) * (x[i] - m);
+			for (size_t l = 0; l < n; l++) {
+				double c = 0;
+				for (size_t i = 0; i + l < n; i++)
+					c += (x[i] - m) * (x[i + l] - m);
+				double want = c0 > 0 ? c / c0 * (double)n / (double)(n - l) : 0;
+				double tol = l < n / 4 ? 1e-9 : 1e-9 * (double)n;
+				CHECK(fabs(r[l] - want) <= tol * (1 + fabs(want)),
+				      "n %zu, shape %d, lag %zu: %.15g, by its definition %.15g", n, shape, l, r[l], want);
+			}
+			if (shape == 0)
+				for (size_t l = 0; l < n; l++)
+					CHECK(r[l] == 0, "n %zu: a flat series' lag %zu is %g", n, l, r[l]);
+			free(x);
+			free(r);
+		}
 	return DDL_PASS;
 }

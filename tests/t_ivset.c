@@ -207,6 +207,65 @@ int test_ivset_push_merging(void)
 }
 
 /*
+ * ddl_ivset_add gives what ddl_ivset_push does once merged, for any gap:
+ * calls recorded after the calls made inside them (each inner run, then
+ * the call around it), with tags the outer call has and one it lacks
+ * (kept: its tag joins the merged interval's), and random sets; and the
+ * nested pushes leave the set in order, one interval per outer call.
+ */
+int test_ivset_add(void)
+{
+	unsigned seed = 99;
+	static const int64_t gaps[] = {0, 2, 100};
+	for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++)
+		for (int round = 0; round < 6; round++) {
+			struct ddl_ivset all = {0}, add = {0};
+			int64_t t = 0;
+			size_t outer = 0;
+			for (int k = 0; k < 3000; k++) {
+				if (round < 3) { /* an outer call and the calls made inside it */
+					int64_t a = t, b = a + 1000;
+					int inner = rand_r(&seed) % 8, lacks = round == 2 && k % 5 == 0;
+					for (int i = 0; i < inner; i++) {
+						int64_t x = a + 1 + i * 100, y = x + 1 + rand_r(&seed) % 99;
+						int tag = lacks && i == inner - 1 ? 2 : 1;
+						CHECK(ddl_ivset_push(&all, x, y, tag) == 0, "push");
+						CHECK(ddl_ivset_add(&add, x, y, tag) == 0, "add");
+					}
+					if (round == 1 && k % 3 == 0) /* a call that ends past the outer one: not inside */
+						CHECK(ddl_ivset_add(&add, b - 10, b + 20, 1) == 0 &&
+						      ddl_ivset_push(&all, b - 10, b + 20, 1) == 0, "past the end");
+					CHECK(ddl_ivset_push(&all, a, b, 1) == 0, "push");
+					CHECK(ddl_ivset_add(&add, a, b, 1) == 0, "add");
+					outer++;
+					t = b + 50 + rand_r(&seed) % 200;
+				} else { /* random: few contain the last ones */
+					int64_t a = rand_r(&seed) % (round == 3 ? 300000 : 5000);
+					int64_t b = a + 1 + rand_r(&seed) % (round == 5 ? 2000 : 40);
+					int tag = 1 << (rand_r(&seed) % 3);
+					CHECK(ddl_ivset_push(&all, a, b, tag) == 0, "push");
+					CHECK(ddl_ivset_add(&add, a, b, tag) == 0, "add");
+				}
+			}
+			if (round == 0) {
+				CHECK(add.n == outer, "nested calls: %zu intervals kept, %zu outer calls", add.n, outer);
+				for (size_t i = 1; i < add.n; i++)
+					CHECK(add.v[i - 1].a < add.v[i].a, "nested calls: out of order at %zu", i);
+			}
+			ddl_ivset_merge(&all, gaps[g]);
+			ddl_ivset_merge(&add, gaps[g]);
+			CHECK(all.n == add.n, "gap %lld, round %d: %zu merged, %zu added", (long long)gaps[g], round,
+			      all.n, add.n);
+			for (size_t i = 0; i < all.n; i++)
+				CHECK(all.v[i].a == add.v[i].a && all.v[i].b == add.v[i].b && all.v[i].tag == add.v[i].tag,
+				      "gap %lld, round %d: interval %zu differs", (long long)gaps[g], round, i);
+			ddl_ivset_free(&all);
+			ddl_ivset_free(&add);
+		}
+	return DDL_PASS;
+}
+
+/*
  * Room kept from one process to the next (keep.h, ddl_ivset_keep): a set
  * given back under a slot comes back empty with its array and room, on
  * the same thread only, once; a slot holds one array; past

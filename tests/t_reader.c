@@ -43,6 +43,22 @@ static int ddl_child(const char *mode)
 				return 99;
 		return 0;
 	}
+	if (!strcmp(mode, "rare") || !strcmp(mode, "rare-dense")) {
+		/* socket calls with a file opened and read among them: every 50th
+		 * pair, or with every pair (too many to keep their places) */
+		int every = !strcmp(mode, "rare") ? 50 : 1;
+		for (int i = 0; i < 6000; i++) {
+			if (send(sv[0], buf, 1, 0) != 1 || recv(sv[1], buf, 1, 0) != 1)
+				return 99;
+			if (i % every == 0) {
+				int fd = open("/etc/passwd", O_RDONLY);
+				if (fd < 0 || read(fd, buf, 1) != 1)
+					return 99;
+				close(fd);
+			}
+		}
+		return 0;
+	}
 	if (!strcmp(mode, "roundtrip")) {
 		for (int i = 1; i <= RT_N; i++) {
 			if (send(sv[0], buf, (size_t)i, 0) != i || recv(sv[1], buf, (size_t)i, MSG_WAITALL) != i)
@@ -1055,5 +1071,69 @@ int test_reader_read_again_unchanged(void)
 	free(path);
 	trm(dir);
 	free(dir);
+	return DDL_PASS;
+}
+
+/*
+ * The places a lazy read keeps of the events that are neither socket
+ * calls nor argument records (ddl_trace.rare, ddl_trace_next_rare): for
+ * a trace of socket calls with a file read every 50th pair, exactly those
+ * events, in order, whether the events were kept by the first read or
+ * read again (a budget of 0); for one with a file read every pair, too
+ * many to keep (more than one in 16), so every event is gone over; and
+ * none at all once the events could not be read again (the file cut
+ * shorter), not places past the events there are.
+ */
+int test_reader_rare_places(void)
+{
+	static const char *const modes[] = {"rare", "rare-dense"};
+	size_t budget = ddl_events_budget;
+	for (int m = 0; m < 2; m++)
+		for (int b = 0; b < 2; b++) {
+			char *dir = tmpdir(), err[256];
+			char *path = ddl_make_trace(dir, modes[m], NULL);
+			CHECK(path, "%s: no trace made", modes[m]);
+			ddl_events_budget = b ? 0 : budget;
+			struct ddl_traceset s;
+			char *paths[] = {dir};
+			CHECK(ddl_load_lazy(&s, paths, 1, err, sizeof err) == 0 && s.n == 1, "load: %s", err);
+			struct ddl_trace *t = &s.t[0];
+			ddl_trace_hold(t);
+			size_t want = 0, socket = 0;
+			for (size_t i = 0; i < t->nev; i++) {
+				int c = ddl_event_class(t->ev[i].kind);
+				want += !(DDL_CLASSES_COMMON >> c & 1);
+				socket += c == DDL_CLASS_TX || c == DDL_CLASS_RX;
+			}
+			CHECK(socket >= 12000 && want >= (m ? 12000u : 240u), "%s: %zu socket calls, %zu others",
+			      modes[m], socket, want);
+			CHECK(t->rare_kept == !m, "%s, budget %zu: places %s", modes[m], ddl_events_budget,
+			      t->rare_kept ? "kept" : "not kept");
+			size_t n = 0, prev = 0;
+			for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i); n++) {
+				CHECK(i < t->nev && (n == 0 || i > prev), "%s: place %zu (%zu) out of order", modes[m], n, i);
+				CHECK(m || !(DDL_CLASSES_COMMON >> ddl_event_class(t->ev[i].kind) & 1),
+				      "%s: place %zu is a %s", modes[m], n, ddl_event_name(t->ev[i].kind));
+				prev = i;
+			}
+			CHECK(n == (m ? t->nev : want), "%s: %zu places gone over, want %zu", modes[m], n,
+			      m ? t->nev : want);
+			ddl_trace_release(t);
+			if (b) { /* read again once the file is cut shorter: none */
+				CHECK(truncate(path, 4096) == 0, "truncate: %s", strerror(errno));
+				ddl_trace_hold(t);
+				size_t left = 0;
+				for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);)
+					left++;
+				CHECK(!t->nev && !left, "%s: %zu events, %zu places after the file was cut", modes[m], t->nev,
+				      left);
+				ddl_trace_release(t);
+			}
+			ddl_traceset_free(&s);
+			ddl_events_budget = budget;
+			free(path);
+			trm(dir);
+			free(dir);
+		}
 	return DDL_PASS;
 }

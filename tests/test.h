@@ -29,6 +29,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(reader_events_budget) \
 	X(reader_crc32c_lanes) \
 	X(reader_read_again_unchanged) \
+	X(reader_rare_places) \
 	X(report_hostile_sums) \
 	X(report_many_threads) \
 	X(report_nomem_each) \
@@ -82,6 +83,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(e2e_socket_iterations) \
 	X(iter_tcpring) \
 	X(iter_long_runs) \
+	X(iter_autocorr) \
 	X(iter_tcpring_markers_agree) \
 	X(iter_ranks_env) \
 	X(iter_two_hosts) \
@@ -245,6 +247,7 @@ enum { DDL_PASS = 0, DDL_FAIL = 1, DDL_SKIP = 2 };
 	X(ivset_against_bitmap) \
 	X(ivset_sort_stable) \
 	X(ivset_push_merging) \
+	X(ivset_add) \
 	X(ivset_kept_room) \
 	X(slowiters_change_point) \
 	X(pyhook_entry_points) \
