@@ -255,7 +255,7 @@ static void ddl_hang_find(const struct ddl_report *r, struct ddl_hangpt *pt, con
 			int seq = (ddl_trace_classes(t) & DDL_SEQ_CLASSES) != 0;
 			if (seq)
 				ddl_trace_hold(t);
-			for (size_t x = 0, j; seq && ddl_trace_next_rare(t, &x, &j);) {
+			for (size_t y = 0, j; seq && ddl_trace_next_rare(t, &y, &j);) {
 				int left;
 				if (!ddl_seq_class(t->ev[j].kind) || !ddl_seq_record(t, j, &left) ||
 				    ddl_event_class(t->ev[j].kind) == DDL_CLASS_HWAIT)

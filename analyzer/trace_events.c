@@ -163,7 +163,7 @@ static void ddl_ev_problem(struct ddl_trace *t, const char *why)
 /* T's events read again (T is marked loading, and this runs outside the
  * lock); NULL with WHY (ERR bytes) when they could not be. */
 static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event *buf, size_t cap,
-                                     size_t *got, int *nomem, char *why, size_t n)
+                                     size_t *got, int *nomem, int *touched, char *why, size_t n)
 {
 	struct ddl_trace again;
 	char err[512];
@@ -192,6 +192,9 @@ static struct ddl_event *ddl_ev_read(const struct ddl_trace *t, struct ddl_event
 	else {
 		if (again.checked_before)
 			atomic_fetch_add(&ddl_events_rereads_unchecked, 1);
+		/* written to since the first read (the same size and count): the
+		 * places it noted may not be these events' */
+		*touched = again.file_mtime_ns != t->file_mtime_ns || again.file_ctime_ns != t->file_ctime_ns;
 		ev = again.ev;
 		*got = again.cap_ev;
 		again.ev = NULL;
@@ -266,11 +269,13 @@ void ddl_trace_hold(const struct ddl_trace *ct)
 		ddl_ev_trim(need);
 		pthread_mutex_unlock(&ddl_ev_mu);
 		char why[512];
-		int nomem;
-		struct ddl_event *ev = ddl_ev_read(t, buf, cap, &got, &nomem, why, sizeof why);
+		int nomem, touched = 0;
+		struct ddl_event *ev = ddl_ev_read(t, buf, cap, &got, &nomem, &touched, why, sizeof why);
 		pthread_mutex_lock(&ddl_ev_mu);
 		t->loading = 0;
 		if (ev) {
+			if (touched)
+				t->rare_kept = 0; /* every event gone over from now on (ddl_trace_next_rare) */
 			t->ev = ev;
 			t->cap_ev = got;
 			ddl_ev_resident += t->nev * sizeof *t->ev;

@@ -166,11 +166,17 @@ static void ddl_load_add(struct ddl_traceset *s, struct ddl_load *l)
 {
 	uint32_t *rare = l->rare; /* the trace's, or freed */
 	l->rare = NULL;
-	int kept = !l->skip && l->rc == 0 && ddl_traceset_lazy && !l->norare &&
+	/* (not where the file was cut shorter while it was read: the chunk
+	 * the mapping lost may have been counted, not noted) */
+	int kept = !l->skip && l->rc == 0 && ddl_traceset_lazy && !l->norare && !l->t.shrunk &&
 	           l->nrare <= DDL_RARE_FREE + l->t.nstreamed / DDL_RARE_SHARE;
 	if (!kept) {
 		free(rare);
 		rare = NULL;
+	} else if (l->nrare && l->nrare < l->caprare) { /* no more room than they take */
+		uint32_t *q = realloc(rare, l->nrare * sizeof *q);
+		if (q)
+			rare = q;
 	}
 	if (l->skip)
 		return;

@@ -1080,9 +1080,10 @@ int test_reader_read_again_unchanged(void)
  * a trace of socket calls with a file read every 50th pair, exactly those
  * events, in order, whether the events were kept by the first read or
  * read again (a budget of 0); for one with a file read every pair, too
- * many to keep (more than one in 16), so every event is gone over; and
- * none at all once the events could not be read again (the file cut
- * shorter), not places past the events there are.
+ * many to keep (more than one in 16), so every event is gone over; every
+ * event too once the file was written to (its modification time) before a
+ * read again; and none at all once the events could not be read again
+ * (the file cut shorter), not places past the events there are.
  */
 int test_reader_rare_places(void)
 {
@@ -1119,6 +1120,17 @@ int test_reader_rare_places(void)
 			CHECK(n == (m ? t->nev : want), "%s: %zu places gone over, want %zu", modes[m], n,
 			      m ? t->nev : want);
 			ddl_trace_release(t);
+			if (b) { /* read again once the file was written to (its times): every event */
+				struct timespec tv[2] = {{0, UTIME_OMIT}, {time(NULL) + 7, 0}};
+				CHECK(utimensat(AT_FDCWD, path, tv, 0) == 0, "utimensat: %s", strerror(errno));
+				ddl_trace_hold(t);
+				size_t all = 0;
+				for (size_t x = 0, i; ddl_trace_next_rare(t, &x, &i);)
+					all++;
+				CHECK(t->nev && !t->rare_kept && all == t->nev, "%s: %zu of %zu events gone over after a write",
+				      modes[m], all, t->nev);
+				ddl_trace_release(t);
+			}
 			if (b) { /* read again once the file is cut shorter: none */
 				CHECK(truncate(path, 4096) == 0, "truncate: %s", strerror(errno));
 				ddl_trace_hold(t);
