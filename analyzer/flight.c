@@ -190,35 +190,52 @@ static int ddl_fspill_open(struct ddl_fspill *sp)
 }
 
 /*
- * Records as the spill file holds them, packed: each a flags byte, then
- * varints of its start less the start of the one before, its length, its
- * bytes and, where the flags say so, its wait (start less the record's,
- * length) and its offset (less the one the record before implies): about
- * 12 bytes instead of 48, so that a quarter as much is written and read back.
+ * Records as the spill file holds them, packed: a head of two bytes (the
+ * flags, and the length in bytes, 0 to 8, of each of the three values
+ * every record has), a byte more of lengths where the flags say there is
+ * a wait and one where they say there is an offset, then the values,
+ * little-endian, each in its length: its start less the start of the one
+ * before, its length, its bytes and, where the flags say so, its wait
+ * (start less the record's, length) and its offset (less the one the
+ * record before implies), each zigzagged. About 12 bytes instead of 48,
+ * so that a quarter as much is written and read back; the lengths in the
+ * head, not a varint's bit a byte, so that a value is one load, not a
+ * branch a byte.
  */
-enum { DDL_FXP_WAIT = 1, DDL_FXP_OFF = 2, DDL_FXP_MAX = 1 + 6 * 10 /* bytes, at most */ };
+enum { DDL_FXP_WAIT = 1, DDL_FXP_OFF = 2, DDL_FXP_MAX = 4 + 6 * 8 /* bytes, at most */ };
 
-static unsigned char *ddl_put_varint(unsigned char *p, uint64_t v)
+/* The bytes V takes: 0 (V is 0) to 8. */
+static unsigned ddl_fxp_len(uint64_t v)
 {
-	for (; v >= 0x80; v >>= 7)
-		*p++ = (unsigned char)(v | 0x80);
-	*p++ = (unsigned char)v;
-	return p;
+	return v ? (unsigned)(71 - __builtin_clzll(v)) / 8 : 0;
 }
 
-/* A varint at P before END into *V; past it, or NULL when it is cut off. */
-static const unsigned char *ddl_get_varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
+/* V in little-endian order (its low bytes first, the ones a length keeps). */
+static uint64_t ddl_fxp_le(uint64_t v)
 {
-	uint64_t x = 0;
-	for (unsigned sh = 0; p < end && sh < 64; sh += 7) {
-		unsigned c = *p++;
-		x |= (uint64_t)(c & 0x7f) << sh;
-		if (!(c & 0x80)) {
-			*v = x;
-			return p;
-		}
-	}
-	return NULL;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+
+/* V stored at P in its LEN bytes; 8 bytes written (DDL_FXP_MAX leaves room). */
+static unsigned char *ddl_fxp_put(unsigned char *p, uint64_t v, unsigned len)
+{
+	v = ddl_fxp_le(v);
+	memcpy(p, &v, 8);
+	return p + len;
+}
+
+/* The value of LEN (at most 8) bytes at P, 8 of which may be read. */
+static const uint64_t ddl_fxp_mask[9] = {0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff,
+                                         0xffffffffffff, 0xffffffffffffff, UINT64_MAX};
+static uint64_t ddl_fxp_get(const unsigned char *p, unsigned len)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return ddl_fxp_le(v) & ddl_fxp_mask[len];
 }
 
 /* X - Y wrapping, zigzagged (small either way is small), and back. */
@@ -239,45 +256,88 @@ static int64_t ddl_zz_add(int64_t y, uint64_t z)
  * past it. */
 static unsigned char *ddl_fx_pack(const struct ddl_fxrec *x, int64_t *a, uint64_t *off, unsigned char *out)
 {
-	int fl = (x->wa || x->wb ? DDL_FXP_WAIT : 0) | (x->off != *off ? DDL_FXP_OFF : 0);
-	*out++ = (unsigned char)fl;
-	out = ddl_put_varint(out, ddl_zz_diff(x->a, *a));
-	out = ddl_put_varint(out, ddl_zz_diff(x->b, x->a));
-	out = ddl_put_varint(out, ddl_zz_diff(x->bytes, 0));
-	if (fl & DDL_FXP_WAIT) {
-		out = ddl_put_varint(out, ddl_zz_diff(x->wa, x->a));
-		out = ddl_put_varint(out, ddl_zz_diff(x->wb, x->wa));
+	int wait = x->wa || x->wb, moved = x->off != *off;
+	uint64_t v0 = ddl_zz_diff(x->a, *a), v1 = ddl_zz_diff(x->b, x->a), v2 = ddl_zz_diff(x->bytes, 0);
+	unsigned l0 = ddl_fxp_len(v0), l1 = ddl_fxp_len(v1), l2 = ddl_fxp_len(v2);
+	*out++ = (unsigned char)((wait ? DDL_FXP_WAIT : 0) | (moved ? DDL_FXP_OFF : 0) | l0 << 2);
+	*out++ = (unsigned char)(l1 | l2 << 4);
+	uint64_t v3 = 0, v4 = 0, v5 = 0;
+	unsigned l3 = 0, l4 = 0, l5 = 0;
+	if (wait) {
+		v3 = ddl_zz_diff(x->wa, x->a);
+		v4 = ddl_zz_diff(x->wb, x->wa);
+		l3 = ddl_fxp_len(v3);
+		l4 = ddl_fxp_len(v4);
+		*out++ = (unsigned char)(l3 | l4 << 4);
 	}
-	if (fl & DDL_FXP_OFF)
-		out = ddl_put_varint(out, ddl_zz_diff((int64_t)x->off, (int64_t)*off));
+	if (moved) {
+		v5 = ddl_zz_diff((int64_t)x->off, (int64_t)*off);
+		l5 = ddl_fxp_len(v5);
+		*out++ = (unsigned char)l5;
+	}
+	out = ddl_fxp_put(out, v0, l0);
+	out = ddl_fxp_put(out, v1, l1);
+	out = ddl_fxp_put(out, v2, l2);
+	out = ddl_fxp_put(out, v3, l3); /* lengths 0 where there is no wait, no offset */
+	out = ddl_fxp_put(out, v4, l4);
+	out = ddl_fxp_put(out, v5, l5);
 	*a = x->a;
 	*off = x->off + (uint64_t)x->bytes;
 	return out;
 }
 
-/* N records packed at P (before END) into R; past them, or NULL. */
+/* N records packed at P (before END) into R; past them, or NULL. Each is
+ * unpacked from a copy of its bytes where fewer than DDL_FXP_MAX + 8 are
+ * left, so that every load of 8 bytes stays inside what was read. */
 static const unsigned char *ddl_fx_unpack(const unsigned char *p, const unsigned char *end, struct ddl_fxrec *r,
                                           size_t n)
 {
 	int64_t a = 0;
 	uint64_t off = 0;
-	for (size_t i = 0; i < n && p; i++) {
+	unsigned char tail[2 * DDL_FXP_MAX + 8];
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *q = p;
+		if (end - p < DDL_FXP_MAX + 8) { /* the last few: from a copy, zeros after it */
+			size_t left = (size_t)(end - p);
+			memset(tail, 0, sizeof tail);
+			memcpy(tail, p, left);
+			q = tail;
+		}
+		unsigned h0 = q[0], h1 = q[1], fl = h0 & 3;
+		unsigned l0 = h0 >> 2, l1 = h1 & 15, l2 = h1 >> 4, l3 = 0, l4 = 0, l5 = 0;
+		const unsigned char *at = q + 2;
+		if (fl & DDL_FXP_WAIT) {
+			l3 = *at & 15;
+			l4 = *at++ >> 4;
+		}
+		if (fl & DDL_FXP_OFF)
+			l5 = *at++;
+		if (l0 > 8 || l1 > 8 || l2 > 8 || l3 > 8 || l4 > 8 || l5 > 8)
+			return NULL; /* not packed by ddl_fx_pack */
+		size_t len = (size_t)(at - q) + l0 + l1 + l2 + l3 + l4 + l5;
+		if (end - p < 2 || len > (size_t)(end - p))
+			return NULL; /* cut off */
+		uint64_t v0 = ddl_fxp_get(at, l0);
+		at += l0;
+		uint64_t v1 = ddl_fxp_get(at, l1);
+		at += l1;
+		uint64_t v2 = ddl_fxp_get(at, l2);
+		at += l2;
+		uint64_t v3 = ddl_fxp_get(at, l3);
+		at += l3;
+		uint64_t v4 = ddl_fxp_get(at, l4);
+		at += l4;
+		uint64_t v5 = ddl_fxp_get(at, l5);
 		struct ddl_fxrec *x = &r[i];
-		uint64_t v[6] = {0};
-		int fl = p < end ? *p++ : -1;
-		int nv = 3 + (fl & DDL_FXP_WAIT ? 2 : 0) + (fl & DDL_FXP_OFF ? 1 : 0);
-		for (int k = 0; k < nv && fl >= 0 && p; k++)
-			p = ddl_get_varint(p, end, &v[k]);
-		if (fl < 0 || !p)
-			return NULL;
-		x->a = ddl_zz_add(a, v[0]);
-		x->b = ddl_zz_add(x->a, v[1]);
-		x->bytes = ddl_zz_add(0, v[2]);
-		x->wa = fl & DDL_FXP_WAIT ? ddl_zz_add(x->a, v[3]) : 0;
-		x->wb = fl & DDL_FXP_WAIT ? ddl_zz_add(x->wa, v[4]) : 0;
-		x->off = fl & DDL_FXP_OFF ? (uint64_t)ddl_zz_add((int64_t)off, v[fl & DDL_FXP_WAIT ? 5 : 3]) : off;
+		x->a = ddl_zz_add(a, v0);
+		x->b = ddl_zz_add(x->a, v1);
+		x->bytes = ddl_zz_add(0, v2);
+		x->wa = fl & DDL_FXP_WAIT ? ddl_zz_add(x->a, v3) : 0;
+		x->wb = fl & DDL_FXP_WAIT ? ddl_zz_add(x->wa, v4) : 0;
+		x->off = fl & DDL_FXP_OFF ? (uint64_t)ddl_zz_add((int64_t)off, v5) : off;
 		a = x->a;
 		off = x->off + (uint64_t)x->bytes;
+		p += len;
 	}
 	return p;
 }
@@ -937,6 +997,7 @@ struct ddl_fjob {
 	struct ddl_fout *out;
 	struct ddl_ivset *fl;
 	const struct ddl_fconn *conn;
+	struct ddl_ivset *other; /* conn k's mate's windows, made with conn k's (k < its mate) */
 	const size_t *first;  /* process i's connections: conn[first[i] .. first[i + 1]) */
 	struct ddl_fspill *sp;
 	int *rc;
@@ -1091,21 +1152,68 @@ static void ddl_fjob_build(void *arg, size_t i)
 	pthread_mutex_unlock(&j->mu);
 }
 
-/* Process I's windows: its connections' (both ends), and its sends and
- * receives on no named connection (their own time, local). */
-static void ddl_fjob_windows(void *arg, size_t i)
+/* The windows of process I's connections paired with a later one (or
+ * with themselves): both ends' records read back once for both ends'
+ * windows, I's into its set and the mate's kept for its process
+ * (ddl_fjob_windows), which only that process's stage writes into. */
+static void ddl_fjob_pairs(void *arg, size_t i)
 {
 	struct ddl_fjob *j = arg;
 	struct ddl_fview b1 = {0}, b2 = {0};
 	int rc = 0;
 	for (size_t k = j->first[i]; k < j->first[i + 1] && !rc; k++) {
 		const struct ddl_fconn *c = &j->conn[k];
+		if (c->mate < 0 || (size_t)c->mate < k)
+			continue;
 		struct ddl_fconn vc, vm;
 		rc = ddl_fconn_view(j->sp, c, &vc, &b1);
-		if (!rc && c->mate >= 0)
+		if (!rc && (size_t)c->mate != k)
 			rc = ddl_fconn_view(j->sp, &j->conn[c->mate], &vm, &b2);
 		if (!rc)
-			rc = ddl_fconn_windows(&vc, c->mate >= 0 ? &vm : NULL, &j->fl[i]);
+			rc = ddl_fconn_windows(&vc, (size_t)c->mate != k ? &vm : &vc, &j->fl[i]);
+		if (!rc && (size_t)c->mate != k) {
+			struct ddl_ivset *w = &j->other[k];
+			rc = ddl_fconn_windows(&vm, &vc, w);
+			/* kept until the mate's stage: merged (as its set will be,
+			 * a closure) and no larger than that, not the room of the
+			 * 4096 pushes a set is merged at */
+			ddl_ivset_merge(w, DDL_FLIGHT_GAP_NS);
+			struct ddl_iv *q = w->n && w->n < w->cap ? realloc(w->v, w->n * sizeof *q) : NULL;
+			if (q) {
+				w->v = q;
+				w->cap = w->n;
+			}
+		}
+	}
+	ddl_fview_free(&b1);
+	ddl_fview_free(&b2);
+	j->rc[i] = rc;
+}
+
+/* Process I's windows: its connections' (both ends), and its sends and
+ * receives on no named connection (their own time, local). */
+static void ddl_fjob_windows(void *arg, size_t i)
+{
+	struct ddl_fjob *j = arg;
+	struct ddl_fview b1 = {0};
+	int rc = j->rc[i];
+	for (size_t k = j->first[i]; k < j->first[i + 1] && !rc; k++) {
+		const struct ddl_fconn *c = &j->conn[k];
+		if (c->mate >= 0 && (size_t)c->mate < k) { /* made with its mate's (ddl_fjob_pairs) */
+			const struct ddl_ivset *w = &j->other[c->mate];
+			for (size_t x = 0; x < w->n && !rc; x++)
+				rc = ddl_ivset_push_merging(&j->fl[i], w->v[x].a, w->v[x].b, w->v[x].tag,
+				                            DDL_FLIGHT_GAP_NS);
+			if (w->nomem)
+				rc = -1; /* windows left out */
+			continue;
+		}
+		if (c->mate >= 0)
+			continue; /* made in ddl_fjob_pairs */
+		struct ddl_fconn vc;
+		rc = ddl_fconn_view(j->sp, c, &vc, &b1);
+		if (!rc)
+			rc = ddl_fconn_windows(&vc, NULL, &j->fl[i]);
 	}
 	const struct ddl_fout *o = &j->out[i];
 	const struct ddl_fxrec *loose = o->rec ? o->rec + (o->nrec - o->nloose) : NULL;
@@ -1118,7 +1226,6 @@ static void ddl_fjob_windows(void *arg, size_t i)
 	if (!rc)
 		ddl_ivset_merge(&j->fl[i], DDL_FLIGHT_GAP_NS);
 	ddl_fview_free(&b1);
-	ddl_fview_free(&b2);
 	j->rc[i] = rc;
 }
 
@@ -1143,7 +1250,8 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 	struct ddl_fconn *conn = NULL;
 	size_t nc = 0;
 	int rc = fo && fl && rcs && first ? 0 : -1;
-	struct ddl_fjob job = {r, fo, fl, NULL, first, &sp, rcs, PTHREAD_MUTEX_INITIALIZER, NULL};
+	struct ddl_fjob job = {.r = r, .out = fo, .fl = fl, .first = first, .sp = &sp, .rc = rcs,
+	                       .mu = PTHREAD_MUTEX_INITIALIZER};
 	if (!rc) {
 		ddl_parallel_procs(r, ddl_fjob_build, &job);
 		rc = ddl_fjob_rc(&job, np);
@@ -1165,11 +1273,17 @@ int ddl_report_flights(const struct ddl_report *r, struct ddl_ivset **out)
 	}
 	if (!rc)
 		rc = ddl_fconn_pair(r, &sp, conn, nc);
+	if (!rc && nc && !(job.other = calloc(nc, sizeof *job.other)))
+		rc = -1;
 	if (!rc) {
 		job.conn = conn;
+		ddl_parallel(np, ddl_fjob_pairs, &job);
 		ddl_parallel(np, ddl_fjob_windows, &job);
 		rc = ddl_fjob_rc(&job, np);
 	}
+	for (size_t k = 0; job.other && k < nc; k++)
+		ddl_ivset_free(&job.other[k]);
+	free(job.other);
 	for (size_t i = 0; fo && i < np; i++) {
 		free(fo[i].rec);
 		free(fo[i].conn);
