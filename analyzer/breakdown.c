@@ -27,12 +27,13 @@
 #include "ivset.h"
 #include "report.h"
 
-/* E is a send that moved bytes inside one of P's iterations. */
+/* E, of T, is a send that moved bytes inside one of P's iterations; LAST
+ * as ddl_proc_iter_near keeps it. */
 static int ddl_sent_in_iteration(const struct ddl_proc *p, const struct ddl_trace *t,
-                                 const struct ddl_event *e)
+                                 const struct ddl_event *e, size_t *last)
 {
 	return ddl_event_class(e->kind) == DDL_CLASS_TX && e->result > 0 &&
-	       ddl_proc_iter_at(p, ddl_trace_real_ns(t, e->start)) != SIZE_MAX;
+	       ddl_proc_iter_near(p, ddl_trace_real_ns(t, e->start), last) != SIZE_MAX;
 }
 
 int ddl_class_blocks(int cls)
@@ -153,13 +154,14 @@ static void ddl_proc_breakdown(const struct ddl_report *r, struct ddl_proc *p,
 		lo = p->iter[k].start_ns < lo ? p->iter[k].start_ns : lo;
 		hi = p->iter[k].end_ns > hi ? p->iter[k].end_ns : hi;
 	}
+	size_t near = SIZE_MAX; /* the iteration of the last send (ddl_proc_iter_near) */
 	for (size_t k = 0; k < p->ntr; k++) {
 		const struct ddl_trace *t = p->tr[k];
 		for (size_t i = 0; i < t->nev; i++) {
 			const struct ddl_event *e = &t->ev[i];
 			int c = ddl_event_class(e->kind);
 			int64_t a = ddl_trace_real_ns(t, e->start), b = a + ddl_trace_dur_ns(t, e);
-			if (ddl_sent_in_iteration(p, t, e))
+			if (ddl_sent_in_iteration(p, t, e, &near))
 				bytes += (double)e->result;
 			if (b <= lo || a >= hi)
 				continue;
@@ -568,11 +570,12 @@ static double ddl_sens_sends(struct ddl_report *r)
 		memset(per_tid, 0, (UINT16_MAX + 1) * sizeof *per_tid);
 		uint32_t most = 0;
 		ddl_proc_hold(p);
+		size_t near = SIZE_MAX;
 		for (size_t k = 0; k < p->ntr; k++) {
 			const struct ddl_trace *t = p->tr[k];
 			for (size_t e = 0; e < t->nev; e++) {
 				const struct ddl_event *ev = &t->ev[e];
-				if (ddl_sent_in_iteration(p, t, ev) && ++per_tid[ev->tid] > most)
+				if (ddl_sent_in_iteration(p, t, ev, &near) && ++per_tid[ev->tid] > most)
 					most = per_tid[ev->tid];
 			}
 		}

@@ -162,6 +162,10 @@ struct ddl_proc;
 int ddl_proc_coll_counted(const struct ddl_proc *p, const struct ddl_trace *t, size_t i);
 /* The iteration of P (in time order) that instant AT falls in, or SIZE_MAX. */
 size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at);
+/* The same, looked for first where the instant asked before was (*LAST,
+ * SIZE_MAX at first, kept up to date): for instants that come about in
+ * time order, no search for most. */
+size_t ddl_proc_iter_near(const struct ddl_proc *p, int64_t at, size_t *last);
 /* What P is, as the outputs name it: "rank N", "worker of rank N" (of pid
  * N, in a job without ranks), "child of rank N", "launcher", or "" for
  * another process; into BUF (N bytes). */

@@ -129,7 +129,8 @@ static size_t ddl_peer_slot(const struct ddl_peerset *s, const char *text)
 	return i;
 }
 
-/* Adds peer ID of T to S; 0, or -1 without memory (S then lacks it). */
+/* Adds peer ID of T to S; 1 when it was not in S yet, 0 when it was, or
+ * -1 without memory (S then lacks it). */
 static int ddl_peerset_add(struct ddl_peerset *s, const struct ddl_trace *t, uint32_t id)
 {
 	if (!id || id >= t->npeers || !t->peers[id].text)
@@ -164,7 +165,7 @@ static int ddl_peerset_add(struct ddl_peerset *s, const struct ddl_trace *t, uin
 	s->slot[ddl_peer_slot(s, text)] = ++s->n;
 	s->seen[id & 7].t = t;
 	s->seen[id & 7].id = id;
-	return 0;
+	return 1;
 }
 
 static void ddl_peerset_count(struct ddl_peerset *s, struct ddl_netsum *n)
@@ -258,7 +259,9 @@ static int ddl_proc_fill(struct ddl_proc *p)
 			}
 			size_t j = m[idx];
 			ddl_net_add(&p->net, &th[j].net, t, e);
-			if (ddl_peerset_add(&all, t, e->peer) < 0 || ddl_peerset_add(&per[j], t, e->peer) < 0)
+			/* a peer its thread has had is in the process's set already */
+			int added = ddl_peerset_add(&per[j], t, e->peer);
+			if ((added && ddl_peerset_add(&all, t, e->peer) < 0) || added < 0)
 				p->incomplete = 1; /* a peer not counted */
 		}
 	}
@@ -287,17 +290,29 @@ static struct ddl_proc *ddl_proc_by_pid(struct ddl_report *r, const char *host, 
 	return NULL;
 }
 
+size_t ddl_proc_iter_near(const struct ddl_proc *p, int64_t at, size_t *last)
+{
+	size_t k = *last; /* the last iteration starting by the instant asked before */
+	if (k >= p->niter || p->iter[k].start_ns > at || (k + 1 < p->niter && p->iter[k + 1].start_ns <= at)) {
+		size_t lo = 0, hi = p->niter; /* the last iteration starting by AT */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (p->iter[mid].start_ns <= at)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!lo)
+			return SIZE_MAX;
+		*last = k = lo - 1;
+	}
+	return at < p->iter[k].end_ns ? k : SIZE_MAX;
+}
+
 size_t ddl_proc_iter_at(const struct ddl_proc *p, int64_t at)
 {
-	size_t lo = 0, hi = p->niter; /* the last iteration starting by AT */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->iter[mid].start_ns <= at)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && at < p->iter[lo - 1].end_ns ? lo - 1 : SIZE_MAX;
+	size_t last = SIZE_MAX;
+	return ddl_proc_iter_near(p, at, &last);
 }
 
 const struct ddl_proc *ddl_proc_served(const struct ddl_report *r, const struct ddl_proc *p)
