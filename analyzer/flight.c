@@ -1165,13 +1165,14 @@ static void ddl_fjob_pairs(void *arg, size_t i)
 		const struct ddl_fconn *c = &j->conn[k];
 		if (c->mate < 0 || (size_t)c->mate < k)
 			continue;
+		int self = (size_t)c->mate == k;
 		struct ddl_fconn vc, vm;
 		rc = ddl_fconn_view(j->sp, c, &vc, &b1);
-		if (!rc && (size_t)c->mate != k)
+		if (!rc && !self)
 			rc = ddl_fconn_view(j->sp, &j->conn[c->mate], &vm, &b2);
 		if (!rc)
-			rc = ddl_fconn_windows(&vc, (size_t)c->mate != k ? &vm : &vc, &j->fl[i]);
-		if (!rc && (size_t)c->mate != k) {
+			rc = ddl_fconn_windows(&vc, self ? &vc : &vm, &j->fl[i]);
+		if (!rc && !self) {
 			struct ddl_ivset *w = &j->other[k];
 			rc = ddl_fconn_windows(&vm, &vc, w);
 			/* kept until the mate's stage: merged (as its set will be,
