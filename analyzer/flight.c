@@ -1200,17 +1200,15 @@ static void ddl_fjob_windows(void *arg, size_t i)
 	int rc = j->rc[i];
 	for (size_t k = j->first[i]; k < j->first[i + 1] && !rc; k++) {
 		const struct ddl_fconn *c = &j->conn[k];
-		if (c->mate >= 0 && (size_t)c->mate < k) { /* made with its mate's (ddl_fjob_pairs) */
-			const struct ddl_ivset *w = &j->other[c->mate];
-			for (size_t x = 0; x < w->n && !rc; x++)
+		if (c->mate >= 0) { /* made in ddl_fjob_pairs: kept for this end when its mate's came first */
+			const struct ddl_ivset *w = (size_t)c->mate < k ? &j->other[c->mate] : NULL;
+			for (size_t x = 0; w && x < w->n && !rc; x++)
 				rc = ddl_ivset_push_merging(&j->fl[i], w->v[x].a, w->v[x].b, w->v[x].tag,
 				                            DDL_FLIGHT_GAP_NS);
-			if (w->nomem)
+			if (w && w->nomem)
 				rc = -1; /* windows left out */
 			continue;
 		}
-		if (c->mate >= 0)
-			continue; /* made in ddl_fjob_pairs */
 		struct ddl_fconn vc;
 		rc = ddl_fconn_view(j->sp, c, &vc, &b1);
 		if (!rc)
